@@ -1,0 +1,229 @@
+//! The TPU accelerator table (SPEC §7) as data, and topology parsing.
+use serde::Deserialize;
+use std::fmt;
+
+/// The 3D shapes beyond the listed ones: AxBxC, each a multiple of 4 in 4..=256, with at most
+/// `max_cubes` 4x4x4 cubes; `sorted` asks for A ≤ B ≤ C (v5p and later).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CubeRule {
+    pub max_cubes: u32,
+    #[serde(default)]
+    pub sorted: bool,
+}
+
+/// One row of the table, as a settings entry `accelerators.<label value>` writes it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AcceleratorSetting {
+    pub dims: u8,
+    /// Chips of each machine type (one pod per host, so the allowed chips per pod).
+    pub chips_per_host: Vec<u32>,
+    /// Chips per host of the machine type that forms multi-host slices; the largest of
+    /// `chipsPerHost` when not given (v5e and v6e: 4, although an 8-chip machine exists).
+    #[serde(default)]
+    pub multi_host_chips_per_host: Option<u32>,
+    #[serde(default)]
+    pub topologies: Vec<String>,
+    #[serde(default)]
+    pub cube_rule: Option<CubeRule>,
+}
+
+impl AcceleratorSetting {
+    /// What is wrong with an entry, each prefixed by its field name.
+    pub fn problems(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if !(2..=3).contains(&self.dims) {
+            out.push(format!("dims: is {}, use 2 or 3", self.dims));
+        }
+        if self.chips_per_host.is_empty() || self.chips_per_host.contains(&0) {
+            out.push("chipsPerHost: list one or more chip counts, each at least 1".into());
+        }
+        if let Some(m) = self.multi_host_chips_per_host {
+            if !self.chips_per_host.contains(&m) {
+                out.push(format!(
+                    "multiHostChipsPerHost: {m} is not one of chipsPerHost"
+                ));
+            }
+        }
+        if self.topologies.is_empty() && self.cube_rule.is_none() {
+            out.push("topologies: list the topologies, or give a cubeRule".into());
+        }
+        for (i, t) in self.topologies.iter().enumerate() {
+            if let Err(e) = Topology::parse(t, self.dims) {
+                out.push(format!("topologies[{i}]: {t:?} {e}"));
+            }
+        }
+        if self.cube_rule.is_some() && self.dims != 3 {
+            out.push("cubeRule: only 3D accelerators are built from cubes".into());
+        }
+        out
+    }
+}
+
+/// A parsed topology such as `4x4` or `2x2x4`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Topology {
+    pub dims: [u32; 3],
+    pub rank: u8,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TopologyError {
+    Malformed,
+    WrongRank { expected: u8, found: usize },
+    Zero,
+    TooLarge,
+}
+
+impl fmt::Display for TopologyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TopologyError::Malformed => f.write_str("is not a topology like 4x4 or 2x2x4"),
+            TopologyError::WrongRank { expected, found } => {
+                write!(f, "has {found} dimensions, the accelerator has {expected}")
+            }
+            TopologyError::Zero => f.write_str("has a dimension of 0"),
+            TopologyError::TooLarge => f.write_str("is larger than any TPU slice"),
+        }
+    }
+}
+
+/// The largest dimension any TPU generation has; bounds the chip product well inside `u32`.
+const MAX_DIM: u32 = 1024;
+
+impl Topology {
+    pub fn parse(s: &str, rank: u8) -> Result<Topology, TopologyError> {
+        let parts: Vec<&str> = s.split('x').collect();
+        if parts.len() != usize::from(rank) {
+            if parts
+                .iter()
+                .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+            {
+                return Err(TopologyError::WrongRank {
+                    expected: rank,
+                    found: parts.len(),
+                });
+            }
+            return Err(TopologyError::Malformed);
+        }
+        let mut dims = [1u32; 3];
+        for (slot, part) in dims.iter_mut().zip(&parts) {
+            if part.is_empty() || part.len() > 9 || !part.bytes().all(|b| b.is_ascii_digit()) {
+                return Err(
+                    if part.len() > 9 && part.bytes().all(|b| b.is_ascii_digit()) {
+                        TopologyError::TooLarge
+                    } else {
+                        TopologyError::Malformed
+                    },
+                );
+            }
+            let n: u32 = part.parse().map_err(|_| TopologyError::Malformed)?;
+            if n == 0 {
+                return Err(TopologyError::Zero);
+            }
+            if n > MAX_DIM {
+                return Err(TopologyError::TooLarge);
+            }
+            *slot = n;
+        }
+        Ok(Topology { dims, rank })
+    }
+
+    /// Chips in the slice; at most 1024³, which fits in `u32` only up to 1625³, so checked.
+    pub fn chips(&self) -> Option<u32> {
+        self.dims[0]
+            .checked_mul(self.dims[1])?
+            .checked_mul(self.dims[2])
+    }
+}
+
+/// A row of the built-in table.
+pub struct BuiltIn {
+    pub name: &'static str,
+    pub dims: u8,
+    pub chips_per_host: &'static [u32],
+    pub multi_host_chips_per_host: u32,
+    pub topologies: &'static [&'static str],
+    pub cube_rule: Option<(u32, bool)>,
+}
+
+const SMALL_3D: &[&str] = &["2x2x1", "2x2x2", "2x2x4", "2x4x4"];
+const LITE_2D: &[&str] = &["1x1", "2x2", "2x4", "4x4", "4x8", "8x8", "8x16", "16x16"];
+
+/// SPEC §7. Sources: xpk `system_characteristics.py`, GKE's TPU pages, KubeRay's TPU webhook.
+pub const BUILT_IN: &[BuiltIn] = &[
+    BuiltIn {
+        name: "tpu-v4-podslice",
+        dims: 3,
+        chips_per_host: &[4],
+        multi_host_chips_per_host: 4,
+        topologies: SMALL_3D,
+        cube_rule: Some((64, false)),
+    },
+    BuiltIn {
+        name: "tpu-v5p-slice",
+        dims: 3,
+        chips_per_host: &[4],
+        multi_host_chips_per_host: 4,
+        topologies: SMALL_3D,
+        cube_rule: Some((140, true)),
+    },
+    BuiltIn {
+        name: "tpu-v5-lite-podslice",
+        dims: 2,
+        chips_per_host: &[1, 4, 8],
+        multi_host_chips_per_host: 4,
+        topologies: LITE_2D,
+        cube_rule: None,
+    },
+    BuiltIn {
+        name: "tpu-v6e-slice",
+        dims: 2,
+        chips_per_host: &[1, 4, 8],
+        multi_host_chips_per_host: 4,
+        topologies: LITE_2D,
+        cube_rule: None,
+    },
+    BuiltIn {
+        name: "tpu7x",
+        dims: 3,
+        chips_per_host: &[1, 4],
+        multi_host_chips_per_host: 4,
+        topologies: &["1x1x1", "2x2x1", "2x2x2", "2x2x4", "2x4x4"],
+        cube_rule: Some((144, true)),
+    },
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    #[rstest]
+    #[case::two_d("4x4", 2, Ok([4, 4, 1]))]
+    #[case::three_d("2x2x4", 3, Ok([2, 2, 4]))]
+    #[case::trailing_x("4x", 2, Err(TopologyError::Malformed))]
+    #[case::zero("0x4", 2, Err(TopologyError::Zero))]
+    #[case::four_dims("4x4x4x4", 3, Err(TopologyError::WrongRank { expected: 3, found: 4 }))]
+    #[case::huge("99999999999x2", 2, Err(TopologyError::TooLarge))]
+    #[case::over_max_dim("2048x2", 2, Err(TopologyError::TooLarge))]
+    #[case::letters("axb", 2, Err(TopologyError::Malformed))]
+    #[case::empty("", 2, Err(TopologyError::Malformed))]
+    fn parses_topologies(
+        #[case] s: &str,
+        #[case] rank: u8,
+        #[case] expected: Result<[u32; 3], TopologyError>,
+    ) {
+        assert_eq!(Topology::parse(s, rank).map(|t| t.dims), expected);
+    }
+
+    #[test]
+    fn built_in_topologies_parse() {
+        for row in BUILT_IN {
+            for t in row.topologies {
+                assert!(Topology::parse(t, row.dims).is_ok(), "{} {t}", row.name);
+            }
+        }
+    }
+}

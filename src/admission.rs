@@ -1,0 +1,211 @@
+//! Dispatch on kind and operation (SPEC §5), and the cheap path for pods outside a JobSet.
+use crate::error::InputError;
+use crate::groups;
+use crate::jobset::JobSetView;
+use crate::mutate;
+use crate::pods;
+use crate::settings::Settings;
+use kubewarden_policy_sdk::response::ValidationResponse;
+use kubewarden_policy_sdk::settings::SettingsValidationResponse;
+use serde::de::IgnoredAny;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::Value;
+use std::borrow::Cow;
+
+const JOBSET_GROUP: &str = "jobset.x-k8s.io";
+
+/// The parts of kwctl's `{"request": …, "settings": …}` needed to decide what to do. The
+/// object stays raw: most pods are not JobSet pods and are never parsed into a tree.
+#[derive(Deserialize)]
+struct Envelope<'a> {
+    #[serde(borrow)]
+    request: RequestHead<'a>,
+    #[serde(borrow, default)]
+    settings: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RequestHead<'a> {
+    #[serde(borrow)]
+    kind: Kind<'a>,
+    #[serde(borrow, default)]
+    operation: Cow<'a, str>,
+    #[serde(borrow, default)]
+    object: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct Kind<'a> {
+    #[serde(borrow, default)]
+    group: Cow<'a, str>,
+    #[serde(borrow, default)]
+    kind: Cow<'a, str>,
+}
+
+/// Just enough of a pod to see whether it has the `jobset-name` label.
+#[derive(Deserialize)]
+struct PodHead {
+    #[serde(default)]
+    metadata: Option<MetadataHead>,
+}
+
+#[derive(Deserialize)]
+struct MetadataHead {
+    #[serde(default)]
+    labels: Option<LabelsHead>,
+}
+
+#[derive(Deserialize)]
+struct LabelsHead {
+    #[serde(rename = "jobset.sigs.k8s.io/jobset-name", default)]
+    jobset_name: Option<IgnoredAny>,
+}
+
+/// The decision for one request, before it is serialized for the host.
+#[derive(Debug, Default, PartialEq)]
+pub struct Verdict {
+    pub accepted: bool,
+    pub message: Option<String>,
+    pub code: Option<u16>,
+    pub mutated_object: Option<Value>,
+    pub warnings: Vec<String>,
+}
+
+impl Verdict {
+    pub fn accept() -> Self {
+        Verdict {
+            accepted: true,
+            ..Verdict::default()
+        }
+    }
+
+    fn reject(message: String, code: u16) -> Self {
+        Verdict {
+            accepted: false,
+            message: Some(message),
+            code: Some(code),
+            ..Verdict::default()
+        }
+    }
+
+    fn with(mutated_object: Option<Value>, warnings: Vec<String>) -> Self {
+        Verdict {
+            accepted: true,
+            mutated_object,
+            warnings,
+            ..Verdict::default()
+        }
+    }
+
+    pub fn to_response(self) -> ValidationResponse {
+        ValidationResponse {
+            accepted: self.accepted,
+            message: self.message,
+            code: self.code,
+            mutated_object: self.mutated_object,
+            audit_annotations: None,
+            warnings: (!self.warnings.is_empty()).then_some(self.warnings),
+        }
+    }
+}
+
+impl From<InputError> for Verdict {
+    fn from(e: InputError) -> Self {
+        Verdict::reject(e.to_string(), 400)
+    }
+}
+
+/// Evaluates one `validate` payload. Never panics on any input: every problem is a verdict.
+pub fn evaluate(payload: &[u8]) -> Verdict {
+    let envelope: Envelope = match serde_json::from_slice(payload) {
+        Ok(e) => e,
+        Err(e) => return InputError::Malformed(e.to_string()).into(),
+    };
+    let request = envelope.request;
+    let is_pod = request.kind.group.is_empty() && request.kind.kind == "Pod";
+    let is_jobset = request.kind.group == JOBSET_GROUP && request.kind.kind == "JobSet";
+    let operation = request.operation.as_ref();
+    if operation != "CREATE" || !(is_pod || is_jobset) {
+        // JobSet UPDATE never mutates: replicatedJobs are immutable. DELETE and CONNECT, and
+        // kinds the policy was not bound to, pass untouched.
+        return Verdict::accept();
+    }
+    let Some(raw_object) = request.object else {
+        return InputError::Missing {
+            path: "request.object".into(),
+        }
+        .into();
+    };
+    if is_pod && !is_jobset_pod(raw_object) {
+        return Verdict::accept();
+    }
+    let settings = match parse_settings(envelope.settings) {
+        Ok(s) => s,
+        Err(errors) => {
+            return Verdict::reject(
+                format!("the policy settings are invalid: {}", errors.join("; ")),
+                500,
+            )
+        }
+    };
+    let object: Value = match serde_json::from_str(raw_object.get()) {
+        Ok(v) => v,
+        Err(e) => return InputError::Malformed(e.to_string()).into(),
+    };
+    let result = if is_pod {
+        pods::admit(&object, &settings).map(|o| Verdict::with(o.mutated, o.warnings))
+    } else {
+        admit_jobset_create(&object, &settings)
+    };
+    result.unwrap_or_else(Verdict::from)
+}
+
+fn is_jobset_pod(raw: &RawValue) -> bool {
+    // A pod whose metadata cannot even be read this far is left to the full parse, which
+    // names the problem.
+    match serde_json::from_str::<PodHead>(raw.get()) {
+        Ok(head) => head
+            .metadata
+            .and_then(|m| m.labels)
+            .is_some_and(|l| l.jobset_name.is_some()),
+        Err(_) => true,
+    }
+}
+
+fn parse_settings(raw: Option<&RawValue>) -> Result<Settings, Vec<String>> {
+    match raw {
+        None => Ok(Settings::default()),
+        Some(raw) => {
+            let value: Value = serde_json::from_str(raw.get()).map_err(|e| vec![e.to_string()])?;
+            Settings::from_json(&value)
+        }
+    }
+}
+
+fn admit_jobset_create(object: &Value, settings: &Settings) -> Result<Verdict, InputError> {
+    let view = JobSetView::parse(object, &settings.tpu_resource)?;
+    let facts = groups::plan(&view, settings)?;
+    Ok(Verdict::with(
+        mutate::jobset::stamp(object, &view, &facts),
+        Vec::new(),
+    ))
+}
+
+/// Evaluates one `validate_settings` payload.
+pub fn evaluate_settings(payload: &[u8]) -> SettingsValidationResponse {
+    let parsed = serde_json::from_slice::<Value>(payload)
+        .map_err(|e| vec![format!("settings are not valid JSON: {e}")])
+        .and_then(|v| Settings::from_json(&v));
+    match parsed {
+        Ok(_) => SettingsValidationResponse {
+            valid: true,
+            message: None,
+        },
+        Err(errors) => SettingsValidationResponse {
+            valid: false,
+            message: Some(errors.join("; ")),
+        },
+    }
+}

@@ -1,0 +1,102 @@
+//! The facts a JobSet admission hands to pod admission. They are stamped as one JSON
+//! annotation on each replicated job's pod template, so that every pod carries them: a pod
+//! cannot see its JobSet, and a JobSet created with `generateName` has no name yet.
+use crate::error::InputError;
+use crate::keys;
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Facts {
+    /// Only on JobSets without native groups (before v0.9); v0.9+ controllers stamp their own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<GroupFacts>,
+    /// Only on TPU replicated jobs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slice: Option<OffsetFacts>,
+    /// Only when the JAX env is on for the JobSet and the replicated job is in the JAX group.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jax: Option<OffsetFacts>,
+    /// Coordinator pod of the group, `<rjob>-<jobIndex>-<podIndex>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coordinator: Option<String>,
+    /// `spec.network.subdomain`, when set; otherwise the subdomain is the JobSet name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subdomain: Option<String>,
+    /// Parallelism of the replicated job.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pods_per_job: Option<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GroupFacts {
+    pub name: String,
+    /// Sum of replicas over the group.
+    pub replicas: u32,
+    /// Replicas of the group's earlier replicated jobs: job-group-index = offset + job index.
+    pub offset: u32,
+}
+
+/// A total over a group and this replicated job's start within it: slices (SLICE_ID is
+/// offset plus job index) or JAX processes (process id is offset plus job index × pods per
+/// job plus completion index).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OffsetFacts {
+    pub total: u32,
+    pub offset: u32,
+}
+
+impl Facts {
+    pub fn is_empty(&self) -> bool {
+        *self == Facts::default()
+    }
+
+    pub fn to_annotation(&self) -> String {
+        // Serializing plain structs of strings and integers cannot fail.
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    pub fn from_annotation(text: &str, path: &str) -> Result<Facts, InputError> {
+        serde_json::from_str(text).map_err(|e| InputError::Invalid {
+            path: format!("{path}[{:?}]", keys::FACTS),
+            reason: format!(
+                "is not what this policy writes ({e}); remove it and let the policy stamp the JobSet"
+            ),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_and_skips_what_is_absent() {
+        let f = Facts {
+            slice: Some(OffsetFacts {
+                total: 4,
+                offset: 2,
+            }),
+            coordinator: Some("workers-0-0".into()),
+            pods_per_job: Some(4),
+            ..Facts::default()
+        };
+        let text = f.to_annotation();
+        assert_eq!(
+            text,
+            r#"{"slice":{"total":4,"offset":2},"coordinator":"workers-0-0","podsPerJob":4}"#
+        );
+        assert_eq!(Facts::from_annotation(&text, "p"), Ok(f));
+        assert_eq!(Facts::default().to_annotation(), "{}");
+    }
+
+    #[test]
+    fn rejects_what_the_policy_did_not_write() {
+        let e = Facts::from_annotation(r#"{"slices":3}"#, "metadata.annotations").unwrap_err();
+        assert!(e
+            .to_string()
+            .starts_with("metadata.annotations[\"multislice.kubewarden.io/facts\"]: is not what this policy writes"));
+    }
+}

@@ -1,0 +1,140 @@
+//! Replica groups, slice groups, offsets and the coordinator (SPEC §3): pure functions of the
+//! JobSet view. Their output is the [`Facts`] stamped on each replicated job.
+use crate::error::{checked_add, checked_mul, InputError};
+use crate::facts::{Facts, GroupFacts, OffsetFacts};
+use crate::jobset::{JobSetView, ReplicatedJob};
+use crate::json;
+use crate::keys;
+use crate::settings::{JaxEnv, Settings};
+
+/// The group of a replicated job: the field, else the annotation (how users of JobSet
+/// before v0.9 name groups), else `default`.
+pub fn group_of<'a>(rjob: &ReplicatedJob<'a>) -> &'a str {
+    rjob.group_field
+        .or(rjob.group_annotation)
+        .unwrap_or(keys::DEFAULT_GROUP)
+}
+
+/// Groups in order of first appearance, each with its members' indexes in spec order.
+pub fn groups<'a>(view: &JobSetView<'a>) -> Vec<(&'a str, Vec<usize>)> {
+    let mut out: Vec<(&str, Vec<usize>)> = Vec::new();
+    for (i, rjob) in view.replicated_jobs.iter().enumerate() {
+        let name = group_of(rjob);
+        match out.iter_mut().find(|(g, _)| *g == name) {
+            Some((_, members)) => members.push(i),
+            None => out.push((name, vec![i])),
+        }
+    }
+    out
+}
+
+/// Slice groups: the TPU members of each group, in spec order. Non-TPU replicated jobs of a
+/// group (a CPU driver in `default`) are not slices.
+pub fn slice_groups<'a>(view: &JobSetView<'a>) -> Vec<(&'a str, Vec<usize>)> {
+    groups(view)
+        .into_iter()
+        .map(|(name, members)| {
+            let tpu = members
+                .into_iter()
+                .filter(|&i| view.replicated_jobs[i].is_tpu())
+                .collect();
+            (name, tpu)
+        })
+        .filter(|(_, members): &(&str, Vec<usize>)| !members.is_empty())
+        .collect()
+}
+
+/// The running offset of each member and the total, weighting each member by `weight`.
+fn offsets(
+    view: &JobSetView,
+    members: &[usize],
+    weight: impl Fn(&ReplicatedJob) -> Result<u32, InputError>,
+) -> Result<(u32, Vec<u32>), InputError> {
+    let mut total = 0u32;
+    let mut starts = Vec::with_capacity(members.len());
+    for &i in members {
+        starts.push(total);
+        let rjob = &view.replicated_jobs[i];
+        total = checked_add(total, weight(rjob)?, &json::join(&rjob.path, "replicas"))?;
+    }
+    Ok((total, starts))
+}
+
+fn pods_of(rjob: &ReplicatedJob) -> Result<u32, InputError> {
+    checked_mul(
+        rjob.replicas,
+        rjob.parallelism,
+        &json::join(&rjob.path, "replicas"),
+    )
+}
+
+/// `<rjob>-<jobIndex>-<podIndex>` of the group's coordinator: `spec.coordinator` wherever it
+/// is (Pathways puts it on a CPU head), else pod 0 of job 0 of the group's first member.
+/// Never the member's own job 0, which would give each replicated job its own coordinator.
+pub fn coordinator(view: &JobSetView, first_member: usize) -> String {
+    match &view.coordinator {
+        Some(c) => format!("{}-{}-{}", c.replicated_job, c.job_index, c.pod_index),
+        None => format!("{}-0-0", view.replicated_jobs[first_member].name),
+    }
+}
+
+/// Whether the JAX distributed env is on for this JobSet (SPEC §4.4).
+pub fn jax_enabled(view: &JobSetView, settings: &Settings) -> bool {
+    match settings.jax_env {
+        JaxEnv::Never => false,
+        JaxEnv::Always => true,
+        JaxEnv::Annotated => view.annotation(keys::JAX_OPT_IN) == Some("true"),
+    }
+}
+
+/// The facts for each replicated job, in spec order.
+pub fn plan(view: &JobSetView, settings: &Settings) -> Result<Vec<Facts>, InputError> {
+    let mut facts = vec![Facts::default(); view.replicated_jobs.len()];
+
+    if !view.has_native_groups() {
+        for (name, members) in groups(view) {
+            let (total, starts) = offsets(view, &members, |r| Ok(r.replicas))?;
+            for (&i, offset) in members.iter().zip(starts) {
+                facts[i].group = Some(GroupFacts {
+                    name: name.to_string(),
+                    replicas: total,
+                    offset,
+                });
+            }
+        }
+    }
+
+    let slice_groups = slice_groups(view);
+    for (_, members) in &slice_groups {
+        let (total, starts) = offsets(view, members, |r| Ok(r.replicas))?;
+        for (&i, offset) in members.iter().zip(starts) {
+            facts[i].slice = Some(OffsetFacts { total, offset });
+            facts[i].coordinator = Some(coordinator(view, members[0]));
+        }
+    }
+
+    if jax_enabled(view, settings) {
+        // The JAX group is the slice group in a TPU JobSet (a CPU driver beside the slices
+        // is not a JAX process of the job); otherwise the replica group.
+        let jax_groups = if slice_groups.is_empty() {
+            groups(view)
+        } else {
+            slice_groups
+        };
+        for (_, members) in &jax_groups {
+            let (total, starts) = offsets(view, members, pods_of)?;
+            for (&i, offset) in members.iter().zip(starts) {
+                facts[i].jax = Some(OffsetFacts { total, offset });
+                facts[i].coordinator = Some(coordinator(view, members[0]));
+            }
+        }
+    }
+
+    for (f, rjob) in facts.iter_mut().zip(&view.replicated_jobs) {
+        if f.coordinator.is_some() {
+            f.subdomain = view.subdomain.map(str::to_string);
+            f.pods_per_job = Some(rjob.parallelism);
+        }
+    }
+    Ok(facts)
+}

@@ -1,0 +1,230 @@
+//! A read-only view over the raw JobSet JSON: what the policy needs, typed and checked, each
+//! read naming its JSON path. Nothing reads the raw JobSet again once the view is built.
+use crate::error::InputError;
+use crate::json::{self, join, map_str, Object};
+use crate::keys;
+use crate::podspec::{self, ContainerView};
+use serde_json::Value;
+
+#[derive(Debug)]
+pub struct JobSetView<'a> {
+    /// Empty when the JobSet is created with `generateName`: the name is not known yet.
+    pub name: &'a str,
+    pub annotations: Option<&'a Object>,
+    /// `spec.network.subdomain`, when set and not empty.
+    pub subdomain: Option<&'a str>,
+    pub enable_dns_hostnames: Option<bool>,
+    pub suspend: bool,
+    pub coordinator: Option<CoordinatorRef<'a>>,
+    pub replicated_jobs: Vec<ReplicatedJob<'a>>,
+}
+
+/// `spec.coordinator`: the pod the controller names in `jobset.sigs.k8s.io/coordinator`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CoordinatorRef<'a> {
+    pub replicated_job: &'a str,
+    pub job_index: u32,
+    pub pod_index: u32,
+}
+
+#[derive(Debug)]
+pub struct ReplicatedJob<'a> {
+    /// `spec.replicatedJobs[i]`, for messages.
+    pub path: String,
+    pub name: &'a str,
+    pub replicas: u32,
+    /// `groupName`; the API server prunes it on JobSet CRDs before v0.9.
+    pub group_field: Option<&'a str>,
+    /// `jobset.sigs.k8s.io/group-name` on `template.metadata.annotations`.
+    pub group_annotation: Option<&'a str>,
+    /// `template.metadata.annotations`: where rjob-level exclusive placement lives.
+    pub job_annotations: Option<&'a Object>,
+    /// Pods per Job (Job default 1).
+    pub parallelism: u32,
+    pub completions: Option<u32>,
+    pub completion_mode: Option<&'a str>,
+    pub pod_annotations: Option<&'a Object>,
+    pub node_selector: Option<&'a Object>,
+    pub affinity: Option<&'a Object>,
+    pub containers: Vec<ContainerView<'a>>,
+    pub chips_per_pod: u32,
+}
+
+impl ReplicatedJob<'_> {
+    pub fn is_tpu(&self) -> bool {
+        self.containers.iter().any(ContainerView::is_tpu)
+    }
+}
+
+impl<'a> JobSetView<'a> {
+    pub fn parse(object: &'a Value, tpu_resource: &str) -> Result<Self, InputError> {
+        let root = json::as_object(object, "object")?;
+        let metadata = json::opt_object(root, "metadata", "")?;
+        let (name, annotations) = match metadata {
+            Some(m) => (
+                json::opt_str(m, "name", "metadata")?.unwrap_or(""),
+                json::opt_string_map(m, "annotations", "metadata")?,
+            ),
+            None => ("", None),
+        };
+        let spec = json::opt_object(root, "spec", "")?.ok_or(InputError::Missing {
+            path: "spec".into(),
+        })?;
+        let network = json::opt_object(spec, "network", "spec")?;
+        let (subdomain, enable_dns_hostnames) = match network {
+            Some(n) => (
+                json::opt_str(n, "subdomain", "spec.network")?.filter(|s| !s.is_empty()),
+                json::opt_bool(n, "enableDNSHostnames", "spec.network")?,
+            ),
+            None => (None, None),
+        };
+        let suspend = json::opt_bool(spec, "suspend", "spec")?.unwrap_or(false);
+        let coordinator = json::opt_object(spec, "coordinator", "spec")?
+            .map(parse_coordinator)
+            .transpose()?;
+        let items =
+            json::opt_array(spec, "replicatedJobs", "spec")?.ok_or(InputError::Missing {
+                path: "spec.replicatedJobs".into(),
+            })?;
+        let replicated_jobs = items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| parse_replicated_job(item, i, tpu_resource))
+            .collect::<Result<Vec<_>, _>>()?;
+        let view = JobSetView {
+            name,
+            annotations,
+            subdomain,
+            enable_dns_hostnames,
+            suspend,
+            coordinator,
+            replicated_jobs,
+        };
+        view.check_coordinator()?;
+        Ok(view)
+    }
+
+    pub fn replicated_job(&self, name: &str) -> Option<&ReplicatedJob<'a>> {
+        self.replicated_jobs.iter().find(|r| r.name == name)
+    }
+
+    pub fn annotation(&self, key: &str) -> Option<&'a str> {
+        map_str(self.annotations, key)
+    }
+
+    /// JobSet v0.9+ defaults `groupName` on every replicated job; older CRDs prune it.
+    pub fn has_native_groups(&self) -> bool {
+        !self.replicated_jobs.is_empty()
+            && self.replicated_jobs.iter().all(|r| r.group_field.is_some())
+    }
+
+    /// The coordinator must be a pod that will exist, or every process waits on a ghost.
+    fn check_coordinator(&self) -> Result<(), InputError> {
+        let Some(c) = &self.coordinator else {
+            return Ok(());
+        };
+        let Some(rjob) = self.replicated_job(c.replicated_job) else {
+            return Err(InputError::Invalid {
+                path: "spec.coordinator.replicatedJob".into(),
+                reason: format!("no replicated job is named {:?}", c.replicated_job),
+            });
+        };
+        if c.job_index >= rjob.replicas {
+            return Err(InputError::Invalid {
+                path: "spec.coordinator.jobIndex".into(),
+                reason: format!(
+                    "is {} but replicated job {:?} has {} replicas; use 0 to {}",
+                    c.job_index,
+                    rjob.name,
+                    rjob.replicas,
+                    rjob.replicas.saturating_sub(1)
+                ),
+            });
+        }
+        if c.pod_index >= rjob.parallelism {
+            return Err(InputError::Invalid {
+                path: "spec.coordinator.podIndex".into(),
+                reason: format!(
+                    "is {} but replicated job {:?} runs {} pods per job; use 0 to {}",
+                    c.pod_index,
+                    rjob.name,
+                    rjob.parallelism,
+                    rjob.parallelism.saturating_sub(1)
+                ),
+            });
+        }
+        Ok(())
+    }
+}
+
+fn parse_coordinator(c: &Object) -> Result<CoordinatorRef<'_>, InputError> {
+    let path = "spec.coordinator";
+    Ok(CoordinatorRef {
+        replicated_job: json::opt_str(c, "replicatedJob", path)?.ok_or(InputError::Missing {
+            path: join(path, "replicatedJob"),
+        })?,
+        job_index: json::opt_count(c, "jobIndex", path)?.unwrap_or(0),
+        pod_index: json::opt_count(c, "podIndex", path)?.unwrap_or(0),
+    })
+}
+
+fn required_object<'a>(obj: &'a Object, key: &str, path: &str) -> Result<&'a Object, InputError> {
+    json::opt_object(obj, key, path)?.ok_or_else(|| InputError::Missing {
+        path: join(path, key),
+    })
+}
+
+fn parse_replicated_job<'a>(
+    item: &'a Value,
+    i: usize,
+    tpu_resource: &str,
+) -> Result<ReplicatedJob<'a>, InputError> {
+    let path = json::index("spec.replicatedJobs", i);
+    let r = json::as_object(item, &path)?;
+    let name = json::opt_str(r, "name", &path)?
+        .filter(|n| !n.is_empty())
+        .ok_or_else(|| InputError::Missing {
+            path: join(&path, "name"),
+        })?;
+    let replicas = json::opt_count(r, "replicas", &path)?.unwrap_or(1);
+    let group_field = json::opt_str(r, "groupName", &path)?;
+
+    let t_path = join(&path, "template");
+    let template = required_object(r, "template", &path)?;
+    let job_annotations = match json::opt_object(template, "metadata", &t_path)? {
+        Some(m) => json::opt_string_map(m, "annotations", &join(&t_path, "metadata"))?,
+        None => None,
+    };
+    let js_path = join(&t_path, "spec");
+    let job_spec = required_object(template, "spec", &t_path)?;
+    let parallelism = json::opt_count(job_spec, "parallelism", &js_path)?.unwrap_or(1);
+    let completions = json::opt_count(job_spec, "completions", &js_path)?;
+    let completion_mode = json::opt_str(job_spec, "completionMode", &js_path)?;
+
+    let pt_path = join(&js_path, "template");
+    let pod_template = required_object(job_spec, "template", &js_path)?;
+    let pod_annotations = match json::opt_object(pod_template, "metadata", &pt_path)? {
+        Some(m) => json::opt_string_map(m, "annotations", &join(&pt_path, "metadata"))?,
+        None => None,
+    };
+    let ps_path = join(&pt_path, "spec");
+    let pod_spec = required_object(pod_template, "spec", &pt_path)?;
+    let containers = podspec::containers(pod_spec, &ps_path, tpu_resource)?;
+    let chips_per_pod = podspec::chips_per_pod(&containers)?;
+    Ok(ReplicatedJob {
+        name,
+        replicas,
+        group_field,
+        group_annotation: map_str(job_annotations, keys::GROUP_NAME),
+        job_annotations,
+        parallelism,
+        completions,
+        completion_mode,
+        pod_annotations,
+        node_selector: json::opt_string_map(pod_spec, "nodeSelector", &ps_path)?,
+        affinity: json::opt_object(pod_spec, "affinity", &ps_path)?,
+        containers,
+        chips_per_pod,
+        path,
+    })
+}

@@ -1,0 +1,54 @@
+//! Every label, annotation and env name the policy reads or writes, in one place.
+
+// --- Set by the JobSet controller on each child Job and its pod template (label and annotation).
+/// Name of the owning JobSet. Its presence is what makes a pod "a JobSet pod".
+pub const JOBSET_NAME: &str = "jobset.sigs.k8s.io/jobset-name";
+/// Name of the replicated job the pod's Job was made from.
+pub const REPLICATED_JOB_NAME: &str = "jobset.sigs.k8s.io/replicatedjob-name";
+/// `replicas` of that replicated job.
+pub const REPLICATED_JOB_REPLICAS: &str = "jobset.sigs.k8s.io/replicatedjob-replicas";
+/// 0..replicas-1 within the replicated job.
+pub const JOB_INDEX: &str = "jobset.sigs.k8s.io/job-index";
+/// Running sum of earlier replicated jobs' replicas, plus the job index.
+pub const JOB_GLOBAL_INDEX: &str = "jobset.sigs.k8s.io/job-global-index";
+/// Sum of all replicated jobs' replicas.
+pub const GLOBAL_REPLICAS: &str = "jobset.sigs.k8s.io/global-replicas";
+
+// --- Set by JobSet v0.9+ natively; the policy adds them on older controllers (SPEC §4.1).
+pub const GROUP_NAME: &str = "jobset.sigs.k8s.io/group-name";
+pub const GROUP_REPLICAS: &str = "jobset.sigs.k8s.io/group-replicas";
+pub const JOB_GROUP_INDEX: &str = "jobset.sigs.k8s.io/job-group-index";
+/// The three group keys, in the order they are written.
+pub const GROUP_KEYS: [&str; 3] = [GROUP_NAME, GROUP_REPLICAS, JOB_GROUP_INDEX];
+
+/// Set by the JobSet controller when `spec.coordinator` is given: `<jobset>-<rjob>-<j>-<p>.<subdomain>`.
+pub const JOBSET_COORDINATOR: &str = "jobset.sigs.k8s.io/coordinator";
+
+/// Set by the Job controller on each pod of an Indexed Job (annotation; also a label on current Kubernetes).
+pub const COMPLETION_INDEX: &str = "batch.kubernetes.io/job-completion-index";
+
+/// JobSet exclusive placement: on the JobSet or on `replicatedJobs[].template.metadata`.
+pub const EXCLUSIVE_TOPOLOGY: &str = "alpha.jobset.sigs.k8s.io/exclusive-topology";
+/// Switches exclusive placement to the node-selector strategy; only its presence counts.
+pub const NODE_SELECTOR_STRATEGY: &str = "alpha.jobset.sigs.k8s.io/node-selector";
+
+/// The default group of JobSet v0.9+ (the CRD default of `groupName`).
+pub const DEFAULT_GROUP: &str = "default";
+
+// --- The policy's own keys (SPEC §9).
+pub const PREFIX: &str = "multislice.kubewarden.io/";
+/// JobSet annotation that opts a JobSet into the JAX distributed env (SPEC §4.4).
+pub const JAX_OPT_IN: &str = "multislice.kubewarden.io/jax-distributed";
+/// The facts a JobSet admission hands to pod admission, as JSON (see `facts.rs`), on each
+/// replicated job's pod template.
+pub const FACTS: &str = "multislice.kubewarden.io/facts";
+
+// --- Env names (SPEC §4.2–§4.4).
+pub const ENV_NUM_SLICES: &str = "MEGASCALE_NUM_SLICES";
+pub const ENV_SLICE_ID: &str = "MEGASCALE_SLICE_ID";
+pub const ENV_COORDINATOR: &str = "MEGASCALE_COORDINATOR_ADDRESS";
+pub const ENV_TPU_WORKER_ID: &str = "TPU_WORKER_ID";
+pub const ENV_TPU_WORKER_HOSTNAMES: &str = "TPU_WORKER_HOSTNAMES";
+pub const ENV_JAX_COORDINATOR: &str = "JAX_COORDINATOR_ADDRESS";
+pub const ENV_JAX_NUM_PROCESSES: &str = "JAX_NUM_PROCESSES";
+pub const ENV_JAX_PROCESS_ID: &str = "JAX_PROCESS_ID";

@@ -1,0 +1,137 @@
+//! Containers of a pod spec, and the TPU chips they ask for (SPEC §3). Shared by the JobSet
+//! view (pod templates) and pod admission.
+use crate::error::InputError;
+use crate::json::{self, field, join, Object};
+use crate::quantity;
+use serde_json::Value;
+
+/// Init containers first: that is the order the kubelet starts them in, and the order the
+/// policy lists them in warnings.
+pub const CONTAINER_LISTS: [&str; 2] = ["initContainers", "containers"];
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContainerView<'a> {
+    /// `initContainers` or `containers`.
+    pub list: &'static str,
+    pub index: usize,
+    pub name: &'a str,
+    /// TPU chips: the limit where given, else the request.
+    pub tpu_chips: u32,
+}
+
+impl ContainerView<'_> {
+    pub fn is_tpu(&self) -> bool {
+        self.tpu_chips > 0
+    }
+}
+
+/// Reads the containers of a pod spec at `path`.
+pub fn containers<'a>(
+    spec: &'a Object,
+    path: &str,
+    tpu_resource: &str,
+) -> Result<Vec<ContainerView<'a>>, InputError> {
+    let mut out = Vec::new();
+    for list in CONTAINER_LISTS {
+        let Some(items) = json::opt_array(spec, list, path)? else {
+            continue;
+        };
+        let list_path = join(path, list);
+        for (index, item) in items.iter().enumerate() {
+            let c_path = json::index(&list_path, index);
+            let c = json::as_object(item, &c_path)?;
+            let name = json::opt_str(c, "name", &c_path)?.unwrap_or("");
+            let tpu_chips = tpu_chips(c, &c_path, tpu_resource)?;
+            out.push(ContainerView {
+                list,
+                index,
+                name,
+                tpu_chips,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// Chips per pod: the sum over regular containers. Init containers run before them and
+/// release their chips, so they do not add to what the pod holds.
+pub fn chips_per_pod(containers: &[ContainerView]) -> Result<u32, InputError> {
+    containers
+        .iter()
+        .filter(|c| c.list == "containers")
+        .try_fold(0u32, |sum, c| {
+            crate::error::checked_add(sum, c.tpu_chips, "spec.containers")
+        })
+}
+
+fn tpu_chips(container: &Object, path: &str, resource: &str) -> Result<u32, InputError> {
+    let Some(resources) = json::opt_object(container, "resources", path)? else {
+        return Ok(0);
+    };
+    let r_path = join(path, "resources");
+    // A limit counts where both are given: Kubernetes requires them equal for extended resources.
+    for kind in ["limits", "requests"] {
+        let Some(map) = json::opt_object(resources, kind, &r_path)? else {
+            continue;
+        };
+        if let Some(q) = field(map, resource) {
+            return quantity_value(q, &format!("{}[{resource:?}]", join(&r_path, kind)));
+        }
+    }
+    Ok(0)
+}
+
+/// CRDs carry quantities as int-or-string, so a number is as valid as `"4"`.
+fn quantity_value(v: &Value, path: &str) -> Result<u32, InputError> {
+    let text = match v {
+        Value::String(s) => s.clone(),
+        Value::Number(n) => n.to_string(),
+        other => {
+            return Err(InputError::WrongType {
+                path: path.to_string(),
+                expected: "a quantity",
+                found: json::type_name(other),
+            })
+        }
+    };
+    quantity::parse_whole(&text).map_err(|e| InputError::Invalid {
+        path: path.to_string(),
+        reason: format!("{text:?} {e}"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn chips(spec: Value) -> Result<Vec<u32>, InputError> {
+        let spec = spec.as_object().unwrap().clone();
+        let cs = containers(&spec, "spec", "google.com/tpu")?;
+        Ok(cs.iter().map(|c| c.tpu_chips).collect())
+    }
+
+    #[test]
+    fn limit_wins_over_request_and_numbers_count() {
+        let got = chips(json!({
+            "initContainers": [{"name": "i", "resources": {"requests": {"google.com/tpu": "1"}}}],
+            "containers": [
+                {"name": "a", "resources": {"limits": {"google.com/tpu": 4}, "requests": {"google.com/tpu": "2"}}},
+                {"name": "b", "resources": {"limits": {"cpu": "1"}}},
+                {"name": "c"}
+            ]
+        }));
+        assert_eq!(got, Ok(vec![1, 4, 0, 0]));
+    }
+
+    #[test]
+    fn bad_quantity_names_the_field() {
+        let got = chips(
+            json!({"containers": [{"name": "a", "resources": {"limits": {"google.com/tpu": "-4"}}}]}),
+        );
+        assert_eq!(
+            got.unwrap_err().to_string(),
+            "spec.containers[0].resources.limits[\"google.com/tpu\"]: \"-4\" is negative"
+        );
+    }
+}

@@ -1,0 +1,295 @@
+//! Policy settings (SPEC §8): defaults, parsing with messages that name the key, and validation.
+use crate::accelerators::AcceleratorSetting;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JaxEnv {
+    /// Only JobSets annotated `multislice.kubewarden.io/jax-distributed: "true"`.
+    Annotated,
+    Always,
+    Never,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings {
+    pub multislice_env: bool,
+    pub tpu_worker_env: bool,
+    pub jax_env: JaxEnv,
+    pub jax_coordinator_port: u16,
+    pub tpu_resource: String,
+    pub accelerator_label: String,
+    pub topology_label: String,
+    pub require_tpu_node_selectors: bool,
+    pub require_exclusive_topology: bool,
+    pub exclusive_topology_keys: Vec<String>,
+    /// Added to, or overriding, the built-in accelerator table (SPEC §7).
+    pub accelerators: BTreeMap<String, AcceleratorSetting>,
+    pub reject_unknown_accelerators: bool,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            multislice_env: true,
+            tpu_worker_env: false,
+            jax_env: JaxEnv::Annotated,
+            jax_coordinator_port: 6666,
+            tpu_resource: "google.com/tpu".into(),
+            accelerator_label: "cloud.google.com/gke-tpu-accelerator".into(),
+            topology_label: "cloud.google.com/gke-tpu-topology".into(),
+            require_tpu_node_selectors: true,
+            require_exclusive_topology: true,
+            exclusive_topology_keys: vec!["cloud.google.com/gke-nodepool".into()],
+            accelerators: BTreeMap::new(),
+            reject_unknown_accelerators: false,
+        }
+    }
+}
+
+/// Every settings key, as users write it.
+pub const KEYS: [&str; 12] = [
+    "multisliceEnv",
+    "tpuWorkerEnv",
+    "jaxEnv",
+    "jaxCoordinatorPort",
+    "tpuResource",
+    "acceleratorLabel",
+    "topologyLabel",
+    "requireTpuNodeSelectors",
+    "requireExclusiveTopology",
+    "exclusiveTopologyKeys",
+    "accelerators",
+    "rejectUnknownAccelerators",
+];
+
+impl Settings {
+    /// Parses settings, collecting every problem, each naming its key.
+    pub fn from_json(value: &Value) -> Result<Settings, Vec<String>> {
+        let mut s = Settings::default();
+        let mut errors = Vec::new();
+        let map = match value {
+            Value::Null => return Ok(s),
+            Value::Object(m) => m,
+            other => {
+                return Err(vec![format!(
+                    "settings must be an object, found {}",
+                    crate::json::type_name(other)
+                )])
+            }
+        };
+        for (key, v) in map {
+            let e = &mut errors;
+            match key.as_str() {
+                "multisliceEnv" => read(&mut s.multislice_env, key, v, e),
+                "tpuWorkerEnv" => read(&mut s.tpu_worker_env, key, v, e),
+                "jaxEnv" => read_jax_env(&mut s.jax_env, key, v, e),
+                "jaxCoordinatorPort" => read_port(&mut s.jax_coordinator_port, key, v, e),
+                "tpuResource" => read(&mut s.tpu_resource, key, v, e),
+                "acceleratorLabel" => read(&mut s.accelerator_label, key, v, e),
+                "topologyLabel" => read(&mut s.topology_label, key, v, e),
+                "requireTpuNodeSelectors" => read(&mut s.require_tpu_node_selectors, key, v, e),
+                "requireExclusiveTopology" => read(&mut s.require_exclusive_topology, key, v, e),
+                "exclusiveTopologyKeys" => read(&mut s.exclusive_topology_keys, key, v, e),
+                "accelerators" => read(&mut s.accelerators, key, v, e),
+                "rejectUnknownAccelerators" => read(&mut s.reject_unknown_accelerators, key, v, e),
+                unknown => errors.push(unknown_key_message(unknown)),
+            }
+        }
+        errors.extend(s.semantic_errors());
+        if errors.is_empty() {
+            Ok(s)
+        } else {
+            Err(errors)
+        }
+    }
+
+    fn semantic_errors(&self) -> Vec<String> {
+        let mut errors = Vec::new();
+        for (key, value) in [
+            ("tpuResource", &self.tpu_resource),
+            ("acceleratorLabel", &self.accelerator_label),
+            ("topologyLabel", &self.topology_label),
+        ] {
+            if let Err(why) = check_qualified_name(value) {
+                errors.push(format!("{key}: {value:?} is not a valid key: {why}"));
+            }
+        }
+        if self.exclusive_topology_keys.is_empty() {
+            errors.push("exclusiveTopologyKeys: must name at least one label key, for example [\"cloud.google.com/gke-nodepool\"]".into());
+        }
+        for (i, key) in self.exclusive_topology_keys.iter().enumerate() {
+            if let Err(why) = check_qualified_name(key) {
+                errors.push(format!(
+                    "exclusiveTopologyKeys[{i}]: {key:?} is not a valid label key: {why}"
+                ));
+            }
+        }
+        for (name, entry) in &self.accelerators {
+            errors.extend(
+                entry
+                    .problems()
+                    .into_iter()
+                    .map(|p| format!("accelerators[{name:?}].{p}")),
+            );
+        }
+        errors
+    }
+}
+
+fn read<T: DeserializeOwned>(slot: &mut T, key: &str, v: &Value, errors: &mut Vec<String>) {
+    match T::deserialize(v) {
+        Ok(parsed) => *slot = parsed,
+        Err(e) => errors.push(format!("{key}: {e}")),
+    }
+}
+
+fn read_jax_env(slot: &mut JaxEnv, key: &str, v: &Value, errors: &mut Vec<String>) {
+    match v.as_str() {
+        Some("annotated") => *slot = JaxEnv::Annotated,
+        Some("always") => *slot = JaxEnv::Always,
+        Some("never") => *slot = JaxEnv::Never,
+        _ => errors.push(format!(
+            "{key}: expected one of \"annotated\", \"always\", \"never\", found {}",
+            crate::json::type_name(v)
+        )),
+    }
+}
+
+fn read_port(slot: &mut u16, key: &str, v: &Value, errors: &mut Vec<String>) {
+    match v.as_i64() {
+        Some(p) if (1..=65535).contains(&p) => *slot = p as u16,
+        Some(p) => errors.push(format!("{key}: {p} is not a port; use 1 to 65535")),
+        None => errors.push(format!(
+            "{key}: expected a port number from 1 to 65535, found {}",
+            crate::json::type_name(v)
+        )),
+    }
+}
+
+fn unknown_key_message(key: &str) -> String {
+    let nearest = KEYS
+        .iter()
+        .min_by_key(|known| edit_distance(&key.to_ascii_lowercase(), &known.to_ascii_lowercase()))
+        .copied()
+        .unwrap_or(KEYS[0]);
+    format!("unknown setting {key:?}; did you mean {nearest:?}?")
+}
+
+/// Levenshtein distance, for suggesting the setting a typo meant.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let substitution = diagonal + usize::from(ca != *cb);
+            diagonal = row[j + 1];
+            row[j + 1] = substitution.min(row[j] + 1).min(row[j + 1] + 1);
+        }
+    }
+    row[b.len()]
+}
+
+/// Kubernetes qualified name (label keys, resource names): `[prefix/]name`, where the prefix is a
+/// DNS-1123 subdomain of at most 253 characters and the name at most 63 characters of
+/// alphanumerics, `-`, `_` and `.`, starting and ending with an alphanumeric.
+pub fn check_qualified_name(key: &str) -> Result<(), String> {
+    let (prefix, name) = match key.split_once('/') {
+        Some((p, n)) => (Some(p), n),
+        None => (None, key),
+    };
+    if let Some(prefix) = prefix {
+        check_dns_subdomain(prefix)?;
+    }
+    if name.is_empty() || name.len() > 63 {
+        return Err("the name part must have 1 to 63 characters".into());
+    }
+    let bytes = name.as_bytes();
+    let alnum = |b: u8| b.is_ascii_alphanumeric();
+    if !alnum(bytes[0]) || !alnum(bytes[bytes.len() - 1]) {
+        return Err("the name part must start and end with a letter or digit".into());
+    }
+    if !bytes
+        .iter()
+        .all(|b| alnum(*b) || matches!(b, b'-' | b'_' | b'.'))
+    {
+        return Err("the name part may only hold letters, digits, '-', '_' and '.'".into());
+    }
+    Ok(())
+}
+
+fn check_dns_subdomain(s: &str) -> Result<(), String> {
+    if s.is_empty() || s.len() > 253 {
+        return Err("the prefix must have 1 to 253 characters".into());
+    }
+    for part in s.split('.') {
+        let b = part.as_bytes();
+        let ok = !b.is_empty()
+            && b.iter()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+            && b[0] != b'-'
+            && b[b.len() - 1] != b'-';
+        if !ok {
+            return Err("the prefix must be a lowercase DNS subdomain".into());
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+    use serde_json::json;
+
+    #[test]
+    fn empty_object_gives_every_default() {
+        assert_eq!(Settings::from_json(&json!({})), Ok(Settings::default()));
+    }
+
+    #[rstest]
+    #[case::typo(json!({"tpuWorkerEnvs": true}), "unknown setting \"tpuWorkerEnvs\"; did you mean \"tpuWorkerEnv\"?")]
+    #[case::case(json!({"jaxenv": "always"}), "unknown setting \"jaxenv\"; did you mean \"jaxEnv\"?")]
+    #[case::wrong_type(json!({"multisliceEnv": "yes"}), "multisliceEnv: invalid type: string \"yes\", expected a boolean")]
+    #[case::bad_enum(json!({"jaxEnv": "sometimes"}), "jaxEnv: expected one of \"annotated\", \"always\", \"never\", found the string \"sometimes\"")]
+    #[case::port_zero(json!({"jaxCoordinatorPort": 0}), "jaxCoordinatorPort: 0 is not a port; use 1 to 65535")]
+    #[case::port_high(json!({"jaxCoordinatorPort": 70000}), "jaxCoordinatorPort: 70000 is not a port; use 1 to 65535")]
+    #[case::port_string(json!({"jaxCoordinatorPort": "6666"}), "jaxCoordinatorPort: expected a port number from 1 to 65535, found the string \"6666\"")]
+    #[case::empty_keys(json!({"exclusiveTopologyKeys": []}), "exclusiveTopologyKeys: must name at least one label key, for example [\"cloud.google.com/gke-nodepool\"]")]
+    #[case::bad_label(json!({"exclusiveTopologyKeys": ["Bad_Prefix/pool"]}), "exclusiveTopologyKeys[0]: \"Bad_Prefix/pool\" is not a valid label key: the prefix must be a lowercase DNS subdomain")]
+    #[case::bad_accel_label(json!({"acceleratorLabel": "tpu/-x"}), "acceleratorLabel: \"tpu/-x\" is not a valid key: the name part must start and end with a letter or digit")]
+    #[case::not_object(json!([1]), "settings must be an object, found a list")]
+    fn rejects_with_a_message_naming_the_key(#[case] input: Value, #[case] message: &str) {
+        assert_eq!(Settings::from_json(&input), Err(vec![message.to_string()]));
+    }
+
+    #[test]
+    fn reports_every_problem_at_once() {
+        let errors = Settings::from_json(&json!({"bogus": 1, "tpuWorkerEnv": 3})).unwrap_err();
+        assert_eq!(errors.len(), 2, "{errors:?}");
+    }
+
+    #[test]
+    fn reads_every_key() {
+        let s = Settings::from_json(&json!({
+            "multisliceEnv": false, "tpuWorkerEnv": true, "jaxEnv": "never",
+            "jaxCoordinatorPort": 1234, "tpuResource": "example.com/tpu",
+            "acceleratorLabel": "example.com/acc", "topologyLabel": "example.com/topo",
+            "requireTpuNodeSelectors": false, "requireExclusiveTopology": false,
+            "exclusiveTopologyKeys": ["example.com/pool", "kubernetes.io/hostname"],
+            "rejectUnknownAccelerators": true
+        }))
+        .unwrap();
+        assert!(!s.multislice_env && s.tpu_worker_env && s.jax_env == JaxEnv::Never);
+        assert_eq!(s.jax_coordinator_port, 1234);
+        assert_eq!(s.tpu_resource, "example.com/tpu");
+        assert_eq!(s.accelerator_label, "example.com/acc");
+        assert_eq!(s.topology_label, "example.com/topo");
+        assert!(!s.require_tpu_node_selectors && !s.require_exclusive_topology);
+        assert_eq!(s.exclusive_topology_keys.len(), 2);
+        assert!(s.reject_unknown_accelerators);
+    }
+}
