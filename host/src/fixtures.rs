@@ -1,0 +1,92 @@
+//! Test fixtures: readable YAML sources under `test_data/`, and the AdmissionRequests the API
+//! server would send for them under `test_data/requests/` (written by `make fixtures`, and
+//! checked against the YAML by a test so the two never drift).
+use crate::controller::{as_served, JobSetApi};
+use crate::preview::yaml_documents;
+use crate::request::{admission_request, Kind};
+use crate::workspace_root;
+use anyhow::{Context, Result};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+pub fn test_data() -> PathBuf {
+    workspace_root().join("test_data")
+}
+
+/// The single document of a YAML file.
+pub fn load_yaml(path: &Path) -> Result<Value> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    yaml_documents(&text)?
+        .into_iter()
+        .next()
+        .with_context(|| format!("{} is empty", path.display()))
+}
+
+fn stems(dir: &str) -> Result<Vec<String>> {
+    let mut out: Vec<String> = std::fs::read_dir(test_data().join(dir))?
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .filter_map(|p| p.file_stem().map(|s| s.to_string_lossy().into_owned()))
+        .collect();
+    out.sort();
+    Ok(out)
+}
+
+/// Names of the JobSet fixtures (`test_data/jobsets/<name>.yaml`).
+pub fn jobset_names() -> Result<Vec<String>> {
+    stems("jobsets")
+}
+
+pub fn jobset_yaml(name: &str) -> Result<Value> {
+    load_yaml(&test_data().join("jobsets").join(format!("{name}.yaml")))
+}
+
+fn api_suffix(api: JobSetApi) -> &'static str {
+    match api {
+        JobSetApi::V08 => "v08",
+        JobSetApi::V09 => "v09",
+    }
+}
+
+pub fn jobset_request_path(name: &str, api: JobSetApi) -> PathBuf {
+    test_data()
+        .join("requests")
+        .join(format!("jobset-{name}.{}.json", api_suffix(api)))
+}
+
+pub fn pod_request_path(name: &str) -> PathBuf {
+    test_data()
+        .join("requests")
+        .join(format!("pod-{name}.json"))
+}
+
+/// Reads a committed request fixture.
+pub fn load_json(path: &Path) -> Result<Value> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read {}; run `make fixtures`", path.display()))?;
+    Ok(serde_json::from_str(&text)?)
+}
+
+/// Every request fixture, as (path, pretty JSON), generated from the YAML sources.
+pub fn generate_all() -> Result<Vec<(PathBuf, String)>> {
+    let mut out = Vec::new();
+    for name in jobset_names()? {
+        let jobset = jobset_yaml(&name)?;
+        for api in [JobSetApi::V08, JobSetApi::V09] {
+            let request = admission_request(Kind::JobSet, "CREATE", &as_served(&jobset, api), None);
+            out.push((jobset_request_path(&name, api), pretty(&request)?));
+        }
+    }
+    for name in stems("pods")? {
+        let pod = load_yaml(&test_data().join("pods").join(format!("{name}.yaml")))?;
+        let request = admission_request(Kind::Pod, "CREATE", &pod, None);
+        out.push((pod_request_path(&name), pretty(&request)?));
+    }
+    Ok(out)
+}
+
+fn pretty(v: &Value) -> Result<String> {
+    Ok(serde_json::to_string_pretty(v)? + "\n")
+}

@@ -1,0 +1,217 @@
+//! `preview`: a JobSet file through the built policy and the simulated controllers, printed
+//! as a verdict, a patch and a table of every pod's resolved values.
+use crate::controller::{self, JobSetApi};
+use crate::env;
+use crate::host::{apply, Policy};
+use crate::request::{admission_request, Kind};
+use anyhow::{Context, Result};
+use serde::Deserialize;
+use serde_json::Value;
+use std::fmt::Write;
+
+/// The columns of the pod table, in order: each env variable the policy may set.
+pub const ENV_COLUMNS: [&str; 8] = [
+    "MEGASCALE_NUM_SLICES",
+    "MEGASCALE_SLICE_ID",
+    "MEGASCALE_COORDINATOR_ADDRESS",
+    "TPU_WORKER_ID",
+    "TPU_WORKER_HOSTNAMES",
+    "JAX_COORDINATOR_ADDRESS",
+    "JAX_NUM_PROCESSES",
+    "JAX_PROCESS_ID",
+];
+
+/// One row: a container of a pod, with its group and resolved env.
+#[derive(Debug, Clone)]
+pub struct PodRow {
+    pub pod: String,
+    pub container: String,
+    pub group: String,
+    pub env: Vec<(String, String)>,
+}
+
+/// Parses every document of a YAML stream.
+pub fn yaml_documents(text: &str) -> Result<Vec<Value>> {
+    let mut docs = Vec::new();
+    for doc in serde_yaml::Deserializer::from_str(text) {
+        let value = Value::deserialize(doc).context("not valid YAML")?;
+        if !value.is_null() {
+            docs.push(value);
+        }
+    }
+    Ok(docs)
+}
+
+fn abbreviate(value: &str) -> String {
+    let hosts: Vec<&str> = value.split(',').collect();
+    if hosts.len() > 2 {
+        format!("{},… ({} in all)", hosts[0], hosts.len())
+    } else {
+        value.to_string()
+    }
+}
+
+fn table(rows: &[PodRow]) -> String {
+    let used: Vec<&str> = ENV_COLUMNS
+        .iter()
+        .copied()
+        .filter(|c| rows.iter().any(|r| env::get(&r.env, c).is_some()))
+        .collect();
+    let mut header = vec!["POD", "CONTAINER", "GROUP"];
+    header.extend(used.iter().copied());
+    let mut lines: Vec<Vec<String>> = vec![header.iter().map(|s| s.to_string()).collect()];
+    for r in rows {
+        let mut line = vec![r.pod.clone(), r.container.clone(), r.group.clone()];
+        for c in &used {
+            let v = env::get(&r.env, c).unwrap_or("-");
+            line.push(if *c == "TPU_WORKER_HOSTNAMES" {
+                abbreviate(v)
+            } else {
+                v.to_string()
+            });
+        }
+        lines.push(line);
+    }
+    let widths: Vec<usize> = (0..lines[0].len())
+        .map(|i| {
+            lines
+                .iter()
+                .map(|l| l[i].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for l in lines {
+        let cells: Vec<String> = l
+            .iter()
+            .zip(&widths)
+            .map(|(c, w)| format!("{c:<w$}"))
+            .collect();
+        let _ = writeln!(out, "{}", cells.join("  ").trim_end());
+    }
+    out
+}
+
+fn group_of(pod: &Value) -> String {
+    let label = |k: &str| {
+        pod.pointer("/metadata/labels")
+            .and_then(|l| l.get(format!("jobset.sigs.k8s.io/{k}")))
+            .and_then(Value::as_str)
+            .unwrap_or("?")
+            .to_string()
+    };
+    format!(
+        "{} {}/{}",
+        label("group-name"),
+        label("job-group-index"),
+        label("group-replicas")
+    )
+}
+
+/// Admits a JobSet, then every pod the controllers would make from it. Returns the report
+/// and the rows (for tests).
+pub fn run_jobset(
+    policy: &Policy,
+    jobset: &Value,
+    settings: &Value,
+    api: JobSetApi,
+) -> Result<(String, Vec<PodRow>)> {
+    let mut out = String::new();
+    let served = controller::as_served(jobset, api);
+    let name = controller::final_name(&served);
+    let request = admission_request(Kind::JobSet, "CREATE", &served, None);
+    let outcome = policy.validate(&request, settings)?;
+    let verdict = if !outcome.accepted {
+        "REJECTED"
+    } else if outcome.patch.as_ref().is_some_and(|p| !p.0.is_empty()) {
+        "accepted, mutated"
+    } else {
+        "accepted, unchanged"
+    };
+    let _ = writeln!(out, "JobSet {name}: {verdict}");
+    if let Some(message) = &outcome.message {
+        let _ = writeln!(out, "{message}");
+    }
+    for w in &outcome.warnings {
+        let _ = writeln!(out, "warning: {w}");
+    }
+    if !outcome.accepted {
+        return Ok((out, Vec::new()));
+    }
+    let admitted = match &outcome.patch {
+        Some(p) => {
+            let _ = writeln!(out, "JobSet patch:\n{}", serde_yaml::to_string(p)?);
+            apply(&served, p)?
+        }
+        None => served.clone(),
+    };
+    let mut rows = Vec::new();
+    let mut pod_warnings = Vec::new();
+    for pod in controller::jobset_pods(&admitted)? {
+        let request = admission_request(Kind::Pod, "CREATE", &pod.object, None);
+        let outcome = policy.validate(&request, settings)?;
+        if !outcome.accepted {
+            let _ = writeln!(
+                out,
+                "pod {}: REJECTED: {}",
+                pod.hostname,
+                outcome.message.unwrap_or_default()
+            );
+            continue;
+        }
+        pod_warnings.extend(
+            outcome
+                .warnings
+                .iter()
+                .map(|w| format!("pod {}: {w}", pod.hostname)),
+        );
+        let final_pod = match &outcome.patch {
+            Some(p) => apply(&pod.object, p)?,
+            None => pod.object.clone(),
+        };
+        for list in ["initContainers", "containers"] {
+            for c in final_pod
+                .pointer(&format!("/spec/{list}"))
+                .and_then(Value::as_array)
+                .map(Vec::as_slice)
+                .unwrap_or(&[])
+            {
+                let cname = c.get("name").and_then(Value::as_str).unwrap_or("?");
+                rows.push(PodRow {
+                    pod: pod.hostname.clone(),
+                    container: if list == "initContainers" {
+                        format!("{cname} (init)")
+                    } else {
+                        cname.to_string()
+                    },
+                    group: group_of(&final_pod),
+                    env: env::resolve(&final_pod, c)?,
+                });
+            }
+        }
+    }
+    for w in pod_warnings {
+        let _ = writeln!(out, "warning: {w}");
+    }
+    let _ = write!(out, "{}", table(&rows));
+    Ok((out, rows))
+}
+
+/// The preview of every JobSet in a YAML stream; other kinds are listed and skipped.
+pub fn preview(policy: &Policy, yaml: &str, settings: &Value, api: JobSetApi) -> Result<String> {
+    let mut out = String::new();
+    for doc in yaml_documents(yaml)? {
+        let kind = doc.get("kind").and_then(Value::as_str).unwrap_or("");
+        if kind != "JobSet" {
+            let _ = writeln!(
+                out,
+                "skipped a {kind:?} document: only JobSets are previewed\n"
+            );
+            continue;
+        }
+        let (report, _) = run_jobset(policy, &doc, settings, api)?;
+        let _ = writeln!(out, "{report}");
+    }
+    Ok(out)
+}

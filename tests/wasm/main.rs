@@ -1,0 +1,8 @@
+//! Tests that run the built `policy.wasm` in wasmtime through waPC, as kwctl and
+//! policy-server do. `make test` builds the module first.
+mod bad_input;
+mod common;
+mod operations;
+mod oracle;
+mod settings;
+mod simulation;

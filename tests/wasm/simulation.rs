@@ -1,0 +1,272 @@
+//! Controller simulation: admit each fixture JobSet, build every pod as the JobSet and Job
+//! controllers would, admit it, resolve its env, and check SPEC §4 across all pods.
+use crate::common::*;
+use crate::oracle;
+use multislice_host::controller::{self, JobSetApi};
+use multislice_host::env::{get, resolve};
+use multislice_host::invariants::{disallowed_ops, nothing_lost};
+use multislice_host::{fixtures, Outcome};
+use rstest::rstest;
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, BTreeSet};
+
+const MEGASCALE: [&str; 3] = [
+    "MEGASCALE_NUM_SLICES",
+    "MEGASCALE_SLICE_ID",
+    "MEGASCALE_COORDINATOR_ADDRESS",
+];
+
+/// Every fixture simulated below; `user-set-env` has its own test.
+const SIMULATED: [&str; 8] = [
+    "tpu-4-slices",
+    "tpu-two-rjobs-one-group",
+    "tpu-two-groups",
+    "cpu-driver-default",
+    "pathways-head",
+    "generate-name",
+    "custom-subdomain",
+    "cpu-only",
+];
+
+#[test]
+fn every_jobset_fixture_is_simulated() {
+    let mut covered: Vec<&str> = SIMULATED.to_vec();
+    covered.push("user-set-env");
+    covered.sort();
+    assert_eq!(fixtures::jobset_names().unwrap(), covered);
+}
+
+fn check_patch(kind: &str, before: &Value, outcome: &Outcome) {
+    if let Some(patch) = &outcome.patch {
+        assert_eq!(
+            disallowed_ops(patch, kind),
+            Vec::<String>::new(),
+            "{kind} patch: {patch:?}"
+        );
+        let after = patched(before, outcome);
+        assert_eq!(nothing_lost(before, &after), Vec::<String>::new());
+    }
+}
+
+fn containers(pod: &Value) -> Vec<&Value> {
+    ["initContainers", "containers"]
+        .iter()
+        .flat_map(|l| {
+            pod["spec"][l]
+                .as_array()
+                .map(|a| a.iter().collect::<Vec<_>>())
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
+#[rstest]
+fn every_pod_gets_the_spec_values(
+    #[values(
+        "tpu-4-slices",
+        "tpu-two-rjobs-one-group",
+        "tpu-two-groups",
+        "cpu-driver-default",
+        "pathways-head",
+        "generate-name",
+        "custom-subdomain",
+        "cpu-only"
+    )]
+    fixture: &str,
+    #[values(JobSetApi::V08, JobSetApi::V09)] api: JobSetApi,
+) {
+    let request = fixture_request(fixture, api);
+    let jobset = &request["object"];
+    let name = controller::final_name(jobset);
+    let (outcome, admitted, pods) = run(&request, &no_settings());
+    check_patch("JobSet", jobset, &outcome);
+    assert!(outcome.warnings.is_empty(), "{:?}", outcome.warnings);
+    assert!(!pods.is_empty());
+
+    // slice group -> (job -> slice id), coordinators, and every pod's hostname.
+    let mut slice_ids: BTreeMap<String, BTreeMap<(String, u64), BTreeSet<String>>> =
+        BTreeMap::new();
+    let mut coordinators: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let subdomain = jobset
+        .pointer("/spec/network/subdomain")
+        .and_then(Value::as_str)
+        .unwrap_or(&name);
+    let hosts: BTreeSet<String> = pods
+        .iter()
+        .map(|p| format!("{}.{subdomain}", p.sim.hostname))
+        .collect();
+
+    for p in &pods {
+        check_patch("Pod", &p.sim.object, &p.outcome);
+        assert!(
+            p.outcome.warnings.is_empty(),
+            "{}: {:?}",
+            p.sim.hostname,
+            p.outcome.warnings
+        );
+        let want = oracle::expected(jobset, &name, &p.sim.replicated_job, p.sim.job_index);
+        for map in ["labels", "annotations"] {
+            let m = &p.pod["metadata"][map];
+            assert_eq!(
+                m["jobset.sigs.k8s.io/group-name"],
+                json!(want.group),
+                "{} {map}",
+                p.sim.hostname
+            );
+            assert_eq!(
+                m["jobset.sigs.k8s.io/group-replicas"],
+                json!(want.group_replicas.to_string())
+            );
+            assert_eq!(
+                m["jobset.sigs.k8s.io/job-group-index"],
+                json!(want.job_group_index.to_string())
+            );
+        }
+        for c in containers(&p.pod) {
+            let env = resolve(&p.pod, c).unwrap();
+            match (&want.multislice, oracle::is_tpu_container(c)) {
+                (Some((num, id, coordinator)), true) => {
+                    let num_s = num.to_string();
+                    let id_s = id.to_string();
+                    assert_eq!(
+                        get(&env, MEGASCALE[0]),
+                        Some(num_s.as_str()),
+                        "{} {c}",
+                        p.sim.hostname
+                    );
+                    assert_eq!(
+                        get(&env, MEGASCALE[1]),
+                        Some(id_s.as_str()),
+                        "{}",
+                        p.sim.hostname
+                    );
+                    assert_eq!(
+                        get(&env, MEGASCALE[2]),
+                        Some(coordinator.as_str()),
+                        "{}",
+                        p.sim.hostname
+                    );
+                    // The injected variables come first, in this order.
+                    let names: Vec<&str> = env.iter().take(3).map(|(n, _)| n.as_str()).collect();
+                    assert_eq!(names, MEGASCALE);
+                    slice_ids
+                        .entry(want.group.clone())
+                        .or_default()
+                        .entry((p.sim.replicated_job.clone(), p.sim.job_index))
+                        .or_default()
+                        .insert(id_s);
+                    coordinators
+                        .entry(want.group.clone())
+                        .or_default()
+                        .insert(coordinator.clone());
+                }
+                _ => {
+                    for var in MEGASCALE {
+                        assert_eq!(
+                            get(&env, var),
+                            None,
+                            "{} must not get {var}",
+                            p.sim.hostname
+                        );
+                    }
+                }
+            }
+        }
+        // Admitting the admitted pod again changes nothing.
+        let again = validate(
+            &multislice_host::request::admission_request(
+                multislice_host::request::Kind::Pod,
+                "CREATE",
+                &p.pod,
+                None,
+            ),
+            &no_settings(),
+        );
+        assert_eq!(again.patch, None, "pod admission is not idempotent");
+    }
+
+    for (group, jobs) in &slice_ids {
+        // One slice id per Job, and together exactly 0..N-1.
+        let ids: Vec<u64> = jobs
+            .values()
+            .map(|ids| {
+                assert_eq!(ids.len(), 1, "pods of one Job disagree on their slice id");
+                ids.iter().next().unwrap().parse().unwrap()
+            })
+            .collect();
+        let sorted: BTreeSet<u64> = ids.iter().copied().collect();
+        assert_eq!(
+            sorted.len(),
+            ids.len(),
+            "group {group}: repeated slice ids {ids:?}"
+        );
+        assert_eq!(sorted, (0..ids.len() as u64).collect(), "group {group}");
+        let coordinator = &coordinators[group];
+        assert_eq!(
+            coordinator.len(),
+            1,
+            "group {group} has several coordinators"
+        );
+        let coordinator = coordinator.iter().next().unwrap();
+        assert!(
+            hosts.contains(coordinator),
+            "coordinator {coordinator} is not a pod"
+        );
+    }
+
+    // Admitting the admitted JobSet again changes nothing.
+    let again = validate(
+        &multislice_host::request::admission_request(
+            multislice_host::request::Kind::JobSet,
+            "CREATE",
+            &admitted,
+            None,
+        ),
+        &no_settings(),
+    );
+    assert_eq!(again.patch, None, "JobSet admission is not idempotent");
+}
+
+#[rstest]
+fn user_set_variables_are_kept_and_the_rest_injected_before_them(
+    #[values(JobSetApi::V08, JobSetApi::V09)] api: JobSetApi,
+) {
+    let request = fixture_request("user-set-env", api);
+    let (_, _, pods) = run(&request, &no_settings());
+    assert_eq!(pods.len(), 2);
+    for (i, p) in pods.iter().enumerate() {
+        let c = &p.pod["spec"]["containers"][0];
+        let names: Vec<&str> = c["env"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "MEGASCALE_SLICE_ID",
+                "MEGASCALE_NUM_SLICES",
+                "MEGASCALE_COORDINATOR_ADDRESS",
+                "SLICE_TAG"
+            ]
+        );
+        let env = resolve(&p.pod, c).unwrap();
+        assert_eq!(
+            get(&env, "MEGASCALE_NUM_SLICES"),
+            Some("3"),
+            "the user's literal is kept"
+        );
+        assert_eq!(
+            get(&env, "MEGASCALE_SLICE_ID"),
+            Some(i.to_string().as_str())
+        );
+        assert_eq!(get(&env, "SLICE_TAG"), Some(format!("slice-{i}").as_str()));
+        // The user's own fieldRef resolves to what the controller wrote (none: no spec.coordinator).
+        assert_eq!(get(&env, "MEGASCALE_COORDINATOR_ADDRESS"), Some(""));
+        assert_eq!(
+            p.outcome.warnings,
+            vec!["container \"jax\" (spec.containers[0]): MEGASCALE_NUM_SLICES is set to \"3\" but the policy computed \"2\"; the container's value is kept"]
+        );
+    }
+}
