@@ -1,0 +1,54 @@
+# jobset-multislice-policy — the targets every Kubewarden policy has, plus preview/fixtures.
+SOURCE_FILES := $(shell find src -type f -name '*.rs')
+VERSION ?= $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
+CARGO_TARGET_DIR ?= target
+WASM_OUT := $(CARGO_TARGET_DIR)/wasm32-wasip1/release/jobset_multislice_policy.wasm
+EXAMPLE ?= examples/multislice-v5p.yaml
+
+.PHONY: wasm-target
+wasm-target:
+	@rustup target list --installed | grep -qx wasm32-wasip1 || rustup target add wasm32-wasip1
+
+policy.wasm: $(SOURCE_FILES) Cargo.toml Cargo.lock | wasm-target
+	cargo build --target=wasm32-wasip1 --release -p jobset-multislice-policy
+	cp $(WASM_OUT) policy.wasm
+
+annotated-policy.wasm: policy.wasm policy-metadata.yml README.md
+	kwctl annotate -m policy-metadata.yml -u README.md -o annotated-policy.wasm policy.wasm
+
+.PHONY: test
+test: policy.wasm
+	cargo test --workspace
+
+.PHONY: lint
+lint: | wasm-target
+	cargo fmt --all -- --check
+	cargo clippy --workspace --all-targets -- -D warnings
+	cargo clippy --target=wasm32-wasip1 -p jobset-multislice-policy -- -D warnings
+
+.PHONY: fmt
+fmt:
+	cargo fmt --all
+
+.PHONY: e2e-tests
+e2e-tests: annotated-policy.wasm
+	bats e2e.bats
+
+.PHONY: artifacthub
+artifacthub:
+	kwctl scaffold artifacthub --metadata-path policy-metadata.yml --version $(VERSION) --output artifacthub-pkg.yml
+
+# Builds the policy and runs an example JobSet through it and the simulated controllers.
+.PHONY: preview
+preview: policy.wasm
+	cargo run -q -p multislice-host --bin preview -- $(EXAMPLE) $(PREVIEW_ARGS)
+
+# Regenerates test_data/requests/*.json from the YAML sources in test_data/.
+.PHONY: fixtures
+fixtures:
+	cargo run -q -p multislice-host --bin fixtures
+
+.PHONY: clean
+clean:
+	cargo clean
+	rm -f policy.wasm annotated-policy.wasm
