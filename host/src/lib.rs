@@ -13,12 +13,19 @@ pub use host::{Outcome, Policy, SettingsOutcome};
 
 use std::path::PathBuf;
 
-/// The workspace root (where `policy.wasm` and `test_data/` live).
+/// The workspace root (where `policy.wasm` and `test_data/` live): the nearest folder with
+/// `policy-metadata.yml`, from where cargo runs us (or the current folder) upwards. Found at
+/// run time, not compile time: clones that share one target dir share compiled tests too.
 pub fn workspace_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .parent()
+    let start = std::env::var_os("CARGO_MANIFEST_DIR")
         .map(PathBuf::from)
-        .unwrap_or_default()
+        .or_else(|| std::env::current_dir().ok())
+        .unwrap_or_default();
+    start
+        .ancestors()
+        .find(|dir| dir.join("policy-metadata.yml").is_file())
+        .map(PathBuf::from)
+        .unwrap_or(start)
 }
 
 /// `policy.wasm` as `make policy.wasm` leaves it, unless `POLICY_WASM` names another.
