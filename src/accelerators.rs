@@ -1,4 +1,5 @@
 //! The TPU accelerator table (SPEC §7) as data, and topology parsing.
+use crate::settings::Settings;
 use serde::Deserialize;
 use std::fmt;
 
@@ -195,6 +196,99 @@ pub const BUILT_IN: &[BuiltIn] = &[
     },
 ];
 
+/// One row of the effective table: a settings entry, or else a built-in row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Accelerator<'a> {
+    pub name: &'a str,
+    pub dims: u8,
+    pub chips_per_host: &'a [u32],
+    pub multi_host_chips_per_host: u32,
+    pub topologies: Vec<&'a str>,
+    pub cube_rule: Option<(u32, bool)>,
+}
+
+/// The accelerator named `name`: the `accelerators` setting overrides the built-in table.
+pub fn lookup<'a>(settings: &'a Settings, name: &'a str) -> Option<Accelerator<'a>> {
+    if let Some(entry) = settings.accelerators.get(name) {
+        let largest = entry.chips_per_host.iter().copied().max().unwrap_or(1);
+        return Some(Accelerator {
+            name,
+            dims: entry.dims,
+            chips_per_host: &entry.chips_per_host,
+            multi_host_chips_per_host: entry.multi_host_chips_per_host.unwrap_or(largest),
+            topologies: entry.topologies.iter().map(String::as_str).collect(),
+            cube_rule: entry.cube_rule.as_ref().map(|c| (c.max_cubes, c.sorted)),
+        });
+    }
+    BUILT_IN
+        .iter()
+        .find(|row| row.name == name)
+        .map(|row| Accelerator {
+            name: row.name,
+            dims: row.dims,
+            chips_per_host: row.chips_per_host,
+            multi_host_chips_per_host: row.multi_host_chips_per_host,
+            topologies: row.topologies.to_vec(),
+            cube_rule: row.cube_rule,
+        })
+}
+
+/// Names of every accelerator the table knows, for messages.
+pub fn known_names(settings: &Settings) -> Vec<&str> {
+    let mut names: Vec<&str> = BUILT_IN.iter().map(|row| row.name).collect();
+    for name in settings.accelerators.keys() {
+        if !names.contains(&name.as_str()) {
+            names.push(name);
+        }
+    }
+    names
+}
+
+/// Largest dimension the cube rule allows (SPEC §7: multiples of 4 in 4..256).
+const CUBE_MAX_DIM: u32 = 256;
+
+impl Accelerator<'_> {
+    /// Whether the table allows this topology for this accelerator.
+    pub fn allows(&self, t: &Topology) -> bool {
+        if t.rank != self.dims {
+            return false;
+        }
+        let listed = self
+            .topologies
+            .iter()
+            .any(|s| Topology::parse(s, self.dims).is_ok_and(|l| l == *t));
+        listed || self.cube_rule.is_some_and(|rule| cube_rule_allows(rule, t))
+    }
+
+    /// The allowed shapes, for a fix message.
+    pub fn shapes(&self) -> String {
+        let mut text = self.topologies.join(", ");
+        if let Some((max_cubes, sorted)) = self.cube_rule {
+            if !text.is_empty() {
+                text.push_str(", or ");
+            }
+            text.push_str(&format!(
+                "AxBxC with each a multiple of 4 up to {CUBE_MAX_DIM}{} and at most {max_cubes} 4x4x4 cubes",
+                if sorted { ", A ≤ B ≤ C," } else { "" }
+            ));
+        }
+        text
+    }
+}
+
+fn cube_rule_allows((max_cubes, sorted): (u32, bool), t: &Topology) -> bool {
+    if t.rank != 3 {
+        return false;
+    }
+    let [a, b, c] = t.dims;
+    let multiples = t
+        .dims
+        .iter()
+        .all(|d| d % 4 == 0 && (4..=CUBE_MAX_DIM).contains(d));
+    let cubes = (a / 4) * (b / 4) * (c / 4);
+    multiples && cubes <= max_cubes && (!sorted || (a <= b && b <= c))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -216,6 +310,51 @@ mod tests {
         #[case] expected: Result<[u32; 3], TopologyError>,
     ) {
         assert_eq!(Topology::parse(s, rank).map(|t| t.dims), expected);
+    }
+
+    #[rstest]
+    #[case::v4_listed("tpu-v4-podslice", "2x2x1", true)]
+    #[case::v4_cube_unsorted("tpu-v4-podslice", "8x4x4", true)]
+    #[case::v4_64_cubes("tpu-v4-podslice", "16x16x16", true)]
+    #[case::v4_too_many_cubes("tpu-v4-podslice", "16x16x20", false)]
+    #[case::v5p_unsorted("tpu-v5p-slice", "8x4x4", false)]
+    #[case::v5p_sorted("tpu-v5p-slice", "4x4x8", true)]
+    #[case::v5p_140_cubes("tpu-v5p-slice", "16x20x28", true)]
+    #[case::v5p_not_multiple("tpu-v5p-slice", "4x4x6", false)]
+    #[case::v5e_listed("tpu-v5-lite-podslice", "2x4", true)]
+    #[case::v5e_unlisted("tpu-v5-lite-podslice", "4x2", false)]
+    #[case::v6e_wrong_rank("tpu-v6e-slice", "2x2x1", false)]
+    #[case::tpu7x_single("tpu7x", "1x1x1", true)]
+    #[case::tpu7x_144_cubes("tpu7x", "12x12x16", true)]
+    fn the_table_allows_what_section_7_lists(
+        #[case] name: &str,
+        #[case] topology: &str,
+        #[case] allowed: bool,
+    ) {
+        let settings = Settings::default();
+        let acc = lookup(&settings, name).unwrap();
+        let rank = topology.split('x').count() as u8;
+        let t = Topology::parse(topology, rank).unwrap();
+        assert_eq!(acc.allows(&t), allowed);
+    }
+
+    #[test]
+    fn settings_override_and_extend_the_table() {
+        let mut settings = Settings::default();
+        settings.accelerators.insert(
+            "tpu-v6e-slice".into(),
+            AcceleratorSetting {
+                dims: 2,
+                chips_per_host: vec![4],
+                multi_host_chips_per_host: None,
+                topologies: vec!["32x32".into()],
+                cube_rule: None,
+            },
+        );
+        let acc = lookup(&settings, "tpu-v6e-slice").unwrap();
+        assert_eq!(acc.topologies, vec!["32x32"]);
+        assert_eq!(acc.multi_host_chips_per_host, 4);
+        assert!(lookup(&settings, "tpu-v9").is_none());
     }
 
     #[test]

@@ -4,7 +4,9 @@ use crate::groups;
 use crate::jobset::JobSetView;
 use crate::mutate;
 use crate::pods;
+use crate::rules::{self, Findings};
 use crate::settings::Settings;
+use crate::violation::{self, Violation};
 use kubewarden_policy_sdk::response::ValidationResponse;
 use kubewarden_policy_sdk::settings::SettingsValidationResponse;
 use serde::de::IgnoredAny;
@@ -34,6 +36,8 @@ struct RequestHead<'a> {
     operation: Cow<'a, str>,
     #[serde(borrow, default)]
     object: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    old_object: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
@@ -127,9 +131,9 @@ pub fn evaluate(payload: &[u8]) -> Verdict {
     let is_pod = request.kind.group.is_empty() && request.kind.kind == "Pod";
     let is_jobset = request.kind.group == JOBSET_GROUP && request.kind.kind == "JobSet";
     let operation = request.operation.as_ref();
-    if operation != "CREATE" || !(is_pod || is_jobset) {
-        // JobSet UPDATE never mutates: replicatedJobs are immutable. DELETE and CONNECT, and
-        // kinds the policy was not bound to, pass untouched.
+    let is_jobset_update = is_jobset && operation == "UPDATE";
+    if !(operation == "CREATE" && (is_pod || is_jobset) || is_jobset_update) {
+        // DELETE and CONNECT, and kinds the policy was not bound to, pass untouched.
         return Verdict::accept();
     }
     let Some(raw_object) = request.object else {
@@ -154,6 +158,13 @@ pub fn evaluate(payload: &[u8]) -> Verdict {
         Ok(v) => v,
         Err(e) => return InputError::Malformed(e.to_string()).into(),
     };
+    if is_jobset_update {
+        // The old object is only a baseline; one that cannot be read has nothing to compare.
+        let old: Option<Value> = request
+            .old_object
+            .and_then(|raw| serde_json::from_str(raw.get()).ok());
+        return admit_jobset_update(&object, old.as_ref(), &settings);
+    }
     let result = if is_pod {
         pods::admit(&object, &settings).map(|o| Verdict::with(o.mutated, o.warnings))
     } else {
@@ -184,13 +195,60 @@ fn parse_settings(raw: Option<&RawValue>) -> Result<Settings, Vec<String>> {
     }
 }
 
+fn rejection(violations: &[Violation], warnings: Vec<String>) -> Verdict {
+    Verdict {
+        warnings,
+        ..Verdict::reject(violation::message(violations), 400)
+    }
+}
+
 fn admit_jobset_create(object: &Value, settings: &Settings) -> Result<Verdict, InputError> {
     let view = JobSetView::parse(object, &settings.tpu_resource)?;
+    let findings = rules::check(&view, settings);
+    if !findings.violations.is_empty() {
+        return Ok(rejection(&findings.violations, findings.warnings));
+    }
     let facts = groups::plan(&view, settings)?;
     Ok(Verdict::with(
         mutate::jobset::stamp(object, &view, &facts),
-        Vec::new(),
+        findings.warnings,
     ))
+}
+
+fn findings_of(object: &Value, settings: &Settings) -> Result<Findings, InputError> {
+    JobSetView::parse(object, &settings.tpu_resource).map(|view| rules::check(&view, settings))
+}
+
+/// JobSet UPDATE never mutates (`replicatedJobs` are immutable), and judges only what the
+/// update changed: a violation the old object already had is not the update's fault, and
+/// blocking an update the user cannot fix helps nobody. Unsuspending is a change: T3 and T4
+/// were deferred on the suspended old object, so their violations count as new.
+fn admit_jobset_update(object: &Value, old: Option<&Value>, settings: &Settings) -> Verdict {
+    let before = old.map(|o| findings_of(o, settings));
+    let after = match findings_of(object, settings) {
+        Ok(f) => f,
+        Err(e) if matches!(&before, Some(Err(old_e)) if *old_e == e) => return Verdict::accept(),
+        Err(e) => return e.into(),
+    };
+    let (old_violations, old_warnings) = match before {
+        Some(Ok(f)) => (f.violations, f.warnings),
+        _ => (Vec::new(), Vec::new()),
+    };
+    let new_violations: Vec<Violation> = after
+        .violations
+        .into_iter()
+        .filter(|v| !old_violations.contains(v))
+        .collect();
+    let new_warnings: Vec<String> = after
+        .warnings
+        .into_iter()
+        .filter(|w| !old_warnings.contains(w))
+        .collect();
+    if new_violations.is_empty() {
+        Verdict::with(None, new_warnings)
+    } else {
+        rejection(&new_violations, new_warnings)
+    }
 }
 
 /// Evaluates one `validate_settings` payload.

@@ -27,6 +27,18 @@ pub enum InputError {
 }
 
 impl InputError {
+    /// The path and the problem apart, for a rule to report it as a violation.
+    pub fn path_and_problem(&self) -> (String, String) {
+        let text = self.to_string();
+        match self.path() {
+            Some(path) => {
+                let problem = text.strip_prefix(&format!("{path}: ")).unwrap_or(&text);
+                (path.to_string(), problem.to_string())
+            }
+            None => (String::new(), text),
+        }
+    }
+
     /// The JSON path the error is about, if any.
     pub fn path(&self) -> Option<&str> {
         match self {

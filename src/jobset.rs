@@ -3,6 +3,7 @@
 use crate::error::InputError;
 use crate::json::{self, join, map_str, Object};
 use crate::keys;
+use crate::placement::{self, Pin};
 use crate::podspec::{self, ContainerView};
 use serde_json::Value;
 
@@ -44,8 +45,10 @@ pub struct ReplicatedJob<'a> {
     pub completions: Option<u32>,
     pub completion_mode: Option<&'a str>,
     pub pod_annotations: Option<&'a Object>,
-    pub node_selector: Option<&'a Object>,
-    pub affinity: Option<&'a Object>,
+    /// Node labels the pod template pins to one value (see `placement::pins`).
+    pub pins: Vec<Pin<'a>>,
+    /// `template.spec.template.spec`, for messages.
+    pub pod_spec_path: String,
     pub containers: Vec<ContainerView<'a>>,
     pub chips_per_pod: u32,
 }
@@ -210,7 +213,7 @@ fn parse_replicated_job<'a>(
     let ps_path = join(&pt_path, "spec");
     let pod_spec = required_object(pod_template, "spec", &pt_path)?;
     let containers = podspec::containers(pod_spec, &ps_path, tpu_resource)?;
-    let chips_per_pod = podspec::chips_per_pod(&containers)?;
+    let chips_per_pod = podspec::chips_per_pod(&containers, &ps_path)?;
     Ok(ReplicatedJob {
         name,
         replicas,
@@ -221,8 +224,8 @@ fn parse_replicated_job<'a>(
         completions,
         completion_mode,
         pod_annotations,
-        node_selector: json::opt_string_map(pod_spec, "nodeSelector", &ps_path)?,
-        affinity: json::opt_object(pod_spec, "affinity", &ps_path)?,
+        pins: placement::pins(pod_spec, &ps_path)?,
+        pod_spec_path: ps_path,
         containers,
         chips_per_pod,
         path,

@@ -10,10 +10,13 @@ pub mod jobset;
 pub mod json;
 pub mod keys;
 pub mod mutate;
+pub mod placement;
 pub mod pods;
 pub mod podspec;
 pub mod quantity;
+pub mod rules;
 pub mod settings;
+pub mod violation;
 
 use kubewarden_policy_sdk::protocol_version_guest;
 use wapc_guest::{register_function, CallResult};

@@ -105,7 +105,8 @@ pub fn admit(object: &Value, settings: &Settings) -> Result<PodOutcome, InputErr
             .or(pod_subdomain.filter(|s| !s.is_empty()))
             .unwrap_or(jobset),
     };
-    let containers = podspec::containers(spec, "spec", &settings.tpu_resource)?;
+    let containers =
+        podspec::require_valid_chips(podspec::containers(spec, "spec", &settings.tpu_resource)?)?;
     let mut warnings = Vec::new();
 
     let metadata_adds = group_metadata(labels, annotations, &facts, &place, &mut warnings)?;

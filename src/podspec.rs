@@ -15,14 +15,26 @@ pub struct ContainerView<'a> {
     pub list: &'static str,
     pub index: usize,
     pub name: &'a str,
-    /// TPU chips: the limit where given, else the request.
-    pub tpu_chips: u32,
+    /// TPU chips: the limit where given, else the request. A quantity that does not parse is
+    /// kept as its error, for rule T4 to report; the container still counts as a TPU one.
+    pub tpu_chips: Result<u32, InputError>,
 }
 
 impl ContainerView<'_> {
     pub fn is_tpu(&self) -> bool {
-        self.tpu_chips > 0
+        !matches!(self.tpu_chips, Ok(0))
     }
+}
+
+/// The containers, failing on the first TPU quantity that does not parse (pod admission has no
+/// rule to report it under, so it is a plain bad-input rejection).
+pub fn require_valid_chips(
+    containers: Vec<ContainerView<'_>>,
+) -> Result<Vec<ContainerView<'_>>, InputError> {
+    if let Some(Err(e)) = containers.iter().map(|c| &c.tpu_chips).find(|c| c.is_err()) {
+        return Err(e.clone());
+    }
+    Ok(containers)
 }
 
 /// Reads the containers of a pod spec at `path`.
@@ -41,7 +53,7 @@ pub fn containers<'a>(
             let c_path = json::index(&list_path, index);
             let c = json::as_object(item, &c_path)?;
             let name = json::opt_str(c, "name", &c_path)?.unwrap_or("");
-            let tpu_chips = tpu_chips(c, &c_path, tpu_resource)?;
+            let tpu_chips = tpu_chips(c, &c_path, tpu_resource);
             out.push(ContainerView {
                 list,
                 index,
@@ -53,14 +65,15 @@ pub fn containers<'a>(
     Ok(out)
 }
 
-/// Chips per pod: the sum over regular containers. Init containers run before them and
-/// release their chips, so they do not add to what the pod holds.
-pub fn chips_per_pod(containers: &[ContainerView]) -> Result<u32, InputError> {
+/// Chips per pod: the sum over regular containers whose quantity parses. Init containers run
+/// before them and release their chips, so they do not add to what the pod holds.
+pub fn chips_per_pod(containers: &[ContainerView], path: &str) -> Result<u32, InputError> {
     containers
         .iter()
         .filter(|c| c.list == "containers")
-        .try_fold(0u32, |sum, c| {
-            crate::error::checked_add(sum, c.tpu_chips, "spec.containers")
+        .filter_map(|c| c.tpu_chips.as_ref().ok())
+        .try_fold(0u32, |sum, chips| {
+            crate::error::checked_add(sum, *chips, &join(path, "containers"))
         })
 }
 
@@ -107,8 +120,8 @@ mod tests {
 
     fn chips(spec: Value) -> Result<Vec<u32>, InputError> {
         let spec = spec.as_object().unwrap().clone();
-        let cs = containers(&spec, "spec", "google.com/tpu")?;
-        Ok(cs.iter().map(|c| c.tpu_chips).collect())
+        let cs = require_valid_chips(containers(&spec, "spec", "google.com/tpu")?)?;
+        Ok(cs.iter().map(|c| c.tpu_chips.clone().unwrap()).collect())
     }
 
     #[test]

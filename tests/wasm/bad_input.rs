@@ -54,15 +54,23 @@ fn wrong_types_name_the_field(
     assert_eq!(reject_message(&request), message);
 }
 
+/// In a JobSet a TPU chip count belongs to rule T4; in a pod it is plain bad input.
 #[rstest]
 #[case::negative(json!("-4"), "\"-4\" is negative")]
 #[case::gibi(json!("4Gi"), "\"4Gi\" is larger than any TPU slice")]
 #[case::fraction(json!("0.5"), "\"0.5\" is not a whole number of chips")]
 #[case::word(json!("four"), "\"four\" is not a Kubernetes quantity")]
 fn bad_tpu_quantities_name_the_resource(#[case] value: Value, #[case] problem: &str) {
+    let path = "spec.replicatedJobs[0].template.spec.template.spec.containers[0].resources.limits[\"google.com/tpu\"]";
     assert_eq!(
-        reject_message(&jobset_with(TPU_LIMIT, value)),
-        format!("spec.replicatedJobs[0].template.spec.template.spec.containers[0].resources.limits[\"google.com/tpu\"]: {problem}")
+        reject_message(&jobset_with(TPU_LIMIT, value.clone())),
+        format!("[T4] {path}: {problem}; ask for a whole number of chips: the chips of one host, for example 4")
+    );
+    let mut pod = tpu_pod();
+    pod["spec"]["containers"][0]["resources"]["limits"]["google.com/tpu"] = value;
+    assert_eq!(
+        reject_message(&admission_request(Kind::Pod, "CREATE", &pod, None)),
+        format!("spec.containers[0].resources.limits[\"google.com/tpu\"]: {problem}")
     );
 }
 

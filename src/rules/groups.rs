@@ -1,0 +1,207 @@
+//! G1–G4: replica groups and slice groups.
+use super::multi_member_slice_groups;
+use crate::groups::groups;
+use crate::jobset::{JobSetView, ReplicatedJob};
+use crate::keys;
+use crate::placement::pinned;
+use crate::settings::Settings;
+use crate::violation::{Rule, Violation};
+
+fn field_path(rjob: &ReplicatedJob) -> String {
+    format!("{}.groupName", rjob.path)
+}
+
+fn annotation_path(rjob: &ReplicatedJob) -> String {
+    format!(
+        "{}.template.metadata.annotations[{:?}]",
+        rjob.path,
+        keys::GROUP_NAME
+    )
+}
+
+/// Where the group of a replicated job was named, for messages.
+fn group_path(rjob: &ReplicatedJob) -> String {
+    if rjob.group_field.is_some() {
+        field_path(rjob)
+    } else {
+        annotation_path(rjob)
+    }
+}
+
+/// RFC 1035 label: what JobSet requires of `groupName`, and what fits in a label value.
+pub fn is_dns1035_label(s: &str) -> bool {
+    let b = s.as_bytes();
+    !b.is_empty()
+        && b.len() <= 63
+        && b[0].is_ascii_lowercase()
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+        && b[b.len() - 1] != b'-'
+}
+
+/// A DNS-1035 label close to `s`, to suggest in a fix.
+fn suggest_label(s: &str) -> String {
+    let mut out: String = s
+        .to_ascii_lowercase()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    out = out
+        .trim_start_matches(|c: char| !c.is_ascii_lowercase())
+        .to_string();
+    out.truncate(63);
+    let out = out.trim_end_matches('-').to_string();
+    if out.is_empty() {
+        "group-a".into()
+    } else {
+        out
+    }
+}
+
+/// G1: a group name is a DNS-1035 label of at most 63 characters.
+pub fn g1(view: &JobSetView, _: &Settings) -> Vec<Violation> {
+    let mut out = Vec::new();
+    for rjob in &view.replicated_jobs {
+        for (name, path) in [
+            (rjob.group_field, field_path(rjob)),
+            (rjob.group_annotation, annotation_path(rjob)),
+        ] {
+            if let Some(name) = name.filter(|n| !is_dns1035_label(n)) {
+                out.push(Violation::new(
+                    Rule::G1,
+                    path,
+                    format!("{name:?} is not a DNS-1035 label"),
+                    format!(
+                        "use lowercase letters, digits and '-', starting with a letter, at most 63 characters, for example {:?}",
+                        suggest_label(name)
+                    ),
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// G2: when both the field and the annotation name the group, they agree.
+pub fn g2(view: &JobSetView, _: &Settings) -> Vec<Violation> {
+    view.replicated_jobs
+        .iter()
+        .filter_map(|rjob| match (rjob.group_field, rjob.group_annotation) {
+            (Some(field), Some(annotation)) if field != annotation => Some(Violation::new(
+                Rule::G2,
+                field_path(rjob),
+                format!("is {field:?} but the annotation {} says {annotation:?}", keys::GROUP_NAME),
+                format!(
+                    "set groupName to {annotation:?} (on JobSet v0.9+ it defaults to \"default\") or make the annotation match"
+                ),
+            )),
+            _ => None,
+        })
+        .collect()
+}
+
+/// G3: an explicitly named group does not mix TPU and non-TPU replicated jobs. Only
+/// `default` may hold a CPU driver beside the slices.
+pub fn g3(view: &JobSetView, _: &Settings) -> Vec<Violation> {
+    let mut out = Vec::new();
+    for (name, members) in groups(view) {
+        if name == keys::DEFAULT_GROUP {
+            continue;
+        }
+        let rjobs: Vec<&ReplicatedJob> =
+            members.iter().map(|&i| &view.replicated_jobs[i]).collect();
+        let tpu: Vec<&str> = rjobs
+            .iter()
+            .filter(|r| r.is_tpu())
+            .map(|r| r.name)
+            .collect();
+        if tpu.is_empty() {
+            continue;
+        }
+        for rjob in rjobs.iter().filter(|r| !r.is_tpu()) {
+            out.push(Violation::new(
+                Rule::G3,
+                group_path(rjob),
+                format!(
+                    "puts non-TPU replicated job {:?} in group {name:?} with TPU replicated jobs {tpu:?}",
+                    rjob.name
+                ),
+                "give it a group of its own, or leave it in \"default\", where non-TPU jobs are not counted as slices",
+            ));
+        }
+    }
+    out
+}
+
+/// G4: the slices of a multislice are identical: same accelerator, topology and chips per pod.
+pub fn g4(view: &JobSetView, settings: &Settings) -> Vec<Violation> {
+    let mut out = Vec::new();
+    for (group, members) in multi_member_slice_groups(view) {
+        let first = &view.replicated_jobs[members[0]];
+        for &i in &members[1..] {
+            let rjob = &view.replicated_jobs[i];
+            let same = format!(
+                "a multislice is made of identical slices: make it match {:?}, the first replicated job of slice group {group:?}",
+                first.name
+            );
+            for label in [&settings.accelerator_label, &settings.topology_label] {
+                if let (Some(mine), Some(theirs)) = (pinned(rjob, label), pinned(first, label)) {
+                    if mine.value != theirs.value {
+                        out.push(Violation::new(
+                            Rule::G4,
+                            mine.path.clone(),
+                            format!(
+                                "is {:?} but {:?} has {:?}",
+                                mine.value, first.name, theirs.value
+                            ),
+                            same.clone(),
+                        ));
+                    }
+                }
+            }
+            if rjob.chips_per_pod != first.chips_per_pod {
+                out.push(Violation::new(
+                    Rule::G4,
+                    format!("{}.containers", rjob.pod_spec_path),
+                    format!(
+                        "ask for {} TPU chips per pod but {:?} asks for {}",
+                        rjob.chips_per_pod, first.name, first.chips_per_pod
+                    ),
+                    same,
+                ));
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    #[rstest]
+    #[case("train", true)]
+    #[case("a-1", true)]
+    #[case("Train", false)]
+    #[case("1st", false)]
+    #[case("a_b", false)]
+    #[case("end-", false)]
+    #[case("", false)]
+    fn dns1035(#[case] s: &str, #[case] ok: bool) {
+        assert_eq!(is_dns1035_label(s), ok);
+        if !ok {
+            assert!(
+                is_dns1035_label(&suggest_label(s)),
+                "{s} -> {}",
+                suggest_label(s)
+            );
+        }
+    }
+
+    #[test]
+    fn long_names_are_refused() {
+        assert!(!is_dns1035_label(&"a".repeat(64)));
+        assert!(is_dns1035_label(&"a".repeat(63)));
+    }
+}

@@ -1,0 +1,171 @@
+//! X1–X4: exclusive placement, resolved as JobSet resolves it.
+use super::{multi_member_slice_groups, tpu_jobs};
+use crate::groups::slice_groups;
+use crate::jobset::{JobSetView, ReplicatedJob};
+use crate::keys;
+use crate::placement::{exclusive_placement, job_annotations_path, pinned, Exclusive};
+use crate::settings::Settings;
+use crate::violation::{Rule, Violation};
+
+const HOSTNAME: &str = "kubernetes.io/hostname";
+
+fn pods(r: &ReplicatedJob) -> u64 {
+    u64::from(r.replicas) * u64::from(r.parallelism)
+}
+
+/// X1: a TPU replicated job with more than one pod has exclusive placement by an allowed key.
+pub fn x1(view: &JobSetView, settings: &Settings) -> Vec<Violation> {
+    if !settings.require_exclusive_topology {
+        return Vec::new();
+    }
+    let keys_text = settings.exclusive_topology_keys.join(" or ");
+    let mut out = Vec::new();
+    for (_, r) in tpu_jobs(view).filter(|(_, r)| pods(r) > 1) {
+        match exclusive_placement(view, r) {
+            None => out.push(Violation::new(
+                Rule::X1,
+                job_annotations_path(r),
+                format!(
+                    "replicated job {:?} runs {} TPU pods without exclusive placement, so slices can share nodes",
+                    r.name,
+                    pods(r)
+                ),
+                format!(
+                    "add the annotation {}: {} here or on the JobSet",
+                    keys::EXCLUSIVE_TOPOLOGY,
+                    settings.exclusive_topology_keys[0]
+                ),
+            )),
+            Some(e) if !settings.exclusive_topology_keys.iter().any(|k| k == e.key) => {
+                out.push(Violation::new(
+                    Rule::X1,
+                    e.path,
+                    format!("is {:?}, which does not keep a slice's hosts together", e.key),
+                    format!("use {keys_text}"),
+                ))
+            }
+            Some(_) => {}
+        }
+    }
+    out
+}
+
+fn describe(e: &Option<Exclusive>) -> String {
+    match e {
+        None => "no exclusive placement".into(),
+        Some(e) if e.node_selector_strategy => format!(
+            "exclusive-topology {:?} with the node-selector strategy",
+            e.key
+        ),
+        Some(e) => format!("exclusive-topology {:?}", e.key),
+    }
+}
+
+/// X2: all replicated jobs of a slice group end up with the same exclusive placement.
+pub fn x2(view: &JobSetView, _: &Settings) -> Vec<Violation> {
+    let mut out = Vec::new();
+    for (group, members) in multi_member_slice_groups(view) {
+        let first = &view.replicated_jobs[members[0]];
+        let theirs = exclusive_placement(view, first);
+        let same = |e: &Option<Exclusive>| {
+            e.as_ref().map(|e| (e.key, e.node_selector_strategy))
+                == theirs.as_ref().map(|t| (t.key, t.node_selector_strategy))
+        };
+        for &i in &members[1..] {
+            let rjob = &view.replicated_jobs[i];
+            let mine = exclusive_placement(view, rjob);
+            if !same(&mine) {
+                out.push(Violation::new(
+                    Rule::X2,
+                    mine.as_ref().map_or_else(|| job_annotations_path(rjob), |e| e.path.clone()),
+                    format!(
+                        "gives {:?} {} but {:?} of the same slice group {group:?} has {}",
+                        rjob.name,
+                        describe(&mine),
+                        first.name,
+                        describe(&theirs)
+                    ),
+                    "give every replicated job of a slice group the same exclusive placement, best set once on the JobSet",
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// X3: the node-selector flag never stands without exclusive-topology at the same level.
+pub fn x3(view: &JobSetView, _: &Settings) -> Vec<Violation> {
+    if tpu_jobs(view).next().is_none() {
+        return Vec::new();
+    }
+    let levels = std::iter::once((view.annotations, "metadata.annotations".to_string())).chain(
+        view.replicated_jobs
+            .iter()
+            .map(|r| (r.job_annotations, job_annotations_path(r))),
+    );
+    levels
+        .filter(|(annotations, _)| {
+            let has = |k| annotations.is_some_and(|a| a.contains_key(k));
+            has(keys::NODE_SELECTOR_STRATEGY) && !has(keys::EXCLUSIVE_TOPOLOGY)
+        })
+        .map(|(_, path)| {
+            Violation::new(
+                Rule::X3,
+                format!("{path}[{:?}]", keys::NODE_SELECTOR_STRATEGY),
+                format!(
+                    "is set without {} beside it, and JobSet ignores it silently",
+                    keys::EXCLUSIVE_TOPOLOGY
+                ),
+                format!(
+                    "add {} at the same level, or remove the flag",
+                    keys::EXCLUSIVE_TOPOLOGY
+                ),
+            )
+        })
+        .collect()
+}
+
+/// X4: a replicated job of several slices does not pin the exclusive key to one value.
+pub fn x4(view: &JobSetView, _: &Settings) -> Vec<Violation> {
+    let mut out = Vec::new();
+    for (_, r) in tpu_jobs(view).filter(|(_, r)| r.replicas > 1) {
+        let Some(e) = exclusive_placement(view, r) else {
+            continue;
+        };
+        if let Some(pin) = pinned(r, e.key) {
+            out.push(Violation::new(
+                Rule::X4,
+                pin.path.clone(),
+                format!(
+                    "pins {} to {:?}, so only one of the {} slices can ever be scheduled",
+                    e.key, pin.value, r.replicas
+                ),
+                format!(
+                    "remove it: exclusive placement gives each slice its own {}",
+                    e.key
+                ),
+            ));
+        }
+    }
+    out
+}
+
+/// Warning: one multi-host slice placed by hostname keeps one pod per node, but does not
+/// keep the slice's hosts in one node pool.
+pub fn single_slice_by_hostname(view: &JobSetView, _: &Settings) -> Vec<String> {
+    let mut out = Vec::new();
+    for (_, members) in slice_groups(view) {
+        let [only] = members[..] else { continue };
+        let r = &view.replicated_jobs[only];
+        if r.replicas != 1 || r.parallelism < 2 {
+            continue;
+        }
+        if let Some(e) = exclusive_placement(view, r).filter(|e| e.key == HOSTNAME) {
+            out.push(format!(
+                "{}: exclusive placement by {HOSTNAME} gives each of the slice's {} pods a node of its own but does not keep them in one node pool; cloud.google.com/gke-nodepool does",
+                e.path, r.parallelism
+            ));
+        }
+    }
+    out
+}

@@ -1,0 +1,226 @@
+//! T1–T4: what a TPU replicated job needs to be scheduled as a slice.
+use super::tpu_jobs;
+use crate::accelerators::{self, Accelerator, Topology};
+use crate::jobset::{JobSetView, ReplicatedJob};
+use crate::placement::{pinned, Pin};
+use crate::settings::Settings;
+use crate::violation::{Rule, Violation};
+
+fn job_spec_path(rjob: &ReplicatedJob, field: &str) -> String {
+    format!("{}.template.spec.{field}", rjob.path)
+}
+
+/// T1: a TPU replicated job uses Indexed completion mode.
+pub fn t1(view: &JobSetView, _: &Settings) -> Vec<Violation> {
+    tpu_jobs(view)
+        .filter(|(_, r)| r.completion_mode.is_some_and(|m| m != "Indexed"))
+        .map(|(_, r)| {
+            Violation::new(
+                Rule::T1,
+                job_spec_path(r, "completionMode"),
+                format!("is {:?}", r.completion_mode.unwrap_or_default()),
+                "TPU hosts find each other by completion index: remove it or set it to Indexed",
+            )
+        })
+        .collect()
+}
+
+/// T2: every host of a slice runs at once: parallelism == completions.
+pub fn t2(view: &JobSetView, settings: &Settings) -> Vec<Violation> {
+    let mut out = Vec::new();
+    for (_, r) in tpu_jobs(view) {
+        let completions = r.completions.unwrap_or(r.parallelism);
+        if completions == r.parallelism {
+            continue;
+        }
+        let target = slice_hosts(r, settings).unwrap_or(completions);
+        out.push(Violation::new(
+            Rule::T2,
+            job_spec_path(r, "parallelism"),
+            format!("is {} but completions is {completions}", r.parallelism),
+            format!("a TPU slice needs every host at once, set both to {target}"),
+        ));
+    }
+    out
+}
+
+/// T3: a TPU replicated job selects an accelerator and a topology.
+pub fn t3(view: &JobSetView, settings: &Settings) -> Vec<Violation> {
+    if !settings.require_tpu_node_selectors {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for (_, r) in tpu_jobs(view) {
+        for (label, example) in [
+            (&settings.accelerator_label, "tpu-v5p-slice"),
+            (&settings.topology_label, "2x2x4"),
+        ] {
+            if pinned(r, label).is_none() {
+                out.push(Violation::new(
+                    Rule::T3,
+                    format!("{}.nodeSelector", r.pod_spec_path),
+                    format!("does not select {label}, so the pods may land on any TPU node"),
+                    format!(
+                        "add {label} (for example {example:?}) to the nodeSelector, or a required node affinity with one In value"
+                    ),
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// The slice an rjob's selectors describe, when accelerator and topology are both pinned.
+struct Slice<'r, 'a> {
+    accelerator: &'r Pin<'a>,
+    topology: &'r Pin<'a>,
+}
+
+fn slice_of<'r, 'a>(r: &'r ReplicatedJob<'a>, settings: &Settings) -> Option<Slice<'r, 'a>> {
+    Some(Slice {
+        accelerator: pinned(r, &settings.accelerator_label)?,
+        topology: pinned(r, &settings.topology_label)?,
+    })
+}
+
+/// Hosts per slice (= pods per Job) when the selectors and chips describe a valid slice.
+pub fn slice_hosts(r: &ReplicatedJob, settings: &Settings) -> Option<u32> {
+    let slice = slice_of(r, settings)?;
+    let acc = accelerators::lookup(settings, slice.accelerator.value)?;
+    let t = Topology::parse(slice.topology.value, acc.dims).ok()?;
+    let chips = t.chips()?;
+    (r.chips_per_pod > 0 && chips % r.chips_per_pod == 0).then(|| chips / r.chips_per_pod)
+}
+
+/// T4: the topology is known to the accelerator table and matches chips and parallelism.
+pub fn t4(view: &JobSetView, settings: &Settings) -> Vec<Violation> {
+    let mut out = Vec::new();
+    for (_, r) in tpu_jobs(view) {
+        let chip_errors: Vec<Violation> = r
+            .containers
+            .iter()
+            .filter_map(|c| c.tpu_chips.as_ref().err())
+            .map(|e| {
+                let (path, problem) = e.path_and_problem();
+                Violation::new(
+                    Rule::T4,
+                    path,
+                    problem,
+                    "ask for a whole number of chips: the chips of one host, for example 4",
+                )
+            })
+            .collect();
+        if !chip_errors.is_empty() {
+            // The chips per pod are unknown, so nothing more about the slice can be judged.
+            out.extend(chip_errors);
+            continue;
+        }
+        let Some(slice) = slice_of(r, settings) else {
+            continue; // T3's concern
+        };
+        match accelerators::lookup(settings, slice.accelerator.value) {
+            Some(acc) => out.extend(check_slice(r, &acc, slice.topology)),
+            None if settings.reject_unknown_accelerators => out.push(Violation::new(
+                Rule::T4,
+                slice.accelerator.path.clone(),
+                format!(
+                    "{:?} is not in the accelerator table",
+                    slice.accelerator.value
+                ),
+                format!(
+                    "use one of {} or add it to the accelerators setting",
+                    accelerators::known_names(settings).join(", ")
+                ),
+            )),
+            None => {}
+        }
+    }
+    out
+}
+
+fn check_slice(r: &ReplicatedJob, acc: &Accelerator, topology: &Pin) -> Option<Violation> {
+    let shapes = || format!("use one of {}", acc.shapes());
+    let t = match Topology::parse(topology.value, acc.dims) {
+        Ok(t) => t,
+        Err(e) => {
+            return Some(Violation::new(
+                Rule::T4,
+                topology.path.clone(),
+                format!("{:?} {e}", topology.value),
+                shapes(),
+            ))
+        }
+    };
+    if !acc.allows(&t) {
+        return Some(Violation::new(
+            Rule::T4,
+            topology.path.clone(),
+            format!("{:?} is not a {} topology", topology.value, acc.name),
+            shapes(),
+        ));
+    }
+    let chips = t.chips()?;
+    let per_pod = r.chips_per_pod;
+    let containers = format!("{}.containers", r.pod_spec_path);
+    let host_sizes = acc
+        .chips_per_host
+        .iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join(" or ");
+    if per_pod == 0 || !acc.chips_per_host.contains(&per_pod) || chips % per_pod != 0 {
+        return Some(Violation::new(
+            Rule::T4,
+            containers,
+            format!(
+                "ask for {per_pod} TPU chips per pod, which does not divide a {} {} slice ({chips} chips) into whole hosts",
+                acc.name, topology.value
+            ),
+            format!("a pod takes a whole host: ask for {host_sizes} chips per pod, as the machine type has"),
+        ));
+    }
+    let hosts = chips / per_pod;
+    let multi = acc.multi_host_chips_per_host;
+    if hosts > 1 && per_pod != multi {
+        return Some(Violation::new(
+            Rule::T4,
+            containers,
+            format!(
+                "ask for {per_pod} chips per pod, but a multi-host {} slice runs {multi} chips per host",
+                acc.name
+            ),
+            format!(
+                "ask for {multi} chips per pod and set parallelism and completions to {}",
+                chips / multi
+            ),
+        ));
+    }
+    (hosts != r.parallelism).then(|| {
+        Violation::new(
+            Rule::T4,
+            job_spec_path(r, "parallelism"),
+            format!(
+                "is {} but a {} {} slice with {per_pod} chips per pod has {hosts} hosts",
+                r.parallelism, acc.name, topology.value
+            ),
+            format!("set parallelism and completions to {hosts}"),
+        )
+    })
+}
+
+/// Accelerators the table does not know, when they are accepted rather than rejected.
+pub fn unknown_accelerators(view: &JobSetView, settings: &Settings) -> Vec<String> {
+    if settings.reject_unknown_accelerators {
+        return Vec::new();
+    }
+    tpu_jobs(view)
+        .filter_map(|(_, r)| pinned(r, &settings.accelerator_label))
+        .filter(|pin| accelerators::lookup(settings, pin.value).is_none())
+        .map(|pin| {
+            format!(
+                "{}: accelerator {:?} is not in the accelerator table, so its topology was not checked; add it to the accelerators setting",
+                pin.path, pin.value
+            )
+        })
+        .collect()
+}

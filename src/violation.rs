@@ -1,0 +1,72 @@
+//! A violation is a value: rules return them, and only the edge turns them into a message.
+use std::fmt;
+
+/// Rule ids of SPEC §6, in the order a rejection lists them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Rule {
+    G1,
+    G2,
+    G3,
+    G4,
+    T1,
+    T2,
+    T3,
+    T4,
+    X1,
+    X2,
+    X3,
+    X4,
+    N1,
+}
+
+impl fmt::Display for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self, f)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violation {
+    pub rule: Rule,
+    /// JSON path of the field to change, e.g. `spec.replicatedJobs[1].template.spec.parallelism`.
+    pub path: String,
+    pub problem: String,
+    /// What would make it valid.
+    pub fix: String,
+}
+
+impl Violation {
+    pub fn new(
+        rule: Rule,
+        path: impl Into<String>,
+        problem: impl Into<String>,
+        fix: impl Into<String>,
+    ) -> Self {
+        Violation {
+            rule,
+            path: path.into(),
+            problem: problem.into(),
+            fix: fix.into(),
+        }
+    }
+}
+
+/// `[T2] spec.replicatedJobs[0].template.spec.parallelism: is 2 but completions is 4; <fix>`
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "[{}] {}: {}; {}",
+            self.rule, self.path, self.problem, self.fix
+        )
+    }
+}
+
+/// One rejection message: every violation on its own line, in a stable order.
+pub fn message(violations: &[Violation]) -> String {
+    violations
+        .iter()
+        .map(Violation::to_string)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
