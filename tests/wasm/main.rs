@@ -4,5 +4,7 @@ mod bad_input;
 mod common;
 mod operations;
 mod oracle;
+mod properties;
+mod rules;
 mod settings;
 mod simulation;

@@ -1,0 +1,347 @@
+//! A generator of valid TPU JobSets, and of the same JobSets with one field broken on
+//! purpose. Shared by the native property tests and the ones that run the wasm module.
+#![allow(dead_code)]
+use proptest::prelude::*;
+use serde_json::{json, Value};
+
+pub const ACC: &str = "cloud.google.com/gke-tpu-accelerator";
+pub const TOPO: &str = "cloud.google.com/gke-tpu-topology";
+pub const EXCL: &str = "alpha.jobset.sigs.k8s.io/exclusive-topology";
+pub const NSEL: &str = "alpha.jobset.sigs.k8s.io/node-selector";
+pub const POOL: &str = "cloud.google.com/gke-nodepool";
+pub const GROUP_ANN: &str = "jobset.sigs.k8s.io/group-name";
+
+/// A valid slice: accelerator, topology, chips per pod, hosts (= parallelism).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Slice {
+    pub accelerator: &'static str,
+    pub topology: &'static str,
+    pub chips: u32,
+    pub hosts: u32,
+}
+
+/// Slices the table allows, with an alternative of the same accelerator and chips per pod
+/// (to break G4 without breaking T4).
+pub const SLICES: [(Slice, Slice); 6] = [
+    (
+        Slice {
+            accelerator: "tpu-v5-lite-podslice",
+            topology: "2x4",
+            chips: 4,
+            hosts: 2,
+        },
+        Slice {
+            accelerator: "tpu-v5-lite-podslice",
+            topology: "4x4",
+            chips: 4,
+            hosts: 4,
+        },
+    ),
+    (
+        Slice {
+            accelerator: "tpu-v6e-slice",
+            topology: "4x8",
+            chips: 4,
+            hosts: 8,
+        },
+        Slice {
+            accelerator: "tpu-v6e-slice",
+            topology: "2x2",
+            chips: 4,
+            hosts: 1,
+        },
+    ),
+    (
+        Slice {
+            accelerator: "tpu-v5p-slice",
+            topology: "2x2x4",
+            chips: 4,
+            hosts: 4,
+        },
+        Slice {
+            accelerator: "tpu-v5p-slice",
+            topology: "4x4x4",
+            chips: 4,
+            hosts: 16,
+        },
+    ),
+    (
+        Slice {
+            accelerator: "tpu-v4-podslice",
+            topology: "2x2x1",
+            chips: 4,
+            hosts: 1,
+        },
+        Slice {
+            accelerator: "tpu-v4-podslice",
+            topology: "2x2x2",
+            chips: 4,
+            hosts: 2,
+        },
+    ),
+    (
+        Slice {
+            accelerator: "tpu7x",
+            topology: "2x2x2",
+            chips: 4,
+            hosts: 2,
+        },
+        Slice {
+            accelerator: "tpu7x",
+            topology: "2x2x1",
+            chips: 4,
+            hosts: 1,
+        },
+    ),
+    (
+        Slice {
+            accelerator: "tpu-v5-lite-podslice",
+            topology: "2x4",
+            chips: 8,
+            hosts: 1,
+        },
+        Slice {
+            accelerator: "tpu-v5-lite-podslice",
+            topology: "2x2",
+            chips: 4,
+            hosts: 1,
+        },
+    ),
+];
+
+/// The shape of a generated JobSet: groups of TPU replicated jobs, each group one slice kind.
+#[derive(Debug, Clone)]
+pub struct Shape {
+    /// Per group: (explicit name or default, slice index, replicas of each member).
+    pub groups: Vec<(bool, usize, Vec<u32>)>,
+    pub cpu_driver: bool,
+    pub subdomain: bool,
+    pub init_container: bool,
+}
+
+pub fn shape() -> impl Strategy<Value = Shape> {
+    (
+        prop::collection::vec(
+            (
+                any::<bool>(),
+                0..SLICES.len(),
+                prop::collection::vec(1u32..=4, 1..=3),
+            ),
+            1..=3,
+        ),
+        any::<bool>(),
+        any::<bool>(),
+        any::<bool>(),
+    )
+        .prop_map(|(mut groups, cpu_driver, subdomain, init_container)| {
+            // Unnamed groups all land in "default", which is one slice group: one slice kind.
+            if let Some(slice) = groups.iter().find(|g| !g.0).map(|g| g.1) {
+                groups.iter_mut().filter(|g| !g.0).for_each(|g| g.1 = slice);
+            }
+            Shape {
+                groups,
+                cpu_driver,
+                subdomain,
+                init_container,
+            }
+        })
+}
+
+fn tpu_rjob(name: &str, group: Option<&str>, slice: &Slice, replicas: u32, init: bool) -> Value {
+    let resources = json!({"limits": {"google.com/tpu": slice.chips}});
+    let mut pod_spec = json!({
+        "restartPolicy": "Never",
+        "nodeSelector": {ACC: slice.accelerator, TOPO: slice.topology},
+        "containers": [{"name": "jax", "image": "jax:tpu", "resources": resources,
+                        "env": [{"name": "USER_VAR", "value": "$(MEGASCALE_SLICE_ID)"}]}]
+    });
+    if init {
+        pod_spec["initContainers"] =
+            json!([{"name": "warmup", "image": "jax:tpu", "resources": resources}]);
+    }
+    let mut r = json!({
+        "name": name,
+        "replicas": replicas,
+        "template": {"spec": {
+            "parallelism": slice.hosts, "completions": slice.hosts,
+            "template": {"metadata": {"labels": {"app": "train"}}, "spec": pod_spec}
+        }}
+    });
+    if let Some(g) = group {
+        r["groupName"] = json!(g);
+        r["template"]["metadata"] = json!({"annotations": {GROUP_ANN: g}});
+    }
+    r
+}
+
+/// The valid JobSet of a shape.
+pub fn build(shape: &Shape) -> Value {
+    let mut rjobs = Vec::new();
+    if shape.cpu_driver {
+        rjobs.push(json!({
+            "name": "driver", "replicas": 1,
+            "template": {"spec": {"parallelism": 1, "completions": 1, "template": {"spec": {
+                "restartPolicy": "Never", "containers": [{"name": "driver", "image": "python:3.12"}]
+            }}}}
+        }));
+    }
+    for (g, (explicit, slice, members)) in shape.groups.iter().enumerate() {
+        let name = format!("g{g}");
+        let group = explicit.then_some(name.as_str());
+        for (m, replicas) in members.iter().enumerate() {
+            rjobs.push(tpu_rjob(
+                &format!("r{g}-{m}"),
+                group,
+                &SLICES[*slice].0,
+                *replicas,
+                shape.init_container,
+            ));
+        }
+    }
+    let mut jobset = json!({
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": "gen", "namespace": "ml", "annotations": {EXCL: POOL}, "uid": "1", "x-unknown": {"kept": true}},
+        "spec": {"replicatedJobs": rjobs, "x-future-field": [1, 2]}
+    });
+    if shape.subdomain {
+        jobset["spec"]["network"] = json!({"subdomain": "mesh", "enableDNSHostnames": true});
+    }
+    jobset
+}
+
+/// Ways to break one rule of a valid JobSet.
+pub const BREAKABLE: [&str; 13] = [
+    "G1", "G2", "G3", "G4", "T1", "T2", "T3", "T4", "X1", "X2", "X3", "X4", "N1",
+];
+
+fn tpu_indexes(jobset: &Value) -> Vec<usize> {
+    jobset["spec"]["replicatedJobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r["name"] != "driver")
+        .map(|(i, _)| i)
+        .collect()
+}
+
+fn pods(r: &Value) -> u64 {
+    r["replicas"].as_u64().unwrap() * r["template"]["spec"]["parallelism"].as_u64().unwrap()
+}
+
+/// The JobSet with `rule` broken in one field, or `None` when this shape gives that rule
+/// nothing to break (a rule about several slices on a single-slice JobSet, say).
+pub fn break_rule(shape: &Shape, rule: &str) -> Option<Value> {
+    let mut js = build(shape);
+    let tpu = tpu_indexes(&js);
+    let first = tpu[0];
+    let rjobs = js["spec"]["replicatedJobs"].as_array_mut().unwrap();
+    match rule {
+        "G1" => {
+            rjobs[first]["groupName"] = json!("Bad_Group");
+            rjobs[first]["template"]["metadata"] = json!({"annotations": {GROUP_ANN: "Bad_Group"}});
+        }
+        "G2" => {
+            let g = rjobs[first]["groupName"].as_str()?.to_string();
+            rjobs[first]["template"]["metadata"]["annotations"][GROUP_ANN] =
+                json!(format!("{g}-other"));
+        }
+        "G3" => {
+            let g = rjobs[first]["groupName"].as_str()?.to_string();
+            rjobs.push(json!({
+                "name": "cpu-helper", "groupName": g, "replicas": 1,
+                "template": {"metadata": {"annotations": {GROUP_ANN: g}},
+                             "spec": {"parallelism": 1, "completions": 1, "template": {"spec": {
+                    "containers": [{"name": "helper", "image": "python:3.12"}]}}}}
+            }));
+        }
+        "G4" => {
+            let g = shape.groups.iter().position(|(_, _, m)| m.len() > 1)?;
+            let idx = rjobs.iter().position(|r| r["name"] == format!("r{g}-1"))?;
+            let alt = &SLICES[shape.groups[g].1].1;
+            let spec = &mut rjobs[idx]["template"]["spec"];
+            spec["parallelism"] = json!(alt.hosts);
+            spec["completions"] = json!(alt.hosts);
+            let pod = &mut spec["template"]["spec"];
+            pod["nodeSelector"][TOPO] = json!(alt.topology);
+            for list in ["containers", "initContainers"] {
+                if let Some(Value::Object(c)) = pod.get_mut(list).and_then(|l| l.get_mut(0)) {
+                    c["resources"]["limits"]["google.com/tpu"] = json!(alt.chips);
+                }
+            }
+        }
+        "T1" => rjobs[first]["template"]["spec"]["completionMode"] = json!("NonIndexed"),
+        "T2" => {
+            let p = rjobs[first]["template"]["spec"]["parallelism"].as_u64()?;
+            rjobs[first]["template"]["spec"]["completions"] = json!(p + 1);
+        }
+        "T3" => {
+            rjobs[first]["template"]["spec"]["template"]["spec"]["nodeSelector"]
+                .as_object_mut()?
+                .remove(TOPO);
+        }
+        "T4" => {
+            let p = rjobs[first]["template"]["spec"]["parallelism"].as_u64()?;
+            rjobs[first]["template"]["spec"]["parallelism"] = json!(p + 1);
+            rjobs[first]["template"]["spec"]["completions"] = json!(p + 1);
+        }
+        "X1" => {
+            if !tpu.iter().any(|&i| pods(&rjobs[i]) > 1) {
+                return None;
+            }
+            js["metadata"]["annotations"] = json!({});
+        }
+        "X2" => {
+            let g = shape.groups.iter().position(|(_, _, m)| m.len() > 1)?;
+            let idx = rjobs.iter().position(|r| r["name"] == format!("r{g}-1"))?;
+            let meta = rjobs[idx]["template"]
+                .as_object_mut()?
+                .entry("metadata")
+                .or_insert(json!({}));
+            let ann = meta
+                .as_object_mut()?
+                .entry("annotations")
+                .or_insert(json!({}));
+            ann[EXCL] = json!(POOL);
+            ann[NSEL] = json!("true");
+        }
+        "X3" => {
+            let meta = rjobs[first]["template"]
+                .as_object_mut()?
+                .entry("metadata")
+                .or_insert(json!({}));
+            meta.as_object_mut()?
+                .entry("annotations")
+                .or_insert(json!({}))[NSEL] = json!("true");
+        }
+        "X4" => {
+            let idx = tpu
+                .iter()
+                .copied()
+                .find(|&i| rjobs[i]["replicas"].as_u64() > Some(1))?;
+            rjobs[idx]["template"]["spec"]["template"]["spec"]["nodeSelector"][POOL] =
+                json!("pool-1");
+        }
+        "N1" => {
+            let multi_host = tpu
+                .iter()
+                .any(|&i| rjobs[i]["template"]["spec"]["parallelism"].as_u64() > Some(1));
+            let mut slices_per_group = std::collections::BTreeMap::new();
+            for (g, (explicit, _, members)) in shape.groups.iter().enumerate() {
+                let name = if *explicit {
+                    format!("g{g}")
+                } else {
+                    "default".into()
+                };
+                *slices_per_group.entry(name).or_insert(0u32) += members.iter().sum::<u32>();
+            }
+            if !multi_host && slices_per_group.values().all(|n| *n <= 1) {
+                return None;
+            }
+            js["spec"]["network"] = json!({"enableDNSHostnames": false});
+        }
+        _ => return None,
+    }
+    Some(js)
+}
