@@ -2,6 +2,7 @@
 //! policy-server do. `make test` builds the module first.
 mod bad_input;
 mod common;
+mod env_features;
 mod operations;
 mod oracle;
 mod properties;

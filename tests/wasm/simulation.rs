@@ -17,7 +17,7 @@ const MEGASCALE: [&str; 3] = [
 ];
 
 /// Every fixture simulated below; `user-set-env` has its own test.
-const SIMULATED: [&str; 8] = [
+const SIMULATED: [&str; 13] = [
     "tpu-4-slices",
     "tpu-two-rjobs-one-group",
     "tpu-two-groups",
@@ -26,6 +26,11 @@ const SIMULATED: [&str; 8] = [
     "generate-name",
     "custom-subdomain",
     "cpu-only",
+    "tpu-worker-v5e-4x4",
+    "tpu-worker-v5p-multislice",
+    "tpu7x-two-containers",
+    "jax-gpu",
+    "jax-cpu-coordinator",
 ];
 
 #[test]
@@ -70,7 +75,12 @@ fn every_pod_gets_the_spec_values(
         "pathways-head",
         "generate-name",
         "custom-subdomain",
-        "cpu-only"
+        "cpu-only",
+        "tpu-worker-v5e-4x4",
+        "tpu-worker-v5p-multislice",
+        "tpu7x-two-containers",
+        "jax-gpu",
+        "jax-cpu-coordinator"
     )]
     fixture: &str,
     #[values(JobSetApi::V08, JobSetApi::V09)] api: JobSetApi,

@@ -1,0 +1,233 @@
+//! TPU host env (SPEC §4.3) and JAX distributed env (§4.4) through the real module and the
+//! controller simulation: every pod's resolved values, computed here from first principles.
+use crate::common::*;
+use multislice_host::controller::{self, JobSetApi};
+use multislice_host::env::{get, resolve};
+use rstest::rstest;
+use serde_json::{json, Value};
+use std::collections::BTreeSet;
+
+fn containers(pod: &Value) -> Vec<(String, &Value)> {
+    ["initContainers", "containers"]
+        .iter()
+        .flat_map(|list| {
+            pod["spec"][list]
+                .as_array()
+                .map(|a| a.iter().map(|c| (list.to_string(), c)).collect::<Vec<_>>())
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
+fn is_tpu(c: &Value) -> bool {
+    c.pointer("/resources/limits/google.com~1tpu").is_some()
+}
+
+#[rstest]
+#[case::v5e_4x4("tpu-worker-v5e-4x4", "v5e-single", 4)]
+#[case::v5p_multislice("tpu-worker-v5p-multislice", "v5p-hosts", 2)]
+#[case::tpu7x_two_containers("tpu7x-two-containers", "ironwood", 2)]
+fn tpu_worker_env_names_each_host_of_the_slice(
+    #[case] fixture: &str,
+    #[case] subdomain: &str,
+    #[case] hosts: u64,
+    #[values(JobSetApi::V08, JobSetApi::V09)] api: JobSetApi,
+) {
+    let settings = json!({"tpuWorkerEnv": true});
+    let (_, admitted, pods) = run(&fixture_request(fixture, api), &settings);
+    let name = controller::final_name(&admitted);
+    let mut ids_per_job: std::collections::BTreeMap<u64, BTreeSet<u64>> = Default::default();
+    for p in &pods {
+        let tpu: Vec<&Value> = containers(&p.pod)
+            .into_iter()
+            .filter(|(list, c)| list == "containers" && is_tpu(c))
+            .map(|(_, c)| c)
+            .collect();
+        let n = tpu.len() as u64;
+        let hostnames: Vec<String> = (0..hosts)
+            .flat_map(|i| {
+                let host = format!("{name}-slice-{}-{i}.{subdomain}", p.sim.job_index);
+                std::iter::repeat_n(host, n as usize)
+            })
+            .collect();
+        for (k, c) in tpu.iter().enumerate() {
+            let env = resolve(&p.pod, c).unwrap();
+            let id = p.sim.completion_index * n + k as u64;
+            assert_eq!(
+                get(&env, "TPU_WORKER_ID"),
+                Some(id.to_string().as_str()),
+                "{}",
+                p.sim.hostname
+            );
+            assert_eq!(
+                get(&env, "TPU_WORKER_HOSTNAMES"),
+                Some(hostnames.join(",").as_str())
+            );
+            ids_per_job.entry(p.sim.job_index).or_default().insert(id);
+        }
+    }
+    // Within each slice the worker ids are exactly 0..hosts×n-1.
+    for ids in ids_per_job.values() {
+        assert_eq!(*ids, (0..ids.len() as u64).collect::<BTreeSet<_>>());
+    }
+}
+
+#[test]
+fn tpu_worker_env_is_off_by_default() {
+    let (_, _, pods) = run(
+        &fixture_request("tpu-worker-v5e-4x4", JobSetApi::V09),
+        &no_settings(),
+    );
+    for p in &pods {
+        let env = resolve(&p.pod, &p.pod["spec"]["containers"][0]).unwrap();
+        assert_eq!(
+            (
+                get(&env, "TPU_WORKER_ID"),
+                get(&env, "TPU_WORKER_HOSTNAMES")
+            ),
+            (None, None)
+        );
+    }
+}
+
+/// (JAX_NUM_PROCESSES, coordinator host, port) of a JAX JobSet, and each pod's process id.
+fn check_jax(
+    fixture: &str,
+    settings: &Value,
+    num: u64,
+    coordinator: &str,
+    port: u16,
+    only_rjobs: &[&str],
+) {
+    for api in [JobSetApi::V08, JobSetApi::V09] {
+        let (_, admitted, pods) = run(&fixture_request(fixture, api), settings);
+        let name = controller::final_name(&admitted);
+        let rjobs = admitted["spec"]["replicatedJobs"].as_array().unwrap();
+        let address = format!("{name}-{coordinator}.{name}:{port}");
+        let mut ids = BTreeSet::new();
+        for p in &pods {
+            let in_group = only_rjobs.contains(&p.sim.replicated_job.as_str());
+            // Process id = pods of earlier replicated jobs in the group + job index × parallelism + completion index.
+            let mut offset = 0;
+            for r in rjobs {
+                if r["name"] == json!(p.sim.replicated_job) {
+                    break;
+                }
+                if only_rjobs.contains(&r["name"].as_str().unwrap()) {
+                    offset += r["replicas"].as_u64().unwrap()
+                        * r["template"]["spec"]["parallelism"].as_u64().unwrap();
+                }
+            }
+            let me = rjobs
+                .iter()
+                .find(|r| r["name"] == json!(p.sim.replicated_job))
+                .unwrap();
+            let parallelism = me["template"]["spec"]["parallelism"].as_u64().unwrap();
+            let id = offset + p.sim.job_index * parallelism + p.sim.completion_index;
+            for (_, c) in containers(&p.pod) {
+                let env = resolve(&p.pod, c).unwrap();
+                if in_group {
+                    assert_eq!(
+                        get(&env, "JAX_NUM_PROCESSES"),
+                        Some(num.to_string().as_str()),
+                        "{}",
+                        p.sim.hostname
+                    );
+                    assert_eq!(
+                        get(&env, "JAX_PROCESS_ID"),
+                        Some(id.to_string().as_str()),
+                        "{}",
+                        p.sim.hostname
+                    );
+                    assert_eq!(get(&env, "JAX_COORDINATOR_ADDRESS"), Some(address.as_str()));
+                } else {
+                    assert_eq!(
+                        get(&env, "JAX_NUM_PROCESSES"),
+                        None,
+                        "{} is not in the JAX group",
+                        p.sim.hostname
+                    );
+                }
+            }
+            if in_group {
+                assert!(ids.insert(id), "process id {id} repeats");
+            }
+        }
+        assert_eq!(
+            ids,
+            (0..num).collect::<BTreeSet<_>>(),
+            "ids are exactly 0..N-1"
+        );
+    }
+}
+
+#[test]
+fn gpu_jax_group_spans_replicated_jobs_of_different_parallelism() {
+    check_jax(
+        "jax-gpu",
+        &no_settings(),
+        8,
+        "a100-0-0",
+        6666,
+        &["a100", "h100"],
+    );
+}
+
+#[test]
+fn the_coordinator_port_is_a_setting() {
+    check_jax(
+        "jax-gpu",
+        &json!({"jaxCoordinatorPort": 1234}),
+        8,
+        "a100-0-0",
+        1234,
+        &["a100", "h100"],
+    );
+}
+
+#[test]
+fn cpu_jax_uses_spec_coordinator_and_init_containers_get_the_env_too() {
+    check_jax(
+        "jax-cpu-coordinator",
+        &no_settings(),
+        7,
+        "head-0-0",
+        6666,
+        &["head", "workers"],
+    );
+}
+
+#[test]
+fn in_a_tpu_jobset_the_jax_group_is_the_slice_group() {
+    // jaxEnv: always, without the annotation: the CPU driver is not a JAX process.
+    check_jax(
+        "cpu-driver-default",
+        &json!({"jaxEnv": "always"}),
+        8,
+        "workers-0-0",
+        6666,
+        &["workers"],
+    );
+}
+
+#[test]
+fn jax_env_never_wins_over_the_annotation() {
+    let settings = json!({"jaxEnv": "never"});
+    let (outcome, _, pods) = run(&fixture_request("jax-gpu", JobSetApi::V09), &settings);
+    assert_eq!(
+        outcome.mutated_object, None,
+        "nothing to stamp on a v0.9 GPU JobSet"
+    );
+    for p in &pods {
+        assert_eq!(p.outcome.mutated_object, None, "{}", p.sim.hostname);
+    }
+}
+
+#[test]
+fn without_the_annotation_annotated_mode_injects_nothing() {
+    let mut request = fixture_request("jax-gpu", JobSetApi::V09);
+    request["object"]["metadata"]["annotations"] = json!({});
+    let (outcome, _, pods) = run(&request, &no_settings());
+    assert_eq!(outcome.mutated_object, None);
+    assert!(pods.iter().all(|p| p.outcome.mutated_object.is_none()));
+}
