@@ -196,6 +196,30 @@ pub const BUILT_IN: &[BuiltIn] = &[
     },
 ];
 
+/// The listed topologies of a row, borrowed from the built-in table or from the settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shapes<'a> {
+    BuiltIn(&'a [&'static str]),
+    Setting(&'a [String]),
+}
+
+impl Shapes<'_> {
+    /// Node label values match exactly, so a listed topology matches as a string.
+    pub fn contains(&self, topology: &str) -> bool {
+        match self {
+            Shapes::BuiltIn(list) => list.contains(&topology),
+            Shapes::Setting(list) => list.iter().any(|t| t == topology),
+        }
+    }
+
+    pub fn join(&self, sep: &str) -> String {
+        match self {
+            Shapes::BuiltIn(list) => list.join(sep),
+            Shapes::Setting(list) => list.join(sep),
+        }
+    }
+}
+
 /// One row of the effective table: a settings entry, or else a built-in row.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Accelerator<'a> {
@@ -203,7 +227,7 @@ pub struct Accelerator<'a> {
     pub dims: u8,
     pub chips_per_host: &'a [u32],
     pub multi_host_chips_per_host: u32,
-    pub topologies: Vec<&'a str>,
+    pub topologies: Shapes<'a>,
     pub cube_rule: Option<(u32, bool)>,
 }
 
@@ -216,7 +240,7 @@ pub fn lookup<'a>(settings: &'a Settings, name: &'a str) -> Option<Accelerator<'
             dims: entry.dims,
             chips_per_host: &entry.chips_per_host,
             multi_host_chips_per_host: entry.multi_host_chips_per_host.unwrap_or(largest),
-            topologies: entry.topologies.iter().map(String::as_str).collect(),
+            topologies: Shapes::Setting(&entry.topologies),
             cube_rule: entry.cube_rule.as_ref().map(|c| (c.max_cubes, c.sorted)),
         });
     }
@@ -228,7 +252,7 @@ pub fn lookup<'a>(settings: &'a Settings, name: &'a str) -> Option<Accelerator<'
             dims: row.dims,
             chips_per_host: row.chips_per_host,
             multi_host_chips_per_host: row.multi_host_chips_per_host,
-            topologies: row.topologies.to_vec(),
+            topologies: Shapes::BuiltIn(row.topologies),
             cube_rule: row.cube_rule,
         })
 }
@@ -248,16 +272,11 @@ pub fn known_names(settings: &Settings) -> Vec<&str> {
 const CUBE_MAX_DIM: u32 = 256;
 
 impl Accelerator<'_> {
-    /// Whether the table allows this topology for this accelerator.
-    pub fn allows(&self, t: &Topology) -> bool {
-        if t.rank != self.dims {
-            return false;
-        }
-        let listed = self
-            .topologies
-            .iter()
-            .any(|s| Topology::parse(s, self.dims).is_ok_and(|l| l == *t));
-        listed || self.cube_rule.is_some_and(|rule| cube_rule_allows(rule, t))
+    /// Whether the table allows this topology (the label value `raw`, parsed as `t`).
+    pub fn allows(&self, raw: &str, t: &Topology) -> bool {
+        t.rank == self.dims
+            && (self.topologies.contains(raw)
+                || self.cube_rule.is_some_and(|rule| cube_rule_allows(rule, t)))
     }
 
     /// The allowed shapes, for a fix message.
@@ -335,7 +354,7 @@ mod tests {
         let acc = lookup(&settings, name).unwrap();
         let rank = topology.split('x').count() as u8;
         let t = Topology::parse(topology, rank).unwrap();
-        assert_eq!(acc.allows(&t), allowed);
+        assert_eq!(acc.allows(topology, &t), allowed);
     }
 
     #[test]
@@ -352,7 +371,7 @@ mod tests {
             },
         );
         let acc = lookup(&settings, "tpu-v6e-slice").unwrap();
-        assert_eq!(acc.topologies, vec!["32x32"]);
+        assert!(acc.topologies.contains("32x32") && !acc.topologies.contains("4x4"));
         assert_eq!(acc.multi_host_chips_per_host, 4);
         assert!(lookup(&settings, "tpu-v9").is_none());
     }

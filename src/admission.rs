@@ -125,6 +125,7 @@ impl From<InputError> for Verdict {
 pub fn evaluate(payload: &[u8]) -> Verdict {
     let envelope: Envelope = match serde_json::from_slice(payload) {
         Ok(e) => e,
+        Err(e) if e.is_data() => return InputError::NotARequest(e.to_string()).into(),
         Err(e) => return InputError::Malformed(e.to_string()).into(),
     };
     let request = envelope.request;
@@ -166,9 +167,9 @@ pub fn evaluate(payload: &[u8]) -> Verdict {
         return admit_jobset_update(&object, old.as_ref(), &settings);
     }
     let result = if is_pod {
-        pods::admit(&object, &settings).map(|o| Verdict::with(o.mutated, o.warnings))
+        pods::admit(object, &settings).map(|o| Verdict::with(o.mutated, o.warnings))
     } else {
-        admit_jobset_create(&object, &settings)
+        admit_jobset_create(object, &settings)
     };
     result.unwrap_or_else(Verdict::from)
 }
@@ -202,17 +203,21 @@ fn rejection(violations: &[Violation], warnings: Vec<String>) -> Verdict {
     }
 }
 
-fn admit_jobset_create(object: &Value, settings: &Settings) -> Result<Verdict, InputError> {
-    let view = JobSetView::parse(object, &settings.tpu_resource)?;
-    let findings = rules::check(&view, settings);
-    if !findings.violations.is_empty() {
-        return Ok(rejection(&findings.violations, findings.warnings));
+fn admit_jobset_create(mut object: Value, settings: &Settings) -> Result<Verdict, InputError> {
+    let (changes, warnings) = {
+        let view = JobSetView::parse(&object, &settings.tpu_resource)?;
+        let findings = rules::check(&view, settings);
+        if !findings.violations.is_empty() {
+            return Ok(rejection(&findings.violations, findings.warnings));
+        }
+        let facts = groups::plan(&view, settings)?;
+        (mutate::jobset::changes(&view, &facts), findings.warnings)
+    };
+    if changes.is_empty() {
+        return Ok(Verdict::with(None, warnings));
     }
-    let facts = groups::plan(&view, settings)?;
-    Ok(Verdict::with(
-        mutate::jobset::stamp(object, &view, &facts),
-        findings.warnings,
-    ))
+    mutate::jobset::apply(&mut object, changes);
+    Ok(Verdict::with(Some(object), warnings))
 }
 
 fn findings_of(object: &Value, settings: &Settings) -> Result<Findings, InputError> {

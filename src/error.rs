@@ -4,8 +4,10 @@ use thiserror::Error;
 
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum InputError {
-    #[error("the request is not valid JSON: {0}")]
+    #[error("the request cannot be read as JSON: {0}")]
     Malformed(String),
+    #[error("the payload is not a validation request {{\"request\": <AdmissionRequest>, \"settings\": {{…}}}}: {0}")]
+    NotARequest(String),
     #[error("{path}: is required")]
     Missing { path: String },
     #[error("{path}: expected {expected}, found {found}")]
@@ -42,7 +44,7 @@ impl InputError {
     /// The JSON path the error is about, if any.
     pub fn path(&self) -> Option<&str> {
         match self {
-            InputError::Malformed(_) => None,
+            InputError::Malformed(_) | InputError::NotARequest(_) => None,
             InputError::Missing { path }
             | InputError::WrongType { path, .. }
             | InputError::OutOfRange { path, .. }

@@ -47,14 +47,19 @@ pub fn as_object<'a>(v: &'a Value, path: &str) -> Result<&'a Object, InputError>
     v.as_object().ok_or_else(|| wrong(path, "an object", v))
 }
 
+// The getters below build a path only on the error branch: a JobSet of thousands of
+// replicated jobs is read field by field, and the happy path must not allocate per field.
+
 pub fn opt_object<'a>(
     obj: &'a Object,
     key: &str,
     path: &str,
 ) -> Result<Option<&'a Object>, InputError> {
-    field(obj, key)
-        .map(|v| as_object(v, &join(path, key)))
-        .transpose()
+    match field(obj, key) {
+        None => Ok(None),
+        Some(Value::Object(m)) => Ok(Some(m)),
+        Some(v) => Err(wrong(&join(path, key), "an object", v)),
+    }
 }
 
 pub fn opt_array<'a>(
@@ -62,30 +67,27 @@ pub fn opt_array<'a>(
     key: &str,
     path: &str,
 ) -> Result<Option<&'a Vec<Value>>, InputError> {
-    field(obj, key)
-        .map(|v| {
-            v.as_array()
-                .ok_or_else(|| wrong(&join(path, key), "a list", v))
-        })
-        .transpose()
+    match field(obj, key) {
+        None => Ok(None),
+        Some(Value::Array(a)) => Ok(Some(a)),
+        Some(v) => Err(wrong(&join(path, key), "a list", v)),
+    }
 }
 
 pub fn opt_str<'a>(obj: &'a Object, key: &str, path: &str) -> Result<Option<&'a str>, InputError> {
-    field(obj, key)
-        .map(|v| {
-            v.as_str()
-                .ok_or_else(|| wrong(&join(path, key), "a string", v))
-        })
-        .transpose()
+    match field(obj, key) {
+        None => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(v) => Err(wrong(&join(path, key), "a string", v)),
+    }
 }
 
 pub fn opt_bool(obj: &Object, key: &str, path: &str) -> Result<Option<bool>, InputError> {
-    field(obj, key)
-        .map(|v| {
-            v.as_bool()
-                .ok_or_else(|| wrong(&join(path, key), "a boolean", v))
-        })
-        .transpose()
+    match field(obj, key) {
+        None => Ok(None),
+        Some(Value::Bool(b)) => Ok(Some(*b)),
+        Some(v) => Err(wrong(&join(path, key), "a boolean", v)),
+    }
 }
 
 /// A Kubernetes int32 count (replicas, parallelism, indexes): an integer in 0..=i32::MAX.
@@ -93,12 +95,11 @@ pub fn opt_count(obj: &Object, key: &str, path: &str) -> Result<Option<u32>, Inp
     let Some(v) = field(obj, key) else {
         return Ok(None);
     };
-    let path = join(path, key);
     let Value::Number(n) = v else {
-        return Err(wrong(&path, "a whole number", v));
+        return Err(wrong(&join(path, key), "a whole number", v));
     };
     let out_of_range = || InputError::OutOfRange {
-        path: path.clone(),
+        path: join(path, key),
         value: n.to_string(),
         expected: "it must be a whole number from 0 to 2147483647",
     };
@@ -112,7 +113,7 @@ pub fn opt_count(obj: &Object, key: &str, path: &str) -> Result<Option<u32>, Inp
     if n.is_u64() || n.as_f64().is_some_and(|f| f.fract() == 0.0) {
         return Err(out_of_range());
     }
-    Err(wrong(&path, "a whole number", v))
+    Err(wrong(&join(path, key), "a whole number", v))
 }
 
 /// A string-to-string map (labels, annotations, nodeSelector).
@@ -124,13 +125,10 @@ pub fn opt_string_map<'a>(
     let Some(map) = opt_object(obj, key, path)? else {
         return Ok(None);
     };
-    let path = join(path, key);
-    for (k, v) in map {
-        if !v.is_string() {
-            return Err(wrong(&format!("{path}[{k:?}]"), "a string", v));
-        }
+    match map.iter().find(|(_, v)| !v.is_string()) {
+        None => Ok(Some(map)),
+        Some((k, v)) => Err(wrong(&format!("{}[{k:?}]", join(path, key)), "a string", v)),
     }
-    Ok(Some(map))
 }
 
 /// A value from a string map known to hold only strings (see [`opt_string_map`]).

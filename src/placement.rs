@@ -81,31 +81,51 @@ pub fn pinned<'r, 'a>(rjob: &'r ReplicatedJob<'a>, key: &str) -> Option<&'r Pin<
 }
 
 /// Where an exclusive-placement setting was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level<'r> {
+    JobSet,
+    /// The replicated job's `spec.replicatedJobs[i]` path.
+    ReplicatedJob(&'r str),
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Exclusive<'a> {
+pub struct Exclusive<'a, 'r> {
     pub key: &'a str,
     /// `alpha.jobset.sigs.k8s.io/node-selector` at the same level.
     pub node_selector_strategy: bool,
-    /// JSON path of the exclusive-topology annotation that decided it.
-    pub path: String,
+    pub level: Level<'r>,
 }
 
-fn at_level<'a>(annotations: Option<&'a Object>, level_path: &str) -> Option<Exclusive<'a>> {
+impl Exclusive<'_, '_> {
+    /// JSON path of the exclusive-topology annotation that decided it (built for messages only).
+    pub fn path(&self) -> String {
+        let annotations = match self.level {
+            Level::JobSet => "metadata.annotations".to_string(),
+            Level::ReplicatedJob(rjob_path) => format!("{rjob_path}.template.metadata.annotations"),
+        };
+        format!("{annotations}[{:?}]", keys::EXCLUSIVE_TOPOLOGY)
+    }
+}
+
+fn at_level<'a, 'r>(
+    annotations: Option<&'a Object>,
+    level: Level<'r>,
+) -> Option<Exclusive<'a, 'r>> {
     map_str(annotations, keys::EXCLUSIVE_TOPOLOGY).map(|key| Exclusive {
         key,
         node_selector_strategy: map_str(annotations, keys::NODE_SELECTOR_STRATEGY).is_some(),
-        path: format!("{level_path}[{:?}]", keys::EXCLUSIVE_TOPOLOGY),
+        level,
     })
 }
 
 /// The exclusive placement a replicated job ends up with: its own level overrides the
 /// JobSet's, and the node-selector flag only counts beside exclusive-topology at one level.
-pub fn exclusive_placement<'a>(
+pub fn exclusive_placement<'a, 'r>(
     view: &JobSetView<'a>,
-    rjob: &ReplicatedJob<'a>,
-) -> Option<Exclusive<'a>> {
-    at_level(rjob.job_annotations, &job_annotations_path(rjob))
-        .or_else(|| at_level(view.annotations, "metadata.annotations"))
+    rjob: &'r ReplicatedJob<'a>,
+) -> Option<Exclusive<'a, 'r>> {
+    at_level(rjob.job_annotations, Level::ReplicatedJob(&rjob.path))
+        .or_else(|| at_level(view.annotations, Level::JobSet))
 }
 
 pub fn job_annotations_path(rjob: &ReplicatedJob) -> String {

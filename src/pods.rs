@@ -60,7 +60,55 @@ fn controller_count(
         .transpose()
 }
 
-pub fn admit(object: &Value, settings: &Settings) -> Result<PodOutcome, InputError> {
+/// Admits a JobSet pod, editing it in place when something is missing.
+pub fn admit(mut object: Value, settings: &Settings) -> Result<PodOutcome, InputError> {
+    let plan = plan(&object, settings)?;
+    if plan.metadata_adds.is_empty() && plan.env_changes.is_empty() {
+        return Ok(PodOutcome {
+            mutated: None,
+            warnings: plan.warnings,
+        });
+    }
+    apply(&mut object, plan.metadata_adds, plan.env_changes);
+    Ok(PodOutcome {
+        mutated: Some(object),
+        warnings: plan.warnings,
+    })
+}
+
+/// What pod admission adds: (map, key, value) metadata entries, and per container
+/// (list, index, env entries to put first).
+struct PodPlan {
+    metadata_adds: Vec<(&'static str, &'static str, String)>,
+    env_changes: Vec<(&'static str, usize, Vec<Value>)>,
+    warnings: Vec<String>,
+}
+
+fn apply(
+    object: &mut Value,
+    metadata_adds: Vec<(&'static str, &'static str, String)>,
+    env_changes: Vec<(&'static str, usize, Vec<Value>)>,
+) {
+    let Some(root) = object.as_object_mut() else {
+        return;
+    };
+    let metadata = object_entry(root, "metadata");
+    for (map, key, value) in metadata_adds {
+        object_entry(metadata, map).insert(key.to_string(), Value::String(value));
+    }
+    let spec = object_entry(root, "spec");
+    for (list, index, entries) in env_changes {
+        let container = spec
+            .get_mut(list)
+            .and_then(|l| l.get_mut(index))
+            .and_then(Value::as_object_mut);
+        if let Some(container) = container {
+            prepend_env(container, entries);
+        }
+    }
+}
+
+fn plan(object: &Value, settings: &Settings) -> Result<PodPlan, InputError> {
     let root = json::as_object(object, "object")?;
     let metadata = json::opt_object(root, "metadata", "")?;
     let (labels, annotations) = match metadata {
@@ -81,8 +129,9 @@ pub fn admit(object: &Value, settings: &Settings) -> Result<PodOutcome, InputErr
     let jobset = controller_value(labels, annotations, keys::JOBSET_NAME).unwrap_or("");
     let replicated_job = controller_value(labels, annotations, keys::REPLICATED_JOB_NAME);
     let (Some(replicated_job), Some(job_index)) = (replicated_job, count(keys::JOB_INDEX)?) else {
-        return Ok(PodOutcome {
-            mutated: None,
+        return Ok(PodPlan {
+            metadata_adds: Vec::new(),
+            env_changes: Vec::new(),
             warnings: vec![format!(
                 "pod of JobSet {jobset:?} has no {} or {} label, so it was not made by the JobSet controller; left unchanged",
                 keys::REPLICATED_JOB_NAME,
@@ -134,31 +183,9 @@ pub fn admit(object: &Value, settings: &Settings) -> Result<PodOutcome, InputErr
             env_changes.push((c.list, c.index, plan.prepend));
         }
     }
-    if metadata_adds.is_empty() && env_changes.is_empty() {
-        return Ok(PodOutcome {
-            mutated: None,
-            warnings,
-        });
-    }
-    let mut mutated = object.clone();
-    if let Some(root) = mutated.as_object_mut() {
-        let metadata = object_entry(root, "metadata");
-        for (map, key, value) in metadata_adds {
-            object_entry(metadata, map).insert(key.to_string(), Value::String(value));
-        }
-        let spec = object_entry(root, "spec");
-        for (list, index, entries) in env_changes {
-            let container = spec
-                .get_mut(list)
-                .and_then(|l| l.get_mut(index))
-                .and_then(Value::as_object_mut);
-            if let Some(container) = container {
-                prepend_env(container, entries);
-            }
-        }
-    }
-    Ok(PodOutcome {
-        mutated: Some(mutated),
+    Ok(PodPlan {
+        metadata_adds,
+        env_changes,
         warnings,
     })
 }

@@ -53,7 +53,7 @@ pub fn containers<'a>(
             let c_path = json::index(&list_path, index);
             let c = json::as_object(item, &c_path)?;
             let name = json::opt_str(c, "name", &c_path)?.unwrap_or("");
-            let tpu_chips = tpu_chips(c, &c_path, tpu_resource);
+            let tpu_chips = tpu_chips(c, &c_path, tpu_resource)?;
             out.push(ContainerView {
                 list,
                 index,
@@ -77,9 +77,15 @@ pub fn chips_per_pod(containers: &[ContainerView], path: &str) -> Result<u32, In
         })
 }
 
-fn tpu_chips(container: &Object, path: &str, resource: &str) -> Result<u32, InputError> {
+/// The chips a container asks for. The outer error is a malformed `resources` (bad input);
+/// the inner one a quantity that does not parse, kept for rule T4 to report.
+fn tpu_chips(
+    container: &Object,
+    path: &str,
+    resource: &str,
+) -> Result<Result<u32, InputError>, InputError> {
     let Some(resources) = json::opt_object(container, "resources", path)? else {
-        return Ok(0);
+        return Ok(Ok(0));
     };
     let r_path = join(path, "resources");
     // A limit counts where both are given: Kubernetes requires them equal for extended resources.
@@ -88,10 +94,13 @@ fn tpu_chips(container: &Object, path: &str, resource: &str) -> Result<u32, Inpu
             continue;
         };
         if let Some(q) = field(map, resource) {
-            return quantity_value(q, &format!("{}[{resource:?}]", join(&r_path, kind)));
+            return Ok(quantity_value(
+                q,
+                &format!("{}[{resource:?}]", join(&r_path, kind)),
+            ));
         }
     }
-    Ok(0)
+    Ok(Ok(0))
 }
 
 /// CRDs carry quantities as int-or-string, so a number is as valid as `"4"`.

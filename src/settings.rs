@@ -1,6 +1,7 @@
 //! Policy settings (SPEC §8): defaults, parsing with messages that name the key, and validation.
 use crate::accelerators::AcceleratorSetting;
 use serde::de::DeserializeOwned;
+use serde::Deserialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -92,7 +93,7 @@ impl Settings {
                 "requireTpuNodeSelectors" => read(&mut s.require_tpu_node_selectors, key, v, e),
                 "requireExclusiveTopology" => read(&mut s.require_exclusive_topology, key, v, e),
                 "exclusiveTopologyKeys" => read(&mut s.exclusive_topology_keys, key, v, e),
-                "accelerators" => read(&mut s.accelerators, key, v, e),
+                "accelerators" => read_accelerators(&mut s.accelerators, key, v, e),
                 "rejectUnknownAccelerators" => read(&mut s.reject_unknown_accelerators, key, v, e),
                 unknown => errors.push(unknown_key_message(unknown)),
             }
@@ -142,6 +143,30 @@ fn read<T: DeserializeOwned>(slot: &mut T, key: &str, v: &Value, errors: &mut Ve
     match T::deserialize(v) {
         Ok(parsed) => *slot = parsed,
         Err(e) => errors.push(format!("{key}: {e}")),
+    }
+}
+
+/// Each entry on its own, so that a message names the accelerator it is about.
+fn read_accelerators(
+    slot: &mut BTreeMap<String, AcceleratorSetting>,
+    key: &str,
+    v: &Value,
+    errors: &mut Vec<String>,
+) {
+    let Value::Object(entries) = v else {
+        errors.push(format!(
+            "{key}: expected a map of accelerator name to entry, found {}",
+            crate::json::type_name(v)
+        ));
+        return;
+    };
+    for (name, entry) in entries {
+        match AcceleratorSetting::deserialize(entry) {
+            Ok(parsed) => {
+                slot.insert(name.clone(), parsed);
+            }
+            Err(e) => errors.push(format!("{key}[{name:?}]: {e}")),
+        }
     }
 }
 

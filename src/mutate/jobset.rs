@@ -20,21 +20,21 @@ pub fn wanted_annotations(view: &JobSetView, facts: &[Facts]) -> Vec<Option<Stri
         .collect()
 }
 
-/// The JobSet with its facts stamped, or `None` when it already carries exactly them.
-pub fn stamp(object: &Value, view: &JobSetView, facts: &[Facts]) -> Option<Value> {
-    let wanted = wanted_annotations(view, facts);
-    let changes: Vec<(usize, String)> = wanted
+/// The facts annotations to write, as (replicated job index, value); empty when the JobSet
+/// already carries exactly them.
+pub fn changes(view: &JobSetView, facts: &[Facts]) -> Vec<(usize, String)> {
+    wanted_annotations(view, facts)
         .into_iter()
         .enumerate()
         .filter_map(|(i, w)| {
             let current = map_str(view.replicated_jobs[i].pod_annotations, keys::FACTS);
             w.filter(|w| current != Some(w.as_str())).map(|w| (i, w))
         })
-        .collect();
-    if changes.is_empty() {
-        return None;
-    }
-    let mut mutated = object.clone();
+        .collect()
+}
+
+/// Writes the facts into the JobSet in place (no copy of a JobSet that may be megabytes).
+pub fn apply(object: &mut Value, changes: Vec<(usize, String)>) {
     for (i, value) in changes {
         let index = i.to_string();
         let path = [
@@ -48,9 +48,8 @@ pub fn stamp(object: &Value, view: &JobSetView, facts: &[Facts]) -> Option<Value
             "annotations",
         ];
         // The view has checked every step of this path, so it resolves.
-        if let Some(annotations) = object_at(&mut mutated, &path) {
+        if let Some(annotations) = object_at(object, &path) {
             annotations.insert(keys::FACTS.to_string(), Value::String(value));
         }
     }
-    Some(mutated)
 }

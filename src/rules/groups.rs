@@ -58,18 +58,22 @@ fn suggest_label(s: &str) -> String {
     }
 }
 
+/// Builds a field's path, only when a message needs it.
+type PathOf = fn(&ReplicatedJob) -> String;
+
 /// G1: a group name is a DNS-1035 label of at most 63 characters.
 pub fn g1(view: &JobSetView, _: &Settings) -> Vec<Violation> {
     let mut out = Vec::new();
     for rjob in &view.replicated_jobs {
-        for (name, path) in [
-            (rjob.group_field, field_path(rjob)),
-            (rjob.group_annotation, annotation_path(rjob)),
-        ] {
+        let named: [(Option<&str>, PathOf); 2] = [
+            (rjob.group_field, field_path),
+            (rjob.group_annotation, annotation_path),
+        ];
+        for (name, path) in named {
             if let Some(name) = name.filter(|n| !is_dns1035_label(n)) {
                 out.push(Violation::new(
                     Rule::G1,
-                    path,
+                    path(rjob),
                     format!("{name:?} is not a DNS-1035 label"),
                     format!(
                         "use lowercase letters, digits and '-', starting with a letter, at most 63 characters, for example {:?}",

@@ -26,9 +26,10 @@ pub fn x1(view: &JobSetView, settings: &Settings) -> Vec<Violation> {
                 Rule::X1,
                 job_annotations_path(r),
                 format!(
-                    "replicated job {:?} runs {} TPU pods without exclusive placement, so slices can share nodes",
+                    "replicated job {:?} runs {} TPU pods without exclusive placement, so two slices can land in one {}",
                     r.name,
-                    pods(r)
+                    pods(r),
+                    settings.exclusive_topology_keys[0]
                 ),
                 format!(
                     "add the annotation {}: {} here or on the JobSet",
@@ -39,7 +40,7 @@ pub fn x1(view: &JobSetView, settings: &Settings) -> Vec<Violation> {
             Some(e) if !settings.exclusive_topology_keys.iter().any(|k| k == e.key) => {
                 out.push(Violation::new(
                     Rule::X1,
-                    e.path,
+                    e.path(),
                     format!("is {:?}, which does not keep a slice's hosts together", e.key),
                     format!("use {keys_text}"),
                 ))
@@ -77,7 +78,7 @@ pub fn x2(view: &JobSetView, _: &Settings) -> Vec<Violation> {
             if !same(&mine) {
                 out.push(Violation::new(
                     Rule::X2,
-                    mine.as_ref().map_or_else(|| job_annotations_path(rjob), |e| e.path.clone()),
+                    mine.as_ref().map_or_else(|| job_annotations_path(rjob), Exclusive::path),
                     format!(
                         "gives {:?} {} but {:?} of the same slice group {group:?} has {}",
                         rjob.name,
@@ -163,7 +164,7 @@ pub fn single_slice_by_hostname(view: &JobSetView, _: &Settings) -> Vec<String> 
         if let Some(e) = exclusive_placement(view, r).filter(|e| e.key == HOSTNAME) {
             out.push(format!(
                 "{}: exclusive placement by {HOSTNAME} gives each of the slice's {} pods a node of its own but does not keep them in one node pool; cloud.google.com/gke-nodepool does",
-                e.path, r.parallelism
+                e.path(), r.parallelism
             ));
         }
     }

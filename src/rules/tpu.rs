@@ -151,7 +151,7 @@ fn check_slice(r: &ReplicatedJob, acc: &Accelerator, topology: &Pin) -> Option<V
             ))
         }
     };
-    if !acc.allows(&t) {
+    if !acc.allows(topology.value, &t) {
         return Some(Violation::new(
             Rule::T4,
             topology.path.clone(),
