@@ -30,13 +30,38 @@ lint: | wasm-target
 fmt:
 	cargo fmt --all
 
+# bats and jq for e2e.bats (Debian/Ubuntu).
+.PHONY: e2e-deps
+e2e-deps:
+	@command -v bats >/dev/null && command -v jq >/dev/null || \
+		{ apt-get update -qq && apt-get install -y -qq bats jq || \
+		  { sudo apt-get update -qq && sudo apt-get install -y -qq bats jq; }; }
+
 .PHONY: e2e-tests
 e2e-tests: annotated-policy.wasm
 	bats e2e.bats
 
+REGISTRY ?= ghcr.io/kubewarden/policies/jobset-multislice
+TAG ?= v$(VERSION)
+
+# Pushes the annotated policy to an OCI registry (kwctl uses the docker credentials).
+.PHONY: push
+push: annotated-policy.wasm
+	kwctl push annotated-policy.wasm $(REGISTRY):$(TAG)
+
 .PHONY: artifacthub
 artifacthub:
 	kwctl scaffold artifacthub --metadata-path policy-metadata.yml --version $(VERSION) --output artifacthub-pkg.yml
+
+# The policy against an accept-all baseline in one wasmtime host; BENCH_ARGS=--quick for a
+# rough run.
+bench/baseline.wasm: bench/baseline/src/lib.rs bench/baseline/Cargo.toml Cargo.lock | wasm-target
+	cargo build --target=wasm32-wasip1 --release -p baseline-policy
+	cp $(CARGO_TARGET_DIR)/wasm32-wasip1/release/baseline_policy.wasm bench/baseline.wasm
+
+.PHONY: bench
+bench: policy.wasm bench/baseline.wasm
+	cargo run -q -p multislice-bench -- $(BENCH_ARGS)
 
 # Builds the policy and runs an example JobSet through it and the simulated controllers.
 .PHONY: preview
@@ -51,4 +76,4 @@ fixtures:
 .PHONY: clean
 clean:
 	cargo clean
-	rm -f policy.wasm annotated-policy.wasm
+	rm -f policy.wasm annotated-policy.wasm bench/baseline.wasm

@@ -56,6 +56,12 @@ pub fn jobset_request_path(name: &str, api: JobSetApi) -> PathBuf {
         .join(format!("jobset-{name}.{}.json", api_suffix(api)))
 }
 
+pub fn rule_request_path(name: &str) -> PathBuf {
+    test_data()
+        .join("requests")
+        .join(format!("jobset-rule-{name}.json"))
+}
+
 pub fn pod_request_path(name: &str) -> PathBuf {
     test_data()
         .join("requests")
@@ -78,6 +84,12 @@ pub fn generate_all() -> Result<Vec<(PathBuf, String)>> {
             let request = admission_request(Kind::JobSet, "CREATE", &as_served(&jobset, api), None);
             out.push((jobset_request_path(&name, api), pretty(&request)?));
         }
+    }
+    // Rule fixtures are sent as written: their groupName fields say which CRD they target.
+    for name in stems("rules")?.into_iter().filter(|n| n != "expected") {
+        let jobset = load_yaml(&test_data().join("rules").join(format!("{name}.yaml")))?;
+        let request = admission_request(Kind::JobSet, "CREATE", &jobset, None);
+        out.push((rule_request_path(&name), pretty(&request)?));
     }
     for name in stems("pods")? {
         let pod = load_yaml(&test_data().join("pods").join(format!("{name}.yaml")))?;

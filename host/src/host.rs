@@ -12,6 +12,19 @@ pub struct Policy {
     pre: WasmtimeEngineProviderPre,
 }
 
+/// One instantiated policy module.
+pub struct Instance {
+    host: WapcHost,
+}
+
+impl Instance {
+    pub fn call(&self, operation: &str, payload: &[u8]) -> Result<Vec<u8>> {
+        self.host
+            .call(operation, payload)
+            .map_err(|e| anyhow!("the policy failed in {operation}: {e}"))
+    }
+}
+
 /// The policy's answer to `validate`, with the JSON patch the host derives from it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Outcome {
@@ -82,23 +95,35 @@ impl Policy {
     }
 
     pub fn from_bytes(bytes: &[u8]) -> Result<Policy> {
-        let pre = WasmtimeEngineProviderBuilder::new()
-            .module_bytes(bytes)
+        Policy::with_engine(bytes, None)
+    }
+
+    /// Compiles the module with a given engine (for measuring memory), else a default one.
+    pub fn with_engine(bytes: &[u8], engine: Option<wasmtime::Engine>) -> Result<Policy> {
+        let mut builder = WasmtimeEngineProviderBuilder::new().module_bytes(bytes);
+        if let Some(engine) = engine {
+            builder = builder.engine(engine);
+        }
+        let pre = builder
             .build_pre()
             .map_err(|e| anyhow!("cannot compile the policy module: {e}"))?;
         Ok(Policy { pre })
     }
 
-    /// Calls a waPC function on a fresh instance.
-    pub fn call(&self, operation: &str, payload: &[u8]) -> Result<Vec<u8>> {
+    /// A live instance, reused across calls as a policy-server worker reuses its own.
+    pub fn instance(&self) -> Result<Instance> {
         let engine = self
             .pre
             .rehydrate(None)
             .map_err(|e| anyhow!("cannot instantiate the policy: {e}"))?;
         let host = WapcHost::new(Box::new(engine), Some(Box::new(host_callback)))
             .map_err(|e| anyhow!("cannot start the waPC host: {e}"))?;
-        host.call(operation, payload)
-            .map_err(|e| anyhow!("the policy failed in {operation}: {e}"))
+        Ok(Instance { host })
+    }
+
+    /// Calls a waPC function on a fresh instance.
+    pub fn call(&self, operation: &str, payload: &[u8]) -> Result<Vec<u8>> {
+        self.instance()?.call(operation, payload)
     }
 
     pub fn protocol_version(&self) -> Result<Value> {

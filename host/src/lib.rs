@@ -9,7 +9,7 @@ pub mod invariants;
 pub mod preview;
 pub mod request;
 
-pub use host::{Outcome, Policy, SettingsOutcome};
+pub use host::{Instance, Outcome, Policy, SettingsOutcome};
 
 use std::path::PathBuf;
 

@@ -1,0 +1,313 @@
+//! make bench: jobset-multislice-policy against an accept-all baseline built with the same SDK
+//! and profile, both in one process through the same wapc + wasmtime-provider host.
+//!
+//! usage: bench [--quick]
+mod memory;
+mod workloads;
+
+use anyhow::{Context, Result};
+use jobset_multislice_policy::admission::evaluate;
+use memory::{tracking_engine, PeakTracker};
+use multislice_host::{workspace_root, Instance, Policy};
+use serde_json::Value;
+use std::hint::black_box;
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use workloads::*;
+
+struct Timing {
+    rounds: usize,
+    round: Duration,
+}
+
+/// Median time per call: warm up, size a round to `round`, then take the median round.
+fn per_call(timing: &Timing, mut call: impl FnMut()) -> Duration {
+    let warm_until = Instant::now() + timing.round;
+    let mut calls = 0u32;
+    while Instant::now() < warm_until || calls < 5 {
+        call();
+        calls += 1;
+    }
+    let per_round = calls.max(1);
+    let mut samples: Vec<Duration> = (0..timing.rounds)
+        .map(|_| {
+            let start = Instant::now();
+            for _ in 0..per_round {
+                call();
+            }
+            start.elapsed() / per_round
+        })
+        .collect();
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+fn wasm_call<'a>(instance: &'a Instance, payload: &'a [u8]) -> impl FnMut() + 'a {
+    move || {
+        black_box(instance.call("validate", payload).expect("policy call"));
+    }
+}
+
+fn native_call(payload: &[u8]) -> impl FnMut() + '_ {
+    move || {
+        let verdict = evaluate(black_box(payload));
+        black_box(serde_json::to_vec(&verdict.to_response()).expect("response"));
+    }
+}
+
+fn micros(d: Duration) -> String {
+    format!("{:.1}", d.as_secs_f64() * 1e6)
+}
+
+struct Bench {
+    policy: Instance,
+    baseline: Instance,
+    timing: Timing,
+}
+
+impl Bench {
+    fn row(&self, name: &str, request: &Value, target: Option<f64>) -> String {
+        let payload = payload(request);
+        let p = per_call(&self.timing, wasm_call(&self.policy, &payload));
+        let b = per_call(&self.timing, wasm_call(&self.baseline, &payload));
+        let n = per_call(&self.timing, native_call(&payload));
+        let ratio = p.as_secs_f64() / b.as_secs_f64();
+        let verdict = match target {
+            Some(t) if ratio <= t => format!("≤ {t}× ✓"),
+            Some(t) => format!("≤ {t}× ✗ MISSED"),
+            None => "-".into(),
+        };
+        format!(
+            "| {name} | {} | {} | {} | {ratio:.2}× | {verdict} | {} |",
+            payload.len(),
+            micros(p),
+            micros(b),
+            micros(n)
+        )
+    }
+}
+
+fn main() -> Result<()> {
+    let quick = std::env::args().any(|a| a == "--quick");
+    let timing = if quick {
+        Timing {
+            rounds: 5,
+            round: Duration::from_millis(20),
+        }
+    } else {
+        Timing {
+            rounds: 21,
+            round: Duration::from_millis(200),
+        }
+    };
+    let root = workspace_root();
+    let policy_bytes =
+        std::fs::read(root.join("policy.wasm")).context("policy.wasm: run make policy.wasm")?;
+    let baseline_bytes = std::fs::read(root.join("bench/baseline.wasm"))
+        .context("bench/baseline.wasm: run make bench")?;
+    let policy = Policy::from_bytes(&policy_bytes)?;
+    let baseline = Policy::from_bytes(&baseline_bytes)?;
+    let bench = Bench {
+        policy: policy.instance()?,
+        baseline: baseline.instance()?,
+        timing,
+    };
+
+    println!(
+        "# jobset-multislice-policy benchmark{}\n",
+        if quick {
+            " (--quick: few rounds, rough figures)"
+        } else {
+            ""
+        }
+    );
+    println!("Median time per `validate` call on a reused instance, wasm through wapc + wasmtime-provider;");
+    println!("the baseline is an accept-all policy with the same SDK and release profile that deserializes");
+    println!("the whole request. Native is the same policy code compiled for this machine.\n");
+    println!("| case | request bytes | policy µs | baseline µs | ratio | target | native µs |");
+    println!("|---|---|---|---|---|---|---|");
+    let js = tpu_jobset()?;
+    let not_jobset_pod = multislice_host::fixtures::load_json(
+        &multislice_host::fixtures::pod_request_path("not-a-jobset-pod"),
+    )?;
+    println!(
+        "{}",
+        bench.row("non-JobSet pod (fast path)", &not_jobset_pod, Some(0.8))
+    );
+    println!(
+        "{}",
+        bench.row(
+            "JobSet TPU pod (mutation)",
+            &pod_request(&tpu_pod_with_containers(1)?),
+            Some(2.0)
+        )
+    );
+    println!(
+        "{}",
+        bench.row("JobSet CREATE, 1 rjob × 4 slices", &create(&js), None)
+    );
+    println!(
+        "{}",
+        bench.row(
+            "JobSet CREATE, 64 rjobs",
+            &create(&jobset_with_rjobs(64)?),
+            Some(3.0)
+        )
+    );
+    println!(
+        "{}",
+        bench.row(
+            "JobSet UPDATE, nothing changed",
+            &unchanged_update(&js),
+            None
+        )
+    );
+    println!(
+        "{}",
+        bench.row(
+            "JobSet rejected, 10 violations",
+            &create(&jobset_with_violations(10)?),
+            None
+        )
+    );
+
+    println!("\n## Scaling\n");
+    println!("| replicated jobs | policy µs | µs per rjob | native µs per rjob |");
+    println!("|---|---|---|---|");
+    for n in [1usize, 16, 256, 4096] {
+        let payload = payload(&create(&jobset_with_rjobs(n)?));
+        let p = per_call(&bench.timing, wasm_call(&bench.policy, &payload));
+        let native = per_call(&bench.timing, native_call(&payload));
+        println!(
+            "| {n} | {} | {:.2} | {:.2} |",
+            micros(p),
+            p.as_secs_f64() * 1e6 / n as f64,
+            native.as_secs_f64() * 1e6 / n as f64
+        );
+    }
+    println!(
+        "\n| containers in the pod | policy µs | µs per container | native µs per container |"
+    );
+    println!("|---|---|---|---|");
+    for n in [1usize, 10, 50, 200] {
+        let payload = payload(&pod_request(&tpu_pod_with_containers(n)?));
+        let p = per_call(&bench.timing, wasm_call(&bench.policy, &payload));
+        let native = per_call(&bench.timing, native_call(&payload));
+        println!(
+            "| {n} | {} | {:.2} | {:.2} |",
+            micros(p),
+            p.as_secs_f64() * 1e6 / n as f64,
+            native.as_secs_f64() * 1e6 / n as f64
+        );
+    }
+
+    println!("\n## Size and start-up\n");
+    size_and_startup(&root, &policy_bytes, &baseline_bytes)?;
+
+    println!("\n## Limits (one request each, wasm; peak linear memory of the instance)\n");
+    println!("| request | request bytes | time ms | peak wasm memory MiB | verdict |");
+    println!("|---|---|---|---|---|");
+    let limits = [
+        ("JobSet of ~10 MB", create(&jobset_of_size(10 << 20)?)),
+        ("JobSet of 5,000 rjobs", create(&jobset_with_rjobs(5000)?)),
+        (
+            "pod of 200 containers",
+            pod_request(&tpu_pod_with_containers(200)?),
+        ),
+    ];
+    for (name, request) in limits {
+        limit_row(&policy_bytes, name, &request)?;
+    }
+    Ok(())
+}
+
+fn wasm_error(e: wasmtime::Error) -> anyhow::Error {
+    anyhow::anyhow!("{e:#}")
+}
+
+fn kib(bytes: usize) -> String {
+    format!("{:.0} KiB", bytes as f64 / 1024.0)
+}
+
+fn size_and_startup(root: &Path, policy: &[u8], baseline: &[u8]) -> Result<()> {
+    let annotated = std::fs::metadata(root.join("annotated-policy.wasm"))
+        .map(|m| kib(m.len() as usize))
+        .unwrap_or_else(|_| "not built (kwctl is not installed)".into());
+    let engine = wasmtime::Engine::default();
+    let compile = |bytes: &[u8]| -> Result<Duration> {
+        let mut samples = Vec::new();
+        for _ in 0..3 {
+            let start = Instant::now();
+            black_box(engine.precompile_module(bytes).map_err(wasm_error)?);
+            samples.push(start.elapsed());
+        }
+        samples.sort();
+        Ok(samples[1])
+    };
+    let initial_memory = |bytes: &[u8]| -> Result<String> {
+        let tracker = Arc::new(PeakTracker::default());
+        let policy = Policy::with_engine(
+            bytes,
+            Some(tracking_engine(tracker.clone()).map_err(wasm_error)?),
+        )?;
+        let _instance = policy.instance()?;
+        Ok(kib(tracker.peak.load(Ordering::Relaxed)))
+    };
+    println!("| | policy | baseline | target |");
+    println!("|---|---|---|---|");
+    let ok = if policy.len() <= 700_000 {
+        "≤ 700 KB ✓"
+    } else {
+        "≤ 700 KB ✗ MISSED"
+    };
+    println!(
+        "| policy.wasm | {} ({} bytes) | {} | {ok} |",
+        kib(policy.len()),
+        policy.len(),
+        kib(baseline.len())
+    );
+    println!("| annotated-policy.wasm | {annotated} | - | - |");
+    println!(
+        "| precompile_module (as policy-server at start) | {:.0} ms | {:.0} ms | - |",
+        compile(policy)?.as_secs_f64() * 1e3,
+        compile(baseline)?.as_secs_f64() * 1e3
+    );
+    println!(
+        "| linear memory after instantiation | {} | {} | - |",
+        initial_memory(policy)?,
+        initial_memory(baseline)?
+    );
+    Ok(())
+}
+
+fn limit_row(policy_bytes: &[u8], name: &str, request: &Value) -> Result<()> {
+    let tracker = Arc::new(PeakTracker::default());
+    let policy = Policy::with_engine(
+        policy_bytes,
+        Some(tracking_engine(tracker.clone()).map_err(wasm_error)?),
+    )?;
+    let instance = policy.instance()?;
+    let payload = payload(request);
+    let start = Instant::now();
+    let out = instance.call("validate", &payload)?;
+    let elapsed = start.elapsed();
+    let response: Value = serde_json::from_slice(&out)?;
+    let verdict = if response["accepted"] == Value::Bool(true) {
+        if response["mutated_object"].is_null() {
+            "accepted"
+        } else {
+            "accepted, mutated"
+        }
+    } else {
+        "rejected"
+    };
+    println!(
+        "| {name} | {} | {:.1} | {:.1} | {verdict} |",
+        payload.len(),
+        elapsed.as_secs_f64() * 1e3,
+        tracker.peak.load(Ordering::Relaxed) as f64 / (1 << 20) as f64
+    );
+    Ok(())
+}
