@@ -129,22 +129,17 @@ fn a_coordinator_that_names_no_pod_is_rejected(#[case] coordinator: Value, #[cas
     );
 }
 
-#[test]
-fn malformed_payloads_are_rejected() {
-    for payload in [&b"{not json"[..], b"[]", b"{\"request\": 5}", b""] {
-        let outcome = policy().validate_raw(payload, None).unwrap();
-        assert!(!outcome.accepted);
-        assert_eq!(outcome.code, Some(400));
-        assert!(
-            outcome
-                .message
-                .as_deref()
-                .unwrap()
-                .starts_with("the request is not valid JSON: "),
-            "{:?}",
-            outcome.message
-        );
-    }
+#[rstest]
+#[case::not_json(&b"{not json"[..], "the request cannot be read as JSON: ")]
+#[case::empty(&b""[..], "the request cannot be read as JSON: ")]
+#[case::a_list(&b"[]"[..], "the payload is not a validation request ")]
+#[case::request_a_number(&b"{\"request\": 5}"[..], "the payload is not a validation request ")]
+fn malformed_payloads_are_rejected(#[case] payload: &[u8], #[case] prefix: &str) {
+    let outcome = policy().validate_raw(payload, None).unwrap();
+    assert!(!outcome.accepted);
+    assert_eq!(outcome.code, Some(400));
+    let message = outcome.message.unwrap();
+    assert!(message.starts_with(prefix), "{message}");
 }
 
 #[test]
