@@ -16,9 +16,14 @@ policy.wasm: $(SOURCE_FILES) Cargo.toml Cargo.lock | wasm-target
 annotated-policy.wasm: policy.wasm policy-metadata.yml README.md
 	kwctl annotate -m policy-metadata.yml -u README.md -o annotated-policy.wasm policy.wasm
 
+# Native and harness tests, then the policy's unit tests compiled to wasm32-wasip1 (32-bit
+# usize) and run in wasmtime by the host crate's wasi-run.
 .PHONY: test
 test: policy.wasm
 	cargo test --workspace
+	cargo build -q -p multislice-host --bin wasi-run
+	CARGO_TARGET_WASM32_WASIP1_RUNNER=$(abspath $(CARGO_TARGET_DIR))/debug/wasi-run \
+		cargo test --target=wasm32-wasip1 -p jobset-multislice-policy --lib
 
 .PHONY: lint
 lint: | wasm-target
@@ -62,6 +67,20 @@ bench/baseline.wasm: bench/baseline/src/lib.rs bench/baseline/Cargo.toml Cargo.l
 .PHONY: bench
 bench: policy.wasm bench/baseline.wasm
 	cargo run -q -p multislice-bench -- $(BENCH_ARGS)
+
+# Fuzzes the validate entry point (raw bytes) and structured JobSets and pods, each for
+# FUZZ_SECONDS, seeded from test_data/. cargo fuzz needs nightly flags; RUSTC_BOOTSTRAP lets
+# the stable toolchain take them.
+FUZZ_SECONDS ?= 60
+.PHONY: fuzz
+fuzz:
+	@command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz
+	mkdir -p fuzz/corpus/validate_bytes fuzz/corpus/structured
+	for f in test_data/requests/*.json; do \
+		printf '{"request": %s, "settings": {}}' "$$(cat $$f)" > fuzz/corpus/validate_bytes/seed-$$(basename $$f); done
+	for f in test_data/bad/requests/*.json; do cp $$f fuzz/corpus/validate_bytes/bad-$$(basename $$f); done
+	cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run -O validate_bytes -- -max_total_time=$(FUZZ_SECONDS)
+	cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run -O structured -- -max_total_time=$(FUZZ_SECONDS)
 
 # Builds the policy and runs an example JobSet through it and the simulated controllers.
 .PHONY: preview

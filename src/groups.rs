@@ -138,3 +138,117 @@ pub fn plan(view: &JobSetView, settings: &Settings) -> Result<Vec<Facts>, InputE
     }
     Ok(facts)
 }
+
+#[cfg(test)]
+mod tests {
+    //! These also run compiled to wasm32-wasip1 (`make test`), where `usize` is 32 bits.
+    use super::*;
+    use serde_json::{json, Value};
+
+    fn rjob(name: &str, replicas: u32, parallelism: u32, tpu: bool) -> Value {
+        let resources = if tpu {
+            json!({"limits": {"google.com/tpu": "4"}})
+        } else {
+            json!({})
+        };
+        json!({"name": name, "replicas": replicas, "template": {"spec": {
+            "parallelism": parallelism, "completions": parallelism,
+            "template": {"spec": {"containers": [{"name": "c", "resources": resources}]}}
+        }}})
+    }
+
+    fn plan_of(rjobs: Vec<Value>, settings: &Settings) -> Result<Vec<Facts>, InputError> {
+        let js = json!({"metadata": {"name": "js"}, "spec": {"replicatedJobs": rjobs}});
+        let view = JobSetView::parse(&js, "google.com/tpu")?;
+        plan(&view, settings)
+    }
+
+    #[test]
+    fn usize_is_as_wide_as_the_target() {
+        #[cfg(target_arch = "wasm32")]
+        assert_eq!(usize::BITS, 32);
+        #[cfg(target_pointer_width = "64")]
+        assert_eq!(usize::BITS, 64);
+    }
+
+    #[test]
+    fn replicas_times_parallelism_beyond_u32_is_an_error_not_a_wrap() {
+        let settings = Settings {
+            jax_env: JaxEnv::Always,
+            ..Settings::default()
+        };
+        let err = plan_of(vec![rjob("cpu", i32::MAX as u32, 4, false)], &settings).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "spec.replicatedJobs[0].replicas: the total over its group is larger than 4294967295"
+        );
+    }
+
+    #[test]
+    fn slice_sums_over_many_replicated_jobs_overflow_cleanly() {
+        let rjobs = (0..3)
+            .map(|i| rjob(&format!("s{i}"), i32::MAX as u32, 1, true))
+            .collect();
+        let err = plan_of(rjobs, &Settings::default()).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "spec.replicatedJobs[2].replicas: the total over its group is larger than 4294967295"
+        );
+    }
+
+    #[test]
+    fn sums_up_to_u32_max_are_exact() {
+        let rjobs = vec![
+            rjob("a", i32::MAX as u32, 1, true),
+            rjob("b", i32::MAX as u32, 1, true),
+            rjob("c", 1, 1, true),
+        ];
+        let facts = plan_of(rjobs, &Settings::default()).unwrap();
+        assert_eq!(
+            facts[2].slice,
+            Some(OffsetFacts {
+                total: u32::MAX,
+                offset: u32::MAX - 1
+            })
+        );
+    }
+
+    #[test]
+    fn a_thousand_replicated_jobs_sum_in_order() {
+        let rjobs = (0..1000)
+            .map(|i| rjob(&format!("s{i}"), 3, 2, true))
+            .collect();
+        let facts = plan_of(rjobs, &Settings::default()).unwrap();
+        assert_eq!(
+            facts[999].slice,
+            Some(OffsetFacts {
+                total: 3000,
+                offset: 2997
+            })
+        );
+        assert_eq!(facts[999].group.as_ref().map(|g| g.replicas), Some(3000));
+        assert_eq!(facts[999].coordinator.as_deref(), Some("s0-0-0"));
+    }
+
+    #[test]
+    fn a_cpu_driver_is_in_the_group_but_not_a_slice() {
+        let facts = plan_of(
+            vec![rjob("driver", 1, 1, false), rjob("workers", 4, 2, true)],
+            &Settings::default(),
+        )
+        .unwrap();
+        assert_eq!(facts[0].slice, None);
+        assert_eq!(
+            facts[1].slice,
+            Some(OffsetFacts {
+                total: 4,
+                offset: 0
+            })
+        );
+        assert_eq!(
+            facts[1].group.as_ref().map(|g| (g.replicas, g.offset)),
+            Some((5, 1))
+        );
+        assert_eq!(facts[1].coordinator.as_deref(), Some("workers-0-0"));
+    }
+}

@@ -151,7 +151,7 @@ impl Policy {
         let patch = wire
             .mutated_object
             .as_ref()
-            .map(|m| json_patch::diff(object.unwrap_or(&Value::Null), m));
+            .map(|m| diff(object.unwrap_or(&Value::Null), m));
         Ok(Outcome {
             accepted: wire.accepted,
             message: wire.message,
@@ -161,6 +161,11 @@ impl Policy {
             patch,
         })
     }
+}
+
+/// The patch a Kubewarden host derives from a mutation (policy-evaluator's own call).
+pub fn diff(object: &Value, mutated: &Value) -> Patch {
+    json_patch::diff(object, mutated)
 }
 
 /// Applies a host-computed patch to an object, as the API server does.

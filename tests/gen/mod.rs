@@ -1,6 +1,10 @@
 //! A generator of valid TPU JobSets, and of the same JobSets with one field broken on
 //! purpose. Shared by the native property tests and the ones that run the wasm module.
 #![allow(dead_code)]
+pub mod invariants;
+#[path = "../wasm/oracle.rs"]
+pub mod oracle;
+
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
@@ -117,6 +121,44 @@ pub struct Shape {
     pub cpu_driver: bool,
     pub subdomain: bool,
     pub init_container: bool,
+    pub extras: Extras,
+}
+
+/// Knobs that keep a JobSet valid but vary what the mutation meets.
+#[derive(Debug, Clone, Default)]
+pub struct Extras {
+    /// A CPU replicated job in a named group of its own.
+    pub cpu_group: bool,
+    pub jax: bool,
+    pub generate_name: bool,
+    /// `spec.coordinator` at replicated job (index mod count), job 0, pod 0.
+    pub coordinator: Option<usize>,
+    /// 0: only a `$(MEGASCALE_SLICE_ID)` reference; 1: also a wrong literal NUM_SLICES;
+    /// 2: also SLICE_ID by valueFrom; 3: also an envFrom.
+    pub user_env: u8,
+    /// Fields the policy does not know, at every level.
+    pub unknown_fields: bool,
+}
+
+pub fn extras() -> impl Strategy<Value = Extras> {
+    (
+        any::<bool>(),
+        any::<bool>(),
+        any::<bool>(),
+        prop::option::of(0usize..8),
+        0u8..4,
+        any::<bool>(),
+    )
+        .prop_map(
+            |(cpu_group, jax, generate_name, coordinator, user_env, unknown_fields)| Extras {
+                cpu_group,
+                jax,
+                generate_name,
+                coordinator,
+                user_env,
+                unknown_fields,
+            },
+        )
 }
 
 pub fn shape() -> impl Strategy<Value = Shape> {
@@ -132,28 +174,52 @@ pub fn shape() -> impl Strategy<Value = Shape> {
         any::<bool>(),
         any::<bool>(),
         any::<bool>(),
+        extras(),
     )
-        .prop_map(|(mut groups, cpu_driver, subdomain, init_container)| {
-            // Unnamed groups all land in "default", which is one slice group: one slice kind.
-            if let Some(slice) = groups.iter().find(|g| !g.0).map(|g| g.1) {
-                groups.iter_mut().filter(|g| !g.0).for_each(|g| g.1 = slice);
-            }
-            Shape {
-                groups,
-                cpu_driver,
-                subdomain,
-                init_container,
-            }
-        })
+        .prop_map(
+            |(mut groups, cpu_driver, subdomain, init_container, extras)| {
+                // Unnamed groups all land in "default", which is one slice group: one slice kind.
+                if let Some(slice) = groups.iter().find(|g| !g.0).map(|g| g.1) {
+                    groups.iter_mut().filter(|g| !g.0).for_each(|g| g.1 = slice);
+                }
+                Shape {
+                    groups,
+                    cpu_driver,
+                    subdomain,
+                    init_container,
+                    extras,
+                }
+            },
+        )
 }
 
-fn tpu_rjob(name: &str, group: Option<&str>, slice: &Slice, replicas: u32, init: bool) -> Value {
+fn user_env(variant: u8) -> Value {
+    let mut env = vec![json!({"name": "USER_VAR", "value": "$(MEGASCALE_SLICE_ID)"})];
+    match variant {
+        1 => env.push(json!({"name": "MEGASCALE_NUM_SLICES", "value": "999"})),
+        2 => env.push(json!({"name": "MEGASCALE_SLICE_ID", "valueFrom": {"fieldRef": {"fieldPath": "metadata.annotations['my-slice']"}}})),
+        _ => {}
+    }
+    json!(env)
+}
+
+fn tpu_rjob(
+    name: &str,
+    group: Option<&str>,
+    slice: &Slice,
+    replicas: u32,
+    init: bool,
+    extras: &Extras,
+) -> Value {
     let resources = json!({"limits": {"google.com/tpu": slice.chips}});
+    let mut container = json!({"name": "jax", "image": "jax:tpu", "resources": resources, "env": user_env(extras.user_env)});
+    if extras.user_env == 3 {
+        container["envFrom"] = json!([{"configMapRef": {"name": "megascale-overrides"}}]);
+    }
     let mut pod_spec = json!({
         "restartPolicy": "Never",
         "nodeSelector": {ACC: slice.accelerator, TOPO: slice.topology},
-        "containers": [{"name": "jax", "image": "jax:tpu", "resources": resources,
-                        "env": [{"name": "USER_VAR", "value": "$(MEGASCALE_SLICE_ID)"}]}]
+        "containers": [container]
     });
     if init {
         pod_spec["initContainers"] =
@@ -195,19 +261,72 @@ pub fn build(shape: &Shape) -> Value {
                 &SLICES[*slice].0,
                 *replicas,
                 shape.init_container,
+                &shape.extras,
             ));
         }
+    }
+    let x = &shape.extras;
+    if x.cpu_group {
+        rjobs.push(json!({
+            "name": "loader", "groupName": "cpu", "replicas": 2,
+            "template": {"metadata": {"annotations": {GROUP_ANN: "cpu"}},
+                         "spec": {"parallelism": 3, "completions": 3, "template": {"spec": {
+                "restartPolicy": "Never", "containers": [{"name": "loader", "image": "python:3.12"}]
+            }}}}
+        }));
     }
     let mut jobset = json!({
         "apiVersion": "jobset.x-k8s.io/v1alpha2",
         "kind": "JobSet",
-        "metadata": {"name": "gen", "namespace": "ml", "annotations": {EXCL: POOL}, "uid": "1", "x-unknown": {"kept": true}},
-        "spec": {"replicatedJobs": rjobs, "x-future-field": [1, 2]}
+        "metadata": {"name": "gen", "namespace": "ml", "annotations": {EXCL: POOL}},
+        "spec": {"replicatedJobs": rjobs}
     });
     if shape.subdomain {
         jobset["spec"]["network"] = json!({"subdomain": "mesh", "enableDNSHostnames": true});
     }
+    if x.jax {
+        jobset["metadata"]["annotations"]["multislice.kubewarden.io/jax-distributed"] =
+            json!("true");
+    }
+    if x.generate_name {
+        let meta = jobset["metadata"].as_object_mut().unwrap();
+        meta.remove("name");
+        meta.insert("generateName".into(), json!("gen-"));
+    }
+    if let Some(c) = x.coordinator {
+        let rjobs = jobset["spec"]["replicatedJobs"].as_array().unwrap();
+        let name = rjobs[c % rjobs.len()]["name"].clone();
+        jobset["spec"]["coordinator"] =
+            json!({"replicatedJob": name, "jobIndex": 0, "podIndex": 0});
+    }
+    if x.unknown_fields {
+        add_unknown_fields(&mut jobset);
+    }
     jobset
+}
+
+/// Puts a field no version of the API knows at every level the policy reads or edits.
+fn add_unknown_fields(jobset: &mut Value) {
+    let unknown = json!({"x-kept": [1, {"nested": true}]});
+    jobset["x-unknown"] = unknown.clone();
+    jobset["metadata"]["x-unknown"] = unknown.clone();
+    jobset["spec"]["x-unknown"] = unknown.clone();
+    for r in jobset["spec"]["replicatedJobs"].as_array_mut().unwrap() {
+        r["x-unknown"] = unknown.clone();
+        r["template"]["x-unknown"] = unknown.clone();
+        r["template"]["spec"]["x-unknown"] = unknown.clone();
+        let pod = &mut r["template"]["spec"]["template"];
+        pod["x-unknown"] = unknown.clone();
+        pod["spec"]["x-unknown"] = unknown.clone();
+        for c in pod["spec"]["containers"].as_array_mut().unwrap() {
+            c["x-unknown"] = unknown.clone();
+            if let Some(env) = c.get_mut("env").and_then(Value::as_array_mut) {
+                for e in env {
+                    e["x-unknown"] = unknown.clone();
+                }
+            }
+        }
+    }
 }
 
 /// Ways to break one rule of a valid JobSet.
@@ -221,7 +340,7 @@ fn tpu_indexes(jobset: &Value) -> Vec<usize> {
         .unwrap()
         .iter()
         .enumerate()
-        .filter(|(_, r)| r["name"] != "driver")
+        .filter(|(_, r)| oracle::is_tpu(r))
         .map(|(i, _)| i)
         .collect()
 }

@@ -67,3 +67,45 @@ fn the_generator_breaks_every_rule() {
         gen::BREAKABLE.iter().zip(broken).collect::<Vec<_>>()
     );
 }
+
+fn admit_native(request: &Value, settings: &Value) -> gen::invariants::Admitted {
+    let bytes = serde_json::to_vec(&json!({"request": request, "settings": settings})).unwrap();
+    let verdict = evaluate(&bytes);
+    let (accepted, message, mutated) = (
+        verdict.accepted,
+        verdict.message.clone(),
+        verdict.mutated_object.clone(),
+    );
+    let out = serde_json::to_vec(&verdict.to_response()).unwrap();
+    gen::invariants::Admitted {
+        accepted,
+        message,
+        mutated,
+        bytes: out,
+    }
+}
+
+/// Settings the mutation properties run under.
+pub const SETTINGS: [&str; 4] = [
+    "{}",
+    r#"{"tpuWorkerEnv": true, "jaxEnv": "always"}"#,
+    r#"{"multisliceEnv": false}"#,
+    r#"{"jaxEnv": "never", "jaxCoordinatorPort": 1234}"#,
+];
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// Nothing lost, only allowed paths, idempotent, deterministic, and SPEC §4 on every pod.
+    #[test]
+    fn mutation_invariants_hold_for_every_generated_jobset(
+        shape in gen::shape(),
+        v09 in any::<bool>(),
+        settings in 0..SETTINGS.len(),
+    ) {
+        let api = if v09 { multislice_host::controller::JobSetApi::V09 } else { multislice_host::controller::JobSetApi::V08 };
+        let settings: Value = serde_json::from_str(SETTINGS[settings]).unwrap();
+        let result = gen::invariants::check(&admit_native, &gen::build(&shape), api, &settings);
+        prop_assert!(result.is_ok(), "{}", result.unwrap_err());
+    }
+}

@@ -1,8 +1,6 @@
 //! A share of the property cases through the real module.
-#[path = "../gen/mod.rs"]
-mod gen;
-
 use crate::common::*;
+use crate::gen;
 use multislice_host::request::{admission_request, Kind};
 use proptest::prelude::*;
 
@@ -19,5 +17,34 @@ proptest! {
             let message = broken.message.unwrap_or_default();
             prop_assert!(!message.is_empty() && message.lines().all(|l| l.starts_with(&format!("[{rule}] "))), "{}: {}", rule, message);
         }
+    }
+}
+
+fn admit_wasm(
+    request: &serde_json::Value,
+    settings: &serde_json::Value,
+) -> gen::invariants::Admitted {
+    let payload =
+        serde_json::to_vec(&serde_json::json!({"request": request, "settings": settings})).unwrap();
+    let bytes = policy().call("validate", &payload).expect("no trap");
+    let response: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+    gen::invariants::Admitted {
+        accepted: response["accepted"] == serde_json::json!(true),
+        message: response["message"].as_str().map(str::to_string),
+        mutated: Some(response["mutated_object"].clone()).filter(|m| !m.is_null()),
+        bytes,
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    /// The mutation invariants of tests/properties, through the module.
+    #[test]
+    fn mutation_invariants_through_the_module(shape in gen::shape(), v09 in any::<bool>(), tpu_worker in any::<bool>()) {
+        let api = if v09 { multislice_host::controller::JobSetApi::V09 } else { multislice_host::controller::JobSetApi::V08 };
+        let settings = serde_json::json!({"tpuWorkerEnv": tpu_worker});
+        let result = gen::invariants::check(&admit_wasm, &gen::build(&shape), api, &settings);
+        prop_assert!(result.is_ok(), "{}", result.unwrap_err());
     }
 }
