@@ -121,6 +121,15 @@ impl From<InputError> for Verdict {
     }
 }
 
+/// The `validate` entry point: the response bytes for a payload.
+pub fn validate(payload: &[u8]) -> Result<Vec<u8>, serde_json::Error> {
+    // A mutated object is about the size of the request: reserve it once rather than grow
+    // by doubling, each growth a copy.
+    let mut out = Vec::with_capacity(payload.len().saturating_add(256));
+    serde_json::to_writer(&mut out, &evaluate(payload).to_response())?;
+    Ok(out)
+}
+
 /// Evaluates one `validate` payload. Never panics on any input: every problem is a verdict.
 pub fn evaluate(payload: &[u8]) -> Verdict {
     let envelope: Envelope = match serde_json::from_slice(payload) {

@@ -29,9 +29,7 @@ pub extern "C" fn wapc_init() {
 }
 
 fn validate(payload: &[u8]) -> CallResult {
-    Ok(serde_json::to_vec(
-        &admission::evaluate(payload).to_response(),
-    )?)
+    Ok(admission::validate(payload)?)
 }
 
 fn validate_settings(payload: &[u8]) -> CallResult {

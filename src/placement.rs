@@ -9,8 +9,27 @@ use crate::keys;
 pub struct Pin<'a> {
     pub key: &'a str,
     pub value: &'a str,
-    /// JSON path of the selector entry, for messages.
-    pub path: String,
+    pub source: PinSource,
+}
+
+/// Where a pin stands in the pod spec.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PinSource {
+    NodeSelector,
+    /// The `matchExpressions` index in the single required node selector term.
+    Affinity(usize),
+}
+
+impl Pin<'_> {
+    /// JSON path of the selector entry under `pod_spec_path` (built for messages only).
+    pub fn path(&self, pod_spec_path: &str) -> String {
+        match self.source {
+            PinSource::NodeSelector => format!("{pod_spec_path}.nodeSelector[{:?}]", self.key),
+            PinSource::Affinity(i) => format!(
+                "{pod_spec_path}.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[{i}]"
+            ),
+        }
+    }
 }
 
 /// The labels a pod spec pins: `nodeSelector` entries, and the `In` expressions with exactly
@@ -19,19 +38,18 @@ pub struct Pin<'a> {
 pub fn pins<'a>(pod_spec: &'a Object, path: &str) -> Result<Vec<Pin<'a>>, InputError> {
     let mut out = Vec::new();
     if let Some(selector) = json::opt_string_map(pod_spec, "nodeSelector", path)? {
-        let s_path = join(path, "nodeSelector");
         for (key, value) in selector {
             out.push(Pin {
                 key,
                 value: value.as_str().unwrap_or(""),
-                path: format!("{s_path}[{key:?}]"),
+                source: PinSource::NodeSelector,
             });
         }
     }
-    let mut p = join(path, "affinity");
     let Some(affinity) = json::opt_object(pod_spec, "affinity", path)? else {
         return Ok(out);
     };
+    let mut p = join(path, "affinity");
     let Some(node) = json::opt_object(affinity, "nodeAffinity", &p)? else {
         return Ok(out);
     };
@@ -67,7 +85,7 @@ pub fn pins<'a>(pod_spec: &'a Object, path: &str) -> Result<Vec<Pin<'a>>, InputE
                 out.push(Pin {
                     key,
                     value,
-                    path: e_path,
+                    source: PinSource::Affinity(i),
                 });
             }
         }

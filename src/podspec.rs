@@ -94,30 +94,32 @@ fn tpu_chips(
             continue;
         };
         if let Some(q) = field(map, resource) {
-            return Ok(quantity_value(
-                q,
-                &format!("{}[{resource:?}]", join(&r_path, kind)),
-            ));
+            let path = || format!("{}[{resource:?}]", join(&r_path, kind));
+            return Ok(quantity_value(q, path));
         }
     }
     Ok(Ok(0))
 }
 
-/// CRDs carry quantities as int-or-string, so a number is as valid as `"4"`.
-fn quantity_value(v: &Value, path: &str) -> Result<u32, InputError> {
-    let text = match v {
-        Value::String(s) => s.clone(),
-        Value::Number(n) => n.to_string(),
+/// CRDs carry quantities as int-or-string, so a number is as valid as `"4"`. The path is
+/// built only for an error.
+fn quantity_value(v: &Value, path: impl Fn() -> String) -> Result<u32, InputError> {
+    let parsed = match v {
+        Value::String(s) => quantity::parse_whole(s).map_err(|e| (s.clone(), e)),
+        Value::Number(n) => {
+            let text = n.to_string();
+            quantity::parse_whole(&text).map_err(|e| (text, e))
+        }
         other => {
             return Err(InputError::WrongType {
-                path: path.to_string(),
+                path: path(),
                 expected: "a quantity",
                 found: json::type_name(other),
             })
         }
     };
-    quantity::parse_whole(&text).map_err(|e| InputError::Invalid {
-        path: path.to_string(),
+    parsed.map_err(|(text, e)| InputError::Invalid {
+        path: path(),
         reason: format!("{text:?} {e}"),
     })
 }

@@ -153,7 +153,7 @@ pub fn g4(view: &JobSetView, settings: &Settings) -> Vec<Violation> {
                     if mine.value != theirs.value {
                         out.push(Violation::new(
                             Rule::G4,
-                            mine.path.clone(),
+                            mine.path(&rjob.pod_spec_path),
                             format!(
                                 "is {:?} but {:?} has {:?}",
                                 mine.value, first.name, theirs.value

@@ -136,7 +136,7 @@ pub fn x4(view: &JobSetView, _: &Settings) -> Vec<Violation> {
         if let Some(pin) = pinned(r, e.key) {
             out.push(Violation::new(
                 Rule::X4,
-                pin.path.clone(),
+                pin.path(&r.pod_spec_path),
                 format!(
                     "pins {} to {:?}, so only one of the {} slices can ever be scheduled",
                     e.key, pin.value, r.replicas

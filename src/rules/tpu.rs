@@ -122,7 +122,7 @@ pub fn t4(view: &JobSetView, settings: &Settings) -> Vec<Violation> {
             Some(acc) => out.extend(check_slice(r, &acc, slice.topology)),
             None if settings.reject_unknown_accelerators => out.push(Violation::new(
                 Rule::T4,
-                slice.accelerator.path.clone(),
+                slice.accelerator.path(&r.pod_spec_path),
                 format!(
                     "{:?} is not in the accelerator table",
                     slice.accelerator.value
@@ -145,7 +145,7 @@ fn check_slice(r: &ReplicatedJob, acc: &Accelerator, topology: &Pin) -> Option<V
         Err(e) => {
             return Some(Violation::new(
                 Rule::T4,
-                topology.path.clone(),
+                topology.path(&r.pod_spec_path),
                 format!("{:?} {e}", topology.value),
                 shapes(),
             ))
@@ -154,7 +154,7 @@ fn check_slice(r: &ReplicatedJob, acc: &Accelerator, topology: &Pin) -> Option<V
     if !acc.allows(topology.value, &t) {
         return Some(Violation::new(
             Rule::T4,
-            topology.path.clone(),
+            topology.path(&r.pod_spec_path),
             format!("{:?} is not a {} topology", topology.value, acc.name),
             shapes(),
         ));
@@ -214,12 +214,13 @@ pub fn unknown_accelerators(view: &JobSetView, settings: &Settings) -> Vec<Strin
         return Vec::new();
     }
     tpu_jobs(view)
-        .filter_map(|(_, r)| pinned(r, &settings.accelerator_label))
-        .filter(|pin| accelerators::lookup(settings, pin.value).is_none())
-        .map(|pin| {
+        .filter_map(|(_, r)| Some((r, pinned(r, &settings.accelerator_label)?)))
+        .filter(|(_, pin)| accelerators::lookup(settings, pin.value).is_none())
+        .map(|(r, pin)| {
             format!(
                 "{}: accelerator {:?} is not in the accelerator table, so its topology was not checked; add it to the accelerators setting",
-                pin.path, pin.value
+                pin.path(&r.pod_spec_path),
+                pin.value
             )
         })
         .collect()

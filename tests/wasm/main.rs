@@ -14,3 +14,4 @@ mod rules;
 mod settings;
 mod shipping;
 mod simulation;
+mod spoofing;
