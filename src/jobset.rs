@@ -1,7 +1,7 @@
 //! A read-only view over the raw JobSet JSON: what the policy needs, typed and checked, each
 //! read naming its JSON path. Nothing reads the raw JobSet again once the view is built.
 use crate::error::InputError;
-use crate::json::{self, join, map_str, Object};
+use crate::json::{self, join, map_str, Lazy, Object, PathLike};
 use crate::keys;
 use crate::placement::{self, Pin};
 use crate::podspec::{self, ContainerView};
@@ -171,9 +171,13 @@ fn parse_coordinator(c: &Object) -> Result<CoordinatorRef<'_>, InputError> {
     })
 }
 
-fn required_object<'a>(obj: &'a Object, key: &str, path: &str) -> Result<&'a Object, InputError> {
+fn required_object<'a>(
+    obj: &'a Object,
+    key: &str,
+    path: impl PathLike,
+) -> Result<&'a Object, InputError> {
     json::opt_object(obj, key, path)?.ok_or_else(|| InputError::Missing {
-        path: join(path, key),
+        path: join(&path.render(), key),
     })
 }
 
@@ -183,37 +187,48 @@ fn parse_replicated_job<'a>(
     tpu_resource: &str,
 ) -> Result<ReplicatedJob<'a>, InputError> {
     let path = json::index("spec.replicatedJobs", i);
-    let r = json::as_object(item, &path)?;
-    let name = json::opt_str(r, "name", &path)?
+    let p = path.as_str();
+    let r = json::as_object(item, p)?;
+    let name = json::opt_str(r, "name", p)?
         .filter(|n| !n.is_empty())
         .ok_or_else(|| InputError::Missing {
-            path: join(&path, "name"),
+            path: join(p, "name"),
         })?;
-    let replicas = json::opt_count(r, "replicas", &path)?.unwrap_or(1);
-    let group_field = json::opt_str(r, "groupName", &path)?;
+    let replicas = json::opt_count(r, "replicas", p)?.unwrap_or(1);
+    let group_field = json::opt_str(r, "groupName", p)?;
 
-    let t_path = join(&path, "template");
-    let template = required_object(r, "template", &path)?;
-    let job_annotations = match json::opt_object(template, "metadata", &t_path)? {
-        Some(m) => json::opt_string_map(m, "annotations", &join(&t_path, "metadata"))?,
+    // Paths below are built only if a field is wrong.
+    let t_path = Lazy(move || format!("{p}.template"));
+    let template = required_object(r, "template", p)?;
+    let job_annotations = match json::opt_object(template, "metadata", t_path)? {
+        Some(m) => json::opt_string_map(
+            m,
+            "annotations",
+            Lazy(move || format!("{p}.template.metadata")),
+        )?,
         None => None,
     };
-    let js_path = join(&t_path, "spec");
-    let job_spec = required_object(template, "spec", &t_path)?;
-    let parallelism = json::opt_count(job_spec, "parallelism", &js_path)?.unwrap_or(1);
-    let completions = json::opt_count(job_spec, "completions", &js_path)?;
-    let completion_mode = json::opt_str(job_spec, "completionMode", &js_path)?;
+    let js_path = Lazy(move || format!("{p}.template.spec"));
+    let job_spec = required_object(template, "spec", t_path)?;
+    let parallelism = json::opt_count(job_spec, "parallelism", js_path)?.unwrap_or(1);
+    let completions = json::opt_count(job_spec, "completions", js_path)?;
+    let completion_mode = json::opt_str(job_spec, "completionMode", js_path)?;
 
-    let pt_path = join(&js_path, "template");
-    let pod_template = required_object(job_spec, "template", &js_path)?;
-    let pod_annotations = match json::opt_object(pod_template, "metadata", &pt_path)? {
-        Some(m) => json::opt_string_map(m, "annotations", &join(&pt_path, "metadata"))?,
+    let pt_path = Lazy(move || format!("{p}.template.spec.template"));
+    let pod_template = required_object(job_spec, "template", js_path)?;
+    let pod_annotations = match json::opt_object(pod_template, "metadata", pt_path)? {
+        Some(m) => json::opt_string_map(
+            m,
+            "annotations",
+            Lazy(move || format!("{p}.template.spec.template.metadata")),
+        )?,
         None => None,
     };
-    let ps_path = join(&pt_path, "spec");
-    let pod_spec = required_object(pod_template, "spec", &pt_path)?;
+    let ps_path = format!("{p}.template.spec.template.spec");
+    let pod_spec = required_object(pod_template, "spec", pt_path)?;
     let containers = podspec::containers(pod_spec, &ps_path, tpu_resource)?;
     let chips_per_pod = podspec::chips_per_pod(&containers, &ps_path)?;
+    let pins = placement::pins(pod_spec, &ps_path)?;
     Ok(ReplicatedJob {
         name,
         replicas,
@@ -224,7 +239,7 @@ fn parse_replicated_job<'a>(
         completions,
         completion_mode,
         pod_annotations,
-        pins: placement::pins(pod_spec, &ps_path)?,
+        pins,
         pod_spec_path: ps_path,
         containers,
         chips_per_pod,

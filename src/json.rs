@@ -26,6 +26,41 @@ fn wrong(path: &str, expected: &'static str, v: &Value) -> InputError {
     }
 }
 
+/// A JSON path that is rendered only when an error needs it: the happy path reads thousands
+/// of fields and must not format a path for each.
+pub trait PathLike: Copy {
+    fn render(self) -> String;
+}
+
+impl PathLike for &str {
+    fn render(self) -> String {
+        self.to_string()
+    }
+}
+
+impl PathLike for &String {
+    fn render(self) -> String {
+        self.clone()
+    }
+}
+
+/// `(parent, key)`: the path `parent.key`.
+impl PathLike for (&str, &str) {
+    fn render(self) -> String {
+        join(self.0, self.1)
+    }
+}
+
+/// Any other path, built by a closure.
+#[derive(Clone, Copy)]
+pub struct Lazy<F>(pub F);
+
+impl<F: Fn() -> String + Copy> PathLike for Lazy<F> {
+    fn render(self) -> String {
+        (self.0)()
+    }
+}
+
 pub fn join(path: &str, key: &str) -> String {
     if path.is_empty() {
         key.to_string()
@@ -43,8 +78,9 @@ pub fn field<'a>(obj: &'a Object, key: &str) -> Option<&'a Value> {
     obj.get(key).filter(|v| !v.is_null())
 }
 
-pub fn as_object<'a>(v: &'a Value, path: &str) -> Result<&'a Object, InputError> {
-    v.as_object().ok_or_else(|| wrong(path, "an object", v))
+pub fn as_object<'a>(v: &'a Value, path: impl PathLike) -> Result<&'a Object, InputError> {
+    v.as_object()
+        .ok_or_else(|| wrong(&path.render(), "an object", v))
 }
 
 // The getters below build a path only on the error branch: a JobSet of thousands of
@@ -53,53 +89,57 @@ pub fn as_object<'a>(v: &'a Value, path: &str) -> Result<&'a Object, InputError>
 pub fn opt_object<'a>(
     obj: &'a Object,
     key: &str,
-    path: &str,
+    path: impl PathLike,
 ) -> Result<Option<&'a Object>, InputError> {
     match field(obj, key) {
         None => Ok(None),
         Some(Value::Object(m)) => Ok(Some(m)),
-        Some(v) => Err(wrong(&join(path, key), "an object", v)),
+        Some(v) => Err(wrong(&join(&path.render(), key), "an object", v)),
     }
 }
 
 pub fn opt_array<'a>(
     obj: &'a Object,
     key: &str,
-    path: &str,
+    path: impl PathLike,
 ) -> Result<Option<&'a Vec<Value>>, InputError> {
     match field(obj, key) {
         None => Ok(None),
         Some(Value::Array(a)) => Ok(Some(a)),
-        Some(v) => Err(wrong(&join(path, key), "a list", v)),
+        Some(v) => Err(wrong(&join(&path.render(), key), "a list", v)),
     }
 }
 
-pub fn opt_str<'a>(obj: &'a Object, key: &str, path: &str) -> Result<Option<&'a str>, InputError> {
+pub fn opt_str<'a>(
+    obj: &'a Object,
+    key: &str,
+    path: impl PathLike,
+) -> Result<Option<&'a str>, InputError> {
     match field(obj, key) {
         None => Ok(None),
         Some(Value::String(s)) => Ok(Some(s)),
-        Some(v) => Err(wrong(&join(path, key), "a string", v)),
+        Some(v) => Err(wrong(&join(&path.render(), key), "a string", v)),
     }
 }
 
-pub fn opt_bool(obj: &Object, key: &str, path: &str) -> Result<Option<bool>, InputError> {
+pub fn opt_bool(obj: &Object, key: &str, path: impl PathLike) -> Result<Option<bool>, InputError> {
     match field(obj, key) {
         None => Ok(None),
         Some(Value::Bool(b)) => Ok(Some(*b)),
-        Some(v) => Err(wrong(&join(path, key), "a boolean", v)),
+        Some(v) => Err(wrong(&join(&path.render(), key), "a boolean", v)),
     }
 }
 
 /// A Kubernetes int32 count (replicas, parallelism, indexes): an integer in 0..=i32::MAX.
-pub fn opt_count(obj: &Object, key: &str, path: &str) -> Result<Option<u32>, InputError> {
+pub fn opt_count(obj: &Object, key: &str, path: impl PathLike) -> Result<Option<u32>, InputError> {
     let Some(v) = field(obj, key) else {
         return Ok(None);
     };
     let Value::Number(n) = v else {
-        return Err(wrong(&join(path, key), "a whole number", v));
+        return Err(wrong(&join(&path.render(), key), "a whole number", v));
     };
     let out_of_range = || InputError::OutOfRange {
-        path: join(path, key),
+        path: join(&path.render(), key),
         value: n.to_string(),
         expected: "it must be a whole number from 0 to 2147483647",
     };
@@ -113,21 +153,25 @@ pub fn opt_count(obj: &Object, key: &str, path: &str) -> Result<Option<u32>, Inp
     if n.is_u64() || n.as_f64().is_some_and(|f| f.fract() == 0.0) {
         return Err(out_of_range());
     }
-    Err(wrong(&join(path, key), "a whole number", v))
+    Err(wrong(&join(&path.render(), key), "a whole number", v))
 }
 
 /// A string-to-string map (labels, annotations, nodeSelector).
 pub fn opt_string_map<'a>(
     obj: &'a Object,
     key: &str,
-    path: &str,
+    path: impl PathLike,
 ) -> Result<Option<&'a Object>, InputError> {
     let Some(map) = opt_object(obj, key, path)? else {
         return Ok(None);
     };
     match map.iter().find(|(_, v)| !v.is_string()) {
         None => Ok(Some(map)),
-        Some((k, v)) => Err(wrong(&format!("{}[{k:?}]", join(path, key)), "a string", v)),
+        Some((k, v)) => Err(wrong(
+            &format!("{}[{k:?}]", join(&path.render(), key)),
+            "a string",
+            v,
+        )),
     }
 }
 

@@ -1,7 +1,7 @@
 //! Containers of a pod spec, and the TPU chips they ask for (SPEC §3). Shared by the JobSet
 //! view (pod templates) and pod admission.
 use crate::error::InputError;
-use crate::json::{self, field, join, Object};
+use crate::json::{self, field, join, Lazy, Object, PathLike};
 use crate::quantity;
 use serde_json::Value;
 
@@ -48,12 +48,12 @@ pub fn containers<'a>(
         let Some(items) = json::opt_array(spec, list, path)? else {
             continue;
         };
-        let list_path = join(path, list);
         for (index, item) in items.iter().enumerate() {
-            let c_path = json::index(&list_path, index);
-            let c = json::as_object(item, &c_path)?;
-            let name = json::opt_str(c, "name", &c_path)?.unwrap_or("");
-            let tpu_chips = tpu_chips(c, &c_path, tpu_resource)?;
+            // Built only if this container has something wrong.
+            let c_path = Lazy(move || format!("{path}.{list}[{index}]"));
+            let c = json::as_object(item, c_path)?;
+            let name = json::opt_str(c, "name", c_path)?.unwrap_or("");
+            let tpu_chips = tpu_chips(c, c_path, tpu_resource)?;
             out.push(ContainerView {
                 list,
                 index,
@@ -81,20 +81,20 @@ pub fn chips_per_pod(containers: &[ContainerView], path: &str) -> Result<u32, In
 /// the inner one a quantity that does not parse, kept for rule T4 to report.
 fn tpu_chips(
     container: &Object,
-    path: &str,
+    path: impl PathLike,
     resource: &str,
 ) -> Result<Result<u32, InputError>, InputError> {
     let Some(resources) = json::opt_object(container, "resources", path)? else {
         return Ok(Ok(0));
     };
-    let r_path = join(path, "resources");
+    let r_path = Lazy(move || join(&path.render(), "resources"));
     // A limit counts where both are given: Kubernetes requires them equal for extended resources.
     for kind in ["limits", "requests"] {
-        let Some(map) = json::opt_object(resources, kind, &r_path)? else {
+        let Some(map) = json::opt_object(resources, kind, r_path)? else {
             continue;
         };
         if let Some(q) = field(map, resource) {
-            let path = || format!("{}[{resource:?}]", join(&r_path, kind));
+            let path = || format!("{}[{resource:?}]", join(&r_path.render(), kind));
             return Ok(quantity_value(q, path));
         }
     }

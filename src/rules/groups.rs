@@ -144,10 +144,12 @@ pub fn g4(view: &JobSetView, settings: &Settings) -> Vec<Violation> {
         let first = &view.replicated_jobs[members[0]];
         for &i in &members[1..] {
             let rjob = &view.replicated_jobs[i];
-            let same = format!(
-                "a multislice is made of identical slices: make it match {:?}, the first replicated job of slice group {group:?}",
-                first.name
-            );
+            let same = || {
+                format!(
+                    "a multislice is made of identical slices: make it match {:?}, the first replicated job of slice group {group:?}",
+                    first.name
+                )
+            };
             for label in [&settings.accelerator_label, &settings.topology_label] {
                 if let (Some(mine), Some(theirs)) = (pinned(rjob, label), pinned(first, label)) {
                     if mine.value != theirs.value {
@@ -158,7 +160,7 @@ pub fn g4(view: &JobSetView, settings: &Settings) -> Vec<Violation> {
                                 "is {:?} but {:?} has {:?}",
                                 mine.value, first.name, theirs.value
                             ),
-                            same.clone(),
+                            same(),
                         ));
                     }
                 }
@@ -171,7 +173,7 @@ pub fn g4(view: &JobSetView, settings: &Settings) -> Vec<Violation> {
                         "ask for {} TPU chips per pod but {:?} asks for {}",
                         rjob.chips_per_pod, first.name, first.chips_per_pod
                     ),
-                    same,
+                    same(),
                 ));
             }
         }

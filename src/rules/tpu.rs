@@ -161,22 +161,26 @@ fn check_slice(r: &ReplicatedJob, acc: &Accelerator, topology: &Pin) -> Option<V
     }
     let chips = t.chips()?;
     let per_pod = r.chips_per_pod;
-    let containers = format!("{}.containers", r.pod_spec_path);
-    let host_sizes = acc
-        .chips_per_host
-        .iter()
-        .map(u32::to_string)
-        .collect::<Vec<_>>()
-        .join(" or ");
+    let containers = || format!("{}.containers", r.pod_spec_path);
+    let host_sizes = || {
+        acc.chips_per_host
+            .iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join(" or ")
+    };
     if per_pod == 0 || !acc.chips_per_host.contains(&per_pod) || chips % per_pod != 0 {
         return Some(Violation::new(
             Rule::T4,
-            containers,
+            containers(),
             format!(
                 "ask for {per_pod} TPU chips per pod, which does not divide a {} {} slice ({chips} chips) into whole hosts",
                 acc.name, topology.value
             ),
-            format!("a pod takes a whole host: ask for {host_sizes} chips per pod, as the machine type has"),
+            format!(
+                "a pod takes a whole host: ask for {} chips per pod, as the machine type has",
+                host_sizes()
+            ),
         ));
     }
     let hosts = chips / per_pod;
@@ -184,7 +188,7 @@ fn check_slice(r: &ReplicatedJob, acc: &Accelerator, topology: &Pin) -> Option<V
     if hosts > 1 && per_pod != multi {
         return Some(Violation::new(
             Rule::T4,
-            containers,
+            containers(),
             format!(
                 "ask for {per_pod} chips per pod, but a multi-host {} slice runs {multi} chips per host",
                 acc.name
