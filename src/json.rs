@@ -78,7 +78,7 @@ pub fn field<'a>(obj: &'a Object, key: &str) -> Option<&'a Value> {
     obj.get(key).filter(|v| !v.is_null())
 }
 
-pub fn as_object<'a>(v: &'a Value, path: impl PathLike) -> Result<&'a Object, InputError> {
+pub fn as_object(v: &Value, path: impl PathLike) -> Result<&Object, InputError> {
     v.as_object()
         .ok_or_else(|| wrong(&path.render(), "an object", v))
 }

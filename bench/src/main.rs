@@ -174,17 +174,22 @@ fn main() -> Result<()> {
     );
 
     println!("\n## Scaling\n");
-    println!("| replicated jobs | policy µs | µs per rjob | native µs per rjob |");
-    println!("|---|---|---|---|");
+    println!(
+        "| replicated jobs | policy µs | µs per rjob | baseline µs per rjob | native µs per rjob |"
+    );
+    println!("|---|---|---|---|---|");
     for n in [1usize, 16, 256, 4096] {
         let payload = payload(&create(&jobset_with_rjobs(n)?));
         let p = per_call(&bench.timing, wasm_call(&bench.policy, &payload));
+        let b = per_call(&bench.timing, wasm_call(&bench.baseline, &payload));
         let native = per_call(&bench.timing, native_call(&payload));
+        let per = |d: Duration| d.as_secs_f64() * 1e6 / n as f64;
         println!(
-            "| {n} | {} | {:.2} | {:.2} |",
+            "| {n} | {} | {:.2} | {:.2} | {:.2} |",
             micros(p),
-            p.as_secs_f64() * 1e6 / n as f64,
-            native.as_secs_f64() * 1e6 / n as f64
+            per(p),
+            per(b),
+            per(native)
         );
     }
     println!(
