@@ -231,3 +231,39 @@ fn an_existing_object_gets_the_same_verdict_as_at_create() {
         );
     }
 }
+
+/// Bad topologies and chip counts get rule T4's message, never a trap.
+#[rstest::rstest]
+#[case::trailing_x("4x", "[T4] spec.replicatedJobs[0].template.spec.template.spec.nodeSelector[\"cloud.google.com/gke-tpu-topology\"]: \"4x\" is not a topology like 4x4 or 2x2x4; use one of 1x1, 2x2, 2x4, 4x4, 4x8, 8x8, 8x16, 16x16")]
+#[case::zero("0x4", "[T4] spec.replicatedJobs[0].template.spec.template.spec.nodeSelector[\"cloud.google.com/gke-tpu-topology\"]: \"0x4\" has a dimension of 0; use one of 1x1, 2x2, 2x4, 4x4, 4x8, 8x8, 8x16, 16x16")]
+#[case::four_dims("4x4x4x4", "[T4] spec.replicatedJobs[0].template.spec.template.spec.nodeSelector[\"cloud.google.com/gke-tpu-topology\"]: \"4x4x4x4\" has 4 dimensions, the accelerator has 2; use one of 1x1, 2x2, 2x4, 4x4, 4x8, 8x8, 8x16, 16x16")]
+#[case::huge("99999999999x2", "[T4] spec.replicatedJobs[0].template.spec.template.spec.nodeSelector[\"cloud.google.com/gke-tpu-topology\"]: \"99999999999x2\" is larger than any TPU slice; use one of 1x1, 2x2, 2x4, 4x4, 4x8, 8x8, 8x16, 16x16")]
+fn bad_topologies_get_t4s_message(#[case] topology: &str, #[case] message: &str) {
+    let mut jobset = load_yaml(&test_data().join("rules/t4-pass.yaml")).unwrap();
+    jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["nodeSelector"]
+        ["cloud.google.com/gke-tpu-topology"] = json!(topology);
+    let outcome = validate(&create(&jobset), &no_settings());
+    assert_eq!(outcome.code, Some(400));
+    assert_eq!(outcome.message.as_deref(), Some(message));
+}
+
+#[rstest::rstest]
+#[case::gibi(json!("4Gi"), "\"4Gi\" is larger than any TPU slice; ask for a whole number of chips: the chips of one host, for example 4")]
+#[case::negative(json!(-4), "\"-4\" is negative; ask for a whole number of chips: the chips of one host, for example 4")]
+#[case::thousand(json!("1e3"), "")]
+fn bad_chip_counts_get_t4s_message(#[case] chips: Value, #[case] problem: &str) {
+    let mut jobset = load_yaml(&test_data().join("rules/t4-pass.yaml")).unwrap();
+    jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["containers"][0]
+        ["resources"]["limits"]["google.com/tpu"] = chips;
+    let outcome = validate(&create(&jobset), &no_settings());
+    let message = outcome.message.unwrap();
+    if problem.is_empty() {
+        // 1e3 parses (1000 chips), so it is judged as a slice, and no host has 1000 chips.
+        assert_eq!(message, "[T4] spec.replicatedJobs[0].template.spec.template.spec.containers: ask for 1000 TPU chips per pod, which does not divide a tpu-v5-lite-podslice 2x4 slice (8 chips) into whole hosts; a pod takes a whole host: ask for 1 or 4 or 8 chips per pod, as the machine type has");
+    } else {
+        assert_eq!(
+            message,
+            format!("[T4] spec.replicatedJobs[0].template.spec.template.spec.containers[0].resources.limits[\"google.com/tpu\"]: {problem}")
+        );
+    }
+}
