@@ -65,26 +65,18 @@ fn containers(pod: &Value) -> Vec<&Value> {
         .collect()
 }
 
-#[rstest]
-fn every_pod_gets_the_spec_values(
-    #[values(
-        "tpu-4-slices",
-        "tpu-two-rjobs-one-group",
-        "tpu-two-groups",
-        "cpu-driver-default",
-        "pathways-head",
-        "generate-name",
-        "custom-subdomain",
-        "cpu-only",
-        "tpu-worker-v5e-4x4",
-        "tpu-worker-v5p-multislice",
-        "tpu7x-two-containers",
-        "jax-gpu",
-        "jax-cpu-coordinator"
-    )]
-    fixture: &str,
-    #[values(JobSetApi::V08, JobSetApi::V09)] api: JobSetApi,
-) {
+/// Every fixture of SIMULATED, under both JobSet APIs. One list drives both this test and
+/// the check that no fixture file is left out.
+#[test]
+fn every_pod_of_every_fixture_gets_the_spec_values() {
+    for fixture in SIMULATED {
+        for api in [JobSetApi::V08, JobSetApi::V09] {
+            every_pod_gets_the_spec_values(fixture, api);
+        }
+    }
+}
+
+fn every_pod_gets_the_spec_values(fixture: &str, api: JobSetApi) {
     let request = fixture_request(fixture, api);
     let jobset = &request["object"];
     let name = controller::final_name(jobset);
