@@ -52,3 +52,22 @@ pub const ENV_TPU_WORKER_HOSTNAMES: &str = "TPU_WORKER_HOSTNAMES";
 pub const ENV_JAX_COORDINATOR: &str = "JAX_COORDINATOR_ADDRESS";
 pub const ENV_JAX_NUM_PROCESSES: &str = "JAX_NUM_PROCESSES";
 pub const ENV_JAX_PROCESS_ID: &str = "JAX_PROCESS_ID";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// SPEC §9 and §4.1: the policy's own keys use its prefix, never jobset.sigs.k8s.io.
+    #[test]
+    fn the_policys_own_keys_use_its_prefix() {
+        for key in [JAX_OPT_IN, FACTS] {
+            assert!(key.starts_with(PREFIX), "{key}");
+        }
+        for key in GROUP_KEYS {
+            assert!(
+                !key.starts_with(PREFIX),
+                "{key} is JobSet's, not the policy's"
+            );
+        }
+    }
+}
