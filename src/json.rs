@@ -181,13 +181,13 @@ pub fn map_str<'a>(map: Option<&'a Object>, key: &str) -> Option<&'a str> {
 }
 
 /// Parses a count written into a label or annotation (`"4"`), as the controllers write them.
-pub fn parse_count(s: &str, path: &str) -> Result<u32, InputError> {
+pub fn parse_count(s: &str, path: impl PathLike) -> Result<u32, InputError> {
     let valid = !s.is_empty() && s.len() <= 10 && s.bytes().all(|b| b.is_ascii_digit());
     let parsed = valid.then(|| s.parse::<u32>().ok()).flatten();
     parsed
         .filter(|n| *n <= i32::MAX as u32)
         .ok_or_else(|| InputError::Invalid {
-            path: path.to_string(),
+            path: path.render(),
             reason: format!("{s:?} is not a whole number from 0 to 2147483647"),
         })
 }

@@ -2,7 +2,7 @@
 //! put on the pod and the facts the policy stamped at JobSet admission.
 use crate::error::{checked_add, checked_mul, InputError};
 use crate::facts::Facts;
-use crate::json::{self, map_str, Object};
+use crate::json::{self, map_str, Lazy, Object};
 use crate::keys;
 use crate::mutate::env::{plan_env, prepend_env, WantedVar};
 use crate::mutate::object_entry;
@@ -41,13 +41,24 @@ impl PodPlace<'_> {
     }
 }
 
-/// Labels first: the controllers write both, and a label is what selectors see.
+/// Labels first: the controllers write both, and a label is what selectors see. Returns
+/// which map the value came from, for messages.
+fn controller_entry<'a>(
+    labels: Option<&'a Object>,
+    annotations: Option<&'a Object>,
+    key: &str,
+) -> Option<(&'static str, &'a str)> {
+    map_str(labels, key)
+        .map(|v| ("labels", v))
+        .or_else(|| map_str(annotations, key).map(|v| ("annotations", v)))
+}
+
 fn controller_value<'a>(
     labels: Option<&'a Object>,
     annotations: Option<&'a Object>,
     key: &str,
 ) -> Option<&'a str> {
-    map_str(labels, key).or_else(|| map_str(annotations, key))
+    controller_entry(labels, annotations, key).map(|(_, v)| v)
 }
 
 fn controller_count(
@@ -55,8 +66,8 @@ fn controller_count(
     annotations: Option<&Object>,
     key: &str,
 ) -> Result<Option<u32>, InputError> {
-    controller_value(labels, annotations, key)
-        .map(|v| json::parse_count(v, &format!("metadata.labels[{key:?}]")))
+    controller_entry(labels, annotations, key)
+        .map(|(map, v)| json::parse_count(v, Lazy(move || format!("metadata.{map}[{key:?}]"))))
         .transpose()
 }
 

@@ -198,3 +198,17 @@ fn a_pod_the_controller_did_not_make_is_left_alone_with_a_warning() {
         vec!["pod of JobSet \"llama-v5e\" has no jobset.sigs.k8s.io/replicatedjob-name or jobset.sigs.k8s.io/job-index label, so it was not made by the JobSet controller; left unchanged"]
     );
 }
+
+#[test]
+fn a_garbled_index_only_in_the_annotations_is_named_there() {
+    let mut pod = tpu_pod();
+    pod["metadata"]["labels"]
+        .as_object_mut()
+        .unwrap()
+        .remove("jobset.sigs.k8s.io/job-index");
+    pod["metadata"]["annotations"]["jobset.sigs.k8s.io/job-index"] = json!("abc");
+    assert_eq!(
+        reject_message(&admission_request(Kind::Pod, "CREATE", &pod, None)),
+        "metadata.annotations[\"jobset.sigs.k8s.io/job-index\"]: \"abc\" is not a whole number from 0 to 2147483647"
+    );
+}
