@@ -31,14 +31,23 @@ pub fn groups<'a>(view: &JobSetView<'a>) -> Vec<(&'a str, Vec<usize>)> {
 /// Slice groups: the TPU members of each group, in spec order. Non-TPU replicated jobs of a
 /// group (a CPU driver in `default`) are not slices.
 pub fn slice_groups<'a>(view: &JobSetView<'a>) -> Vec<(&'a str, Vec<usize>)> {
-    groups(view)
-        .into_iter()
+    tpu_members(view, &groups(view))
+}
+
+/// The TPU members of each of `groups`, dropping groups that have none.
+fn tpu_members<'a>(
+    view: &JobSetView,
+    groups: &[(&'a str, Vec<usize>)],
+) -> Vec<(&'a str, Vec<usize>)> {
+    groups
+        .iter()
         .map(|(name, members)| {
             let tpu = members
-                .into_iter()
+                .iter()
+                .copied()
                 .filter(|&i| view.replicated_jobs[i].is_tpu())
                 .collect();
-            (name, tpu)
+            (*name, tpu)
         })
         .filter(|(_, members): &(&str, Vec<usize>)| !members.is_empty())
         .collect()
@@ -90,10 +99,11 @@ pub fn jax_enabled(view: &JobSetView, settings: &Settings) -> bool {
 /// The facts for each replicated job, in spec order.
 pub fn plan(view: &JobSetView, settings: &Settings) -> Result<Vec<Facts>, InputError> {
     let mut facts = vec![Facts::default(); view.replicated_jobs.len()];
+    let groups = groups(view);
 
     if !view.has_native_groups() {
-        for (name, members) in groups(view) {
-            let (total, starts) = offsets(view, &members, |r| Ok(r.replicas))?;
+        for (name, members) in &groups {
+            let (total, starts) = offsets(view, members, |r| Ok(r.replicas))?;
             for (&i, offset) in members.iter().zip(starts) {
                 facts[i].group = Some(GroupFacts {
                     name: name.to_string(),
@@ -104,7 +114,7 @@ pub fn plan(view: &JobSetView, settings: &Settings) -> Result<Vec<Facts>, InputE
         }
     }
 
-    let slice_groups = slice_groups(view);
+    let slice_groups = tpu_members(view, &groups);
     for (_, members) in &slice_groups {
         let (total, starts) = offsets(view, members, |r| Ok(r.replicas))?;
         for (&i, offset) in members.iter().zip(starts) {
@@ -117,7 +127,7 @@ pub fn plan(view: &JobSetView, settings: &Settings) -> Result<Vec<Facts>, InputE
         // The JAX group is the slice group in a TPU JobSet (a CPU driver beside the slices
         // is not a JAX process of the job); otherwise the replica group.
         let jax_groups = if slice_groups.is_empty() {
-            groups(view)
+            groups
         } else {
             slice_groups
         };
