@@ -4,7 +4,7 @@ use crate::groups;
 use crate::jobset::JobSetView;
 use crate::mutate;
 use crate::pods;
-use crate::rules::{self, Findings};
+use crate::rules::{self, Findings, Moment};
 use crate::settings::Settings;
 use crate::violation::{self, Violation};
 use kubewarden_policy_sdk::response::ValidationResponse;
@@ -215,7 +215,7 @@ fn rejection(violations: &[Violation], warnings: Vec<String>) -> Verdict {
 fn admit_jobset_create(mut object: Value, settings: &Settings) -> Result<Verdict, InputError> {
     let (changes, warnings) = {
         let view = JobSetView::parse(&object, &settings.tpu_resource)?;
-        let findings = rules::check(&view, settings);
+        let findings = rules::judge(&view, settings, Moment::Create)?;
         if !findings.violations.is_empty() {
             return Ok(rejection(&findings.violations, findings.warnings));
         }
@@ -230,7 +230,23 @@ fn admit_jobset_create(mut object: Value, settings: &Settings) -> Result<Verdict
 }
 
 fn findings_of(object: &Value, settings: &Settings) -> Result<Findings, InputError> {
-    JobSetView::parse(object, &settings.tpu_resource).map(|view| rules::check(&view, settings))
+    let view = JobSetView::parse(object, &settings.tpu_resource)?;
+    rules::judge(&view, settings, Moment::Update)
+}
+
+/// ElasticJobSet resizes that would leave stamped values stale (SPEC §5). Objects that cannot
+/// be read have no sizes to compare; their problem is reported by the findings.
+fn stale_resizes(object: &Value, old: Option<&Value>, settings: &Settings) -> Vec<String> {
+    let Some(old) = old else {
+        return Vec::new();
+    };
+    match (
+        JobSetView::parse(old, &settings.tpu_resource),
+        JobSetView::parse(object, &settings.tpu_resource),
+    ) {
+        (Ok(old), Ok(new)) => rules::elastic::stale_resizes(&old, &new, settings),
+        _ => Vec::new(),
+    }
 }
 
 /// JobSet UPDATE never mutates (`replicatedJobs` are immutable), and judges only what the
@@ -258,10 +274,17 @@ fn admit_jobset_update(object: &Value, old: Option<&Value>, settings: &Settings)
         .into_iter()
         .filter(|w| !old_warnings.contains(w))
         .collect();
-    if new_violations.is_empty() {
+    let stale = stale_resizes(object, old, settings);
+    if new_violations.is_empty() && stale.is_empty() {
         Verdict::with(None, new_warnings)
     } else {
-        rejection(&new_violations, new_warnings)
+        let lines = std::iter::once(violation::message(&new_violations))
+            .filter(|m| !m.is_empty())
+            .chain(stale);
+        Verdict {
+            warnings: new_warnings,
+            ..Verdict::reject(lines.collect::<Vec<_>>().join("\n"), 400)
+        }
     }
 }
 

@@ -77,9 +77,21 @@ fn pods_of(rjob: &ReplicatedJob) -> Result<u32, InputError> {
     )
 }
 
+/// The group's first member that has pods: a replicated job may have `replicas: 0`, and its
+/// pods never exist (SPEC §3). The first member when none has any (no pod needs a coordinator).
+pub fn first_with_pods(view: &JobSetView, members: &[usize]) -> usize {
+    members
+        .iter()
+        .copied()
+        .find(|&i| view.replicated_jobs[i].replicas > 0)
+        .or_else(|| members.first().copied())
+        .unwrap_or(0)
+}
+
 /// `<rjob>-<jobIndex>-<podIndex>` of the group's coordinator: `spec.coordinator` wherever it
-/// is (Pathways puts it on a CPU head), else pod 0 of job 0 of the group's first member.
-/// Never the member's own job 0, which would give each replicated job its own coordinator.
+/// is (Pathways puts it on a CPU head), else pod 0 of job 0 of `first_member`, the group's
+/// first member with replicas > 0 ([`first_with_pods`]). Never the member's own job 0, which
+/// would give each replicated job its own coordinator.
 pub fn coordinator(view: &JobSetView, first_member: usize) -> String {
     match &view.coordinator {
         Some(c) => format!("{}-{}-{}", c.replicated_job, c.job_index, c.pod_index),
@@ -93,6 +105,21 @@ pub fn jax_enabled(view: &JobSetView, settings: &Settings) -> bool {
         JaxEnv::Never => false,
         JaxEnv::Always => true,
         JaxEnv::Annotated => view.annotation(keys::JAX_OPT_IN) == Some("true"),
+    }
+}
+
+/// The JAX groups when the JAX env is on (SPEC §4.4): the slice groups in a TPU JobSet (a CPU
+/// driver beside the slices is not a JAX process of the job), otherwise the replica groups.
+pub fn jax_groups<'a>(view: &JobSetView<'a>, settings: &Settings) -> Vec<(&'a str, Vec<usize>)> {
+    if !jax_enabled(view, settings) {
+        return Vec::new();
+    }
+    let groups = groups(view);
+    let slice_groups = tpu_members(view, &groups);
+    if slice_groups.is_empty() {
+        groups
+    } else {
+        slice_groups
     }
 }
 
@@ -119,7 +146,7 @@ pub fn plan(view: &JobSetView, settings: &Settings) -> Result<Vec<Facts>, InputE
         let (total, starts) = offsets(view, members, |r| Ok(r.replicas))?;
         for (&i, offset) in members.iter().zip(starts) {
             facts[i].slice = Some(OffsetFacts { total, offset });
-            facts[i].coordinator = Some(coordinator(view, members[0]));
+            facts[i].coordinator = Some(coordinator(view, first_with_pods(view, members)));
         }
     }
 
@@ -135,7 +162,7 @@ pub fn plan(view: &JobSetView, settings: &Settings) -> Result<Vec<Facts>, InputE
             let (total, starts) = offsets(view, members, pods_of)?;
             for (&i, offset) in members.iter().zip(starts) {
                 facts[i].jax = Some(OffsetFacts { total, offset });
-                facts[i].coordinator = Some(coordinator(view, members[0]));
+                facts[i].coordinator = Some(coordinator(view, first_with_pods(view, members)));
             }
         }
     }
@@ -260,5 +287,28 @@ mod tests {
             Some((5, 1))
         );
         assert_eq!(facts[1].coordinator.as_deref(), Some("workers-0-0"));
+    }
+
+    #[test]
+    fn the_coordinator_is_in_the_first_member_with_pods() {
+        let facts = plan_of(
+            vec![
+                rjob("spare", 0, 2, true),
+                rjob("main", 2, 2, true),
+                rjob("more", 1, 2, true),
+            ],
+            &Settings::default(),
+        )
+        .unwrap();
+        for f in &facts {
+            assert_eq!(f.coordinator.as_deref(), Some("main-0-0"));
+        }
+        assert_eq!(
+            facts[1].slice,
+            Some(OffsetFacts {
+                total: 3,
+                offset: 0
+            })
+        );
     }
 }

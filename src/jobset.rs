@@ -16,6 +16,9 @@ pub struct JobSetView<'a> {
     pub subdomain: Option<&'a str>,
     pub enable_dns_hostnames: Option<bool>,
     pub suspend: bool,
+    /// Carries Kueue's queue name (label, or annotation on older Kueue): Kueue's webhook,
+    /// which runs after this policy, suspends it (SPEC §2 "Admission order").
+    pub queued: bool,
     pub coordinator: Option<CoordinatorRef<'a>>,
     pub replicated_jobs: Vec<ReplicatedJob<'a>>,
 }
@@ -53,9 +56,33 @@ pub struct ReplicatedJob<'a> {
     pub chips_per_pod: u32,
 }
 
-impl ReplicatedJob<'_> {
+impl<'a> ReplicatedJob<'a> {
     pub fn is_tpu(&self) -> bool {
         self.containers.iter().any(ContainerView::is_tpu)
+    }
+
+    /// TPU containers per pod, containers and init containers alike (SPEC §3).
+    pub fn tpu_containers(&self) -> usize {
+        self.containers.iter().filter(|c| c.is_tpu()).count()
+    }
+
+    /// An annotation of the pod template.
+    pub fn pod_annotation(&self, key: &str) -> Option<&'a str> {
+        map_str(self.pod_annotations, key)
+    }
+
+    /// `template.spec.template.metadata.annotations[key]`, for messages.
+    pub fn pod_annotation_path(&self, key: &str) -> String {
+        format!(
+            "{}.template.spec.template.metadata.annotations[{key:?}]",
+            self.path
+        )
+    }
+
+    /// The completions the Job controller runs: the field, else parallelism (the API server
+    /// refuses an Indexed Job without it, which T2 reports).
+    pub fn completions_or_parallelism(&self) -> u32 {
+        self.completions.unwrap_or(self.parallelism)
     }
 }
 
@@ -63,13 +90,17 @@ impl<'a> JobSetView<'a> {
     pub fn parse(object: &'a Value, tpu_resource: &str) -> Result<Self, InputError> {
         let root = json::as_object(object, "object")?;
         let metadata = json::opt_object(root, "metadata", "")?;
-        let (name, annotations) = match metadata {
+        let (name, annotations, labels) = match metadata {
             Some(m) => (
                 json::opt_str(m, "name", "metadata")?.unwrap_or(""),
                 json::opt_string_map(m, "annotations", "metadata")?,
+                json::opt_string_map(m, "labels", "metadata")?,
             ),
-            None => ("", None),
+            None => ("", None, None),
         };
+        let queued = [labels, annotations]
+            .iter()
+            .any(|m| m.is_some_and(|m| m.contains_key(keys::KUEUE_QUEUE_NAME)));
         let spec = json::opt_object(root, "spec", "")?.ok_or(InputError::Missing {
             path: "spec".into(),
         })?;
@@ -94,17 +125,16 @@ impl<'a> JobSetView<'a> {
             .enumerate()
             .map(|(i, item)| parse_replicated_job(item, i, tpu_resource))
             .collect::<Result<Vec<_>, _>>()?;
-        let view = JobSetView {
+        Ok(JobSetView {
             name,
             annotations,
             subdomain,
             enable_dns_hostnames,
             suspend,
+            queued,
             coordinator,
             replicated_jobs,
-        };
-        view.check_coordinator()?;
-        Ok(view)
+        })
     }
 
     pub fn replicated_job(&self, name: &str) -> Option<&ReplicatedJob<'a>> {
@@ -121,8 +151,10 @@ impl<'a> JobSetView<'a> {
             && self.replicated_jobs.iter().all(|r| r.group_field.is_some())
     }
 
-    /// The coordinator must be a pod that will exist, or every process waits on a ghost.
-    fn check_coordinator(&self) -> Result<(), InputError> {
+    /// The coordinator must be a pod that will exist, or every process waits on a ghost. Only
+    /// asked of JobSets the policy judges (SPEC §6); JobSet's own webhook checks the others.
+    /// `podIndex` is bounded by completions, as JobSet bounds it.
+    pub fn check_coordinator(&self) -> Result<(), InputError> {
         let Some(c) = &self.coordinator else {
             return Ok(());
         };
@@ -144,15 +176,15 @@ impl<'a> JobSetView<'a> {
                 ),
             });
         }
-        if c.pod_index >= rjob.parallelism {
+        let pods = rjob.completions_or_parallelism();
+        if c.pod_index >= pods {
             return Err(InputError::Invalid {
                 path: "spec.coordinator.podIndex".into(),
                 reason: format!(
-                    "is {} but replicated job {:?} runs {} pods per job; use 0 to {}",
+                    "is {} but replicated job {:?} runs {pods} pods per job; use 0 to {}",
                     c.pod_index,
                     rjob.name,
-                    rjob.parallelism,
-                    rjob.parallelism.saturating_sub(1)
+                    pods.saturating_sub(1)
                 ),
             });
         }

@@ -32,6 +32,21 @@ pub const EXCLUSIVE_TOPOLOGY: &str = "alpha.jobset.sigs.k8s.io/exclusive-topolog
 /// Switches exclusive placement to the node-selector strategy; only its presence counts.
 pub const NODE_SELECTOR_STRATEGY: &str = "alpha.jobset.sigs.k8s.io/node-selector";
 
+// --- Kueue and GKE dynamic slicing (SPEC §2, §5).
+/// Kueue suspends every JobSet carrying it (label; older Kueue: annotation), after this policy ran.
+pub const KUEUE_QUEUE_NAME: &str = "kueue.x-k8s.io/queue-name";
+/// Pod template annotation naming the slice's topology under GKE dynamic slicing (SPEC §3).
+pub const SLICE_TOPOLOGY: &str = "cloud.google.com/gke-tpu-slice-topology";
+/// Kueue Topology Aware Scheduling: place a pod set inside one topology domain.
+pub const KUEUE_REQUIRED_TOPOLOGY: &str = "kueue.x-k8s.io/podset-required-topology";
+pub const KUEUE_SLICE_REQUIRED_TOPOLOGY: &str = "kueue.x-k8s.io/podset-slice-required-topology";
+/// Pod template annotations that give a slice its own hosts without exclusive-topology (X1).
+pub const SLICE_PLACEMENT: [&str; 3] = [
+    SLICE_TOPOLOGY,
+    KUEUE_REQUIRED_TOPOLOGY,
+    KUEUE_SLICE_REQUIRED_TOPOLOGY,
+];
+
 /// The default group of JobSet v0.9+ (the CRD default of `groupName`).
 pub const DEFAULT_GROUP: &str = "default";
 

@@ -18,6 +18,8 @@ pub enum PinSource {
     NodeSelector,
     /// The `matchExpressions` index in the single required node selector term.
     Affinity(usize),
+    /// GKE dynamic slicing: the pod template annotation `cloud.google.com/gke-tpu-slice-topology`.
+    SliceTopologyAnnotation,
 }
 
 impl Pin<'_> {
@@ -27,6 +29,13 @@ impl Pin<'_> {
             PinSource::NodeSelector => format!("{pod_spec_path}.nodeSelector[{:?}]", self.key),
             PinSource::Affinity(i) => format!(
                 "{pod_spec_path}.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[{i}]"
+            ),
+            PinSource::SliceTopologyAnnotation => format!(
+                "{}.metadata.annotations[{:?}]",
+                pod_spec_path
+                    .strip_suffix(".spec")
+                    .unwrap_or(pod_spec_path),
+                keys::SLICE_TOPOLOGY
             ),
         }
     }
@@ -98,6 +107,28 @@ pub fn pinned<'r, 'a>(rjob: &'r ReplicatedJob<'a>, key: &str) -> Option<&'r Pin<
     rjob.pins.iter().find(|p| p.key == key)
 }
 
+/// The slice topology of a replicated job (SPEC §3): the GKE slice-topology annotation when
+/// present (a sub-slice keeps its node pool's larger topology in the nodeSelector; a
+/// super-slice has none), else the value its node selection pins for `topology_label`.
+pub fn slice_topology<'a>(rjob: &ReplicatedJob<'a>, topology_label: &str) -> Option<Pin<'a>> {
+    match rjob.pod_annotation(keys::SLICE_TOPOLOGY) {
+        Some(value) => Some(Pin {
+            key: keys::SLICE_TOPOLOGY,
+            value,
+            source: PinSource::SliceTopologyAnnotation,
+        }),
+        None => pinned(rjob, topology_label).cloned(),
+    }
+}
+
+/// Whether GKE's slice controller or Kueue TAS places the replicated job's pods as one slice:
+/// such JobSets carry no exclusive-topology (a super-slice spans node pools on purpose).
+pub fn placed_as_slice(rjob: &ReplicatedJob) -> bool {
+    keys::SLICE_PLACEMENT
+        .iter()
+        .any(|k| rjob.pod_annotation(k).is_some())
+}
+
 /// Where an exclusive-placement setting was found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Level<'r> {
@@ -109,8 +140,9 @@ pub enum Level<'r> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Exclusive<'a, 'r> {
     pub key: &'a str,
-    /// `alpha.jobset.sigs.k8s.io/node-selector` at the same level.
+    /// Whether the child Job ends up with `alpha.jobset.sigs.k8s.io/node-selector`.
     pub node_selector_strategy: bool,
+    /// Where the key that won was set.
     pub level: Level<'r>,
 }
 
@@ -125,25 +157,32 @@ impl Exclusive<'_, '_> {
     }
 }
 
-fn at_level<'a, 'r>(
-    annotations: Option<&'a Object>,
-    level: Level<'r>,
-) -> Option<Exclusive<'a, 'r>> {
-    map_str(annotations, keys::EXCLUSIVE_TOPOLOGY).map(|key| Exclusive {
-        key,
-        node_selector_strategy: map_str(annotations, keys::NODE_SELECTOR_STRATEGY).is_some(),
-        level,
-    })
+fn has(annotations: Option<&Object>, key: &str) -> bool {
+    annotations.is_some_and(|a| a.contains_key(key))
 }
 
-/// The exclusive placement a replicated job ends up with: its own level overrides the
-/// JobSet's, and the node-selector flag only counts beside exclusive-topology at one level.
+/// The exclusive placement a replicated job's child Job ends up with, built as upstream's
+/// `constructJob` and `labelAndAnnotateObject` build it (SPEC §2): the Job starts with the
+/// replicated job's template annotations (flag included); a JobSet-level key is then set,
+/// with the JobSet's flag when it has one; a replicated-job key is set last and wins. So the
+/// key is the replicated job's, else the JobSet's, and the flag is on when the replicated job
+/// carries it, or when the JobSet carries both key and flag.
 pub fn exclusive_placement<'a, 'r>(
     view: &JobSetView<'a>,
     rjob: &'r ReplicatedJob<'a>,
 ) -> Option<Exclusive<'a, 'r>> {
-    at_level(rjob.job_annotations, Level::ReplicatedJob(&rjob.path))
-        .or_else(|| at_level(view.annotations, Level::JobSet))
+    let jobset_key = map_str(view.annotations, keys::EXCLUSIVE_TOPOLOGY);
+    let (key, level) = match map_str(rjob.job_annotations, keys::EXCLUSIVE_TOPOLOGY) {
+        Some(key) => (key, Level::ReplicatedJob(&rjob.path)),
+        None => (jobset_key?, Level::JobSet),
+    };
+    let jobset_flag = jobset_key.is_some() && has(view.annotations, keys::NODE_SELECTOR_STRATEGY);
+    Some(Exclusive {
+        key,
+        node_selector_strategy: has(rjob.job_annotations, keys::NODE_SELECTOR_STRATEGY)
+            || jobset_flag,
+        level,
+    })
 }
 
 pub fn job_annotations_path(rjob: &ReplicatedJob) -> String {

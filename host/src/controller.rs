@@ -181,10 +181,11 @@ pub fn jobset_pods(jobset: &Value) -> Result<Vec<SimPod>> {
                 put("group-replicas", group_replicas.to_string());
                 put("job-group-index", (group_offset + j).to_string());
             }
-            let mut jobset_annotations = jobset_keys.clone();
+            // The coordinator goes on as a label and an annotation (labelAndAnnotateObject).
             if let Some(c) = &coordinator {
-                jobset_annotations.insert("jobset.sigs.k8s.io/coordinator".into(), json!(c));
+                jobset_keys.insert("jobset.sigs.k8s.io/coordinator".into(), json!(c));
             }
+            let jobset_annotations = jobset_keys.clone();
             let controller_uid = digest(&format!("uid/{namespace}/{job_name}"));
             let uid = format!(
                 "{}-{}-{}-{}-{}",

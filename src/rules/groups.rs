@@ -3,7 +3,7 @@ use super::multi_member_slice_groups;
 use crate::groups::groups;
 use crate::jobset::{JobSetView, ReplicatedJob};
 use crate::keys;
-use crate::placement::pinned;
+use crate::placement::{pinned, slice_topology};
 use crate::settings::Settings;
 use crate::violation::{Rule, Violation};
 
@@ -137,7 +137,8 @@ pub fn g3(view: &JobSetView, _: &Settings) -> Vec<Violation> {
     out
 }
 
-/// G4: the slices of a multislice are identical: same accelerator, topology and chips per pod.
+/// G4: the slices of a multislice are identical: same accelerator, slice topology (SPEC §3),
+/// chips per pod and number of TPU containers per pod.
 pub fn g4(view: &JobSetView, settings: &Settings) -> Vec<Violation> {
     let mut out = Vec::new();
     for (group, members) in multi_member_slice_groups(view) {
@@ -150,8 +151,19 @@ pub fn g4(view: &JobSetView, settings: &Settings) -> Vec<Violation> {
                     first.name
                 )
             };
-            for label in [&settings.accelerator_label, &settings.topology_label] {
-                if let (Some(mine), Some(theirs)) = (pinned(rjob, label), pinned(first, label)) {
+            let accelerator = &settings.accelerator_label;
+            let selections = [
+                (
+                    pinned(rjob, accelerator).cloned(),
+                    pinned(first, accelerator).cloned(),
+                ),
+                (
+                    slice_topology(rjob, &settings.topology_label),
+                    slice_topology(first, &settings.topology_label),
+                ),
+            ];
+            for selection in selections {
+                if let (Some(mine), Some(theirs)) = selection {
                     if mine.value != theirs.value {
                         out.push(Violation::new(
                             Rule::G4,
@@ -172,6 +184,19 @@ pub fn g4(view: &JobSetView, settings: &Settings) -> Vec<Violation> {
                     format!(
                         "ask for {} TPU chips per pod but {:?} asks for {}",
                         rjob.chips_per_pod, first.name, first.chips_per_pod
+                    ),
+                    same(),
+                ));
+            }
+            let (mine, theirs) = (rjob.tpu_containers(), first.tpu_containers());
+            if mine != theirs {
+                out.push(Violation::new(
+                    Rule::G4,
+                    format!("{}.containers", rjob.pod_spec_path),
+                    format!(
+                        "hold {mine} TPU container{} per pod but {:?} holds {theirs}",
+                        if mine == 1 { "" } else { "s" },
+                        first.name
                     ),
                     same(),
                 ));

@@ -1,11 +1,13 @@
 //! Validation rules of SPEC §6, one small function per rule over the JobSet view. A rule
 //! returns violations; warnings (suspicious but valid) come from their own functions.
+pub mod elastic;
 pub mod groups;
 pub mod network;
 pub mod placement;
 pub mod tpu;
 
-use crate::groups::slice_groups;
+use crate::error::InputError;
+use crate::groups::{jax_enabled, slice_groups};
 use crate::jobset::{JobSetView, ReplicatedJob};
 use crate::settings::Settings;
 use crate::violation::Violation;
@@ -18,6 +20,13 @@ pub struct Findings {
 }
 
 type RuleFn = fn(&JobSetView, &Settings) -> Vec<Violation>;
+
+/// When the object is judged: at CREATE (and in background audit), or at an UPDATE.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Moment {
+    Create,
+    Update,
+}
 
 /// Every rule in the order a rejection lists them. T3 and T4 judge node selectors, which Kueue
 /// injects when it unsuspends a JobSet, so they wait while the JobSet is suspended.
@@ -37,14 +46,41 @@ const RULES: [(RuleFn, bool); 13] = [
     (network::n1, false),
 ];
 
-pub fn check(view: &JobSetView, settings: &Settings) -> Findings {
+/// Whether the policy judges this JobSet at all: it has a TPU replicated job or the JAX env
+/// is on. Other JobSets are JobSet's own webhook's to judge (SPEC §6, last paragraph).
+pub fn judged(view: &JobSetView, settings: &Settings) -> bool {
+    tpu_jobs(view).next().is_some() || jax_enabled(view, settings)
+}
+
+/// Whether T3 and T4 wait: the JobSet is suspended, or, at CREATE, queued in Kueue, whose
+/// webhook suspends it after this policy has run (SPEC §2 "Admission order", §5). At an UPDATE
+/// the stored object already shows Kueue's `suspend`, and the unsuspending UPDATE is judged.
+pub fn deferred(view: &JobSetView, moment: Moment) -> bool {
+    view.suspend || (moment == Moment::Create && view.queued)
+}
+
+/// The verdict on a JobSet the policy judges; nothing for one it does not.
+pub fn judge(
+    view: &JobSetView,
+    settings: &Settings,
+    moment: Moment,
+) -> Result<Findings, InputError> {
+    if !judged(view, settings) {
+        return Ok(Findings::default());
+    }
+    view.check_coordinator()?;
+    Ok(check(view, settings, moment))
+}
+
+fn check(view: &JobSetView, settings: &Settings, moment: Moment) -> Findings {
+    let deferred = deferred(view, moment);
     let violations = RULES
         .iter()
-        .filter(|(_, deferred_while_suspended)| !(view.suspend && *deferred_while_suspended))
+        .filter(|(_, deferred_while_suspended)| !(deferred && *deferred_while_suspended))
         .flat_map(|(rule, _)| rule(view, settings))
         .collect();
     let mut warnings = placement::single_slice_by_hostname(view, settings);
-    if !view.suspend {
+    if !deferred {
         warnings.extend(tpu::unknown_accelerators(view, settings));
     }
     Findings {

@@ -3,7 +3,9 @@ use super::{multi_member_slice_groups, tpu_jobs};
 use crate::groups::slice_groups;
 use crate::jobset::{JobSetView, ReplicatedJob};
 use crate::keys;
-use crate::placement::{exclusive_placement, job_annotations_path, pinned, Exclusive};
+use crate::placement::{
+    exclusive_placement, job_annotations_path, pinned, placed_as_slice, Exclusive,
+};
 use crate::settings::Settings;
 use crate::violation::{Rule, Violation};
 
@@ -13,14 +15,15 @@ fn pods(r: &ReplicatedJob) -> u64 {
     u64::from(r.replicas) * u64::from(r.parallelism)
 }
 
-/// X1: a TPU replicated job with more than one pod has exclusive placement by an allowed key.
+/// X1: a TPU replicated job with more than one pod has exclusive placement by an allowed key,
+/// or is placed as a slice by GKE's slice controller or Kueue TAS.
 pub fn x1(view: &JobSetView, settings: &Settings) -> Vec<Violation> {
     if !settings.require_exclusive_topology {
         return Vec::new();
     }
     let keys_text = settings.exclusive_topology_keys.join(" or ");
     let mut out = Vec::new();
-    for (_, r) in tpu_jobs(view).filter(|(_, r)| pods(r) > 1) {
+    for (_, r) in tpu_jobs(view).filter(|(_, r)| pods(r) > 1 && !placed_as_slice(r)) {
         match exclusive_placement(view, r) {
             None => out.push(Violation::new(
                 Rule::X1,
@@ -94,36 +97,55 @@ pub fn x2(view: &JobSetView, _: &Settings) -> Vec<Violation> {
     out
 }
 
-/// X3: the node-selector flag never stands without exclusive-topology at the same level.
+/// X3: a node-selector flag has an effect. Under upstream's precedence (SPEC §2) a JobSet-level
+/// flag reaches a Job only beside a JobSet-level key, and a replicated job's flag only counts
+/// where that Job ends up with a key (its own or the JobSet's). JobSet ignores the rest silently.
 pub fn x3(view: &JobSetView, _: &Settings) -> Vec<Violation> {
     if tpu_jobs(view).next().is_none() {
         return Vec::new();
     }
-    let levels = std::iter::once((view.annotations, "metadata.annotations".to_string())).chain(
-        view.replicated_jobs
-            .iter()
-            .map(|r| (r.job_annotations, job_annotations_path(r))),
-    );
-    levels
-        .filter(|(annotations, _)| {
-            let has = |k| annotations.is_some_and(|a| a.contains_key(k));
-            has(keys::NODE_SELECTOR_STRATEGY) && !has(keys::EXCLUSIVE_TOPOLOGY)
-        })
-        .map(|(_, path)| {
-            Violation::new(
+    let has = |annotations: Option<&crate::json::Object>, key| {
+        annotations.is_some_and(|a| a.contains_key(key))
+    };
+    let flag_path =
+        |annotations: String| format!("{annotations}[{:?}]", keys::NODE_SELECTOR_STRATEGY);
+    let mut out = Vec::new();
+    if has(view.annotations, keys::NODE_SELECTOR_STRATEGY)
+        && !has(view.annotations, keys::EXCLUSIVE_TOPOLOGY)
+    {
+        out.push(Violation::new(
+            Rule::X3,
+            flag_path("metadata.annotations".into()),
+            format!(
+                "is set without {} beside it, and JobSet ignores it silently",
+                keys::EXCLUSIVE_TOPOLOGY
+            ),
+            format!(
+                "add {} at the same level, or remove the flag",
+                keys::EXCLUSIVE_TOPOLOGY
+            ),
+        ));
+    }
+    for r in &view.replicated_jobs {
+        if has(r.job_annotations, keys::NODE_SELECTOR_STRATEGY)
+            && exclusive_placement(view, r).is_none()
+        {
+            out.push(Violation::new(
                 Rule::X3,
-                format!("{path}[{:?}]", keys::NODE_SELECTOR_STRATEGY),
+                flag_path(job_annotations_path(r)),
                 format!(
-                    "is set without {} beside it, and JobSet ignores it silently",
+                    "is set but neither replicated job {:?} nor the JobSet has {}, and JobSet ignores it silently",
+                    r.name,
                     keys::EXCLUSIVE_TOPOLOGY
                 ),
                 format!(
-                    "add {} at the same level, or remove the flag",
+                    "add {} here or on the JobSet, or remove the flag",
                     keys::EXCLUSIVE_TOPOLOGY
                 ),
-            )
-        })
-        .collect()
+            ));
+        }
+    }
+    out
 }
 
 /// X4: a replicated job of several slices does not pin the exclusive key to one value.

@@ -2,7 +2,7 @@
 use super::tpu_jobs;
 use crate::accelerators::{self, Accelerator, Topology};
 use crate::jobset::{JobSetView, ReplicatedJob};
-use crate::placement::{pinned, Pin};
+use crate::placement::{pinned, slice_topology, Pin};
 use crate::settings::Settings;
 use crate::violation::{Rule, Violation};
 
@@ -25,11 +25,24 @@ pub fn t1(view: &JobSetView, _: &Settings) -> Vec<Violation> {
         .collect()
 }
 
-/// T2: every host of a slice runs at once: parallelism == completions.
+/// T2: every host of a slice runs at once: parallelism == completions, and an Indexed job
+/// sets completions (the API server refuses an Indexed Job without it).
 pub fn t2(view: &JobSetView, settings: &Settings) -> Vec<Violation> {
     let mut out = Vec::new();
     for (_, r) in tpu_jobs(view) {
-        let completions = r.completions.unwrap_or(r.parallelism);
+        let Some(completions) = r.completions else {
+            // A NonIndexed job may leave it out; T1 reports that mode.
+            if r.completion_mode.is_none_or(|m| m == "Indexed") {
+                let target = slice_hosts(r, settings).unwrap_or(r.parallelism);
+                out.push(Violation::new(
+                    Rule::T2,
+                    job_spec_path(r, "completions"),
+                    "is not set, and the API server refuses an Indexed Job without it, so no child Job would ever be created",
+                    format!("a TPU slice needs every host at once, set completions and parallelism to {target}"),
+                ));
+            }
+            continue;
+        };
         if completions == r.parallelism {
             continue;
         }
@@ -51,11 +64,19 @@ pub fn t3(view: &JobSetView, settings: &Settings) -> Vec<Violation> {
     }
     let mut out = Vec::new();
     for (_, r) in tpu_jobs(view) {
-        for (label, example) in [
+        let selected = [
+            pinned(r, &settings.accelerator_label).is_some(),
+            // GKE dynamic slicing names the topology in a pod template annotation instead.
+            slice_topology(r, &settings.topology_label).is_some(),
+        ];
+        for ((label, example), selected) in [
             (&settings.accelerator_label, "tpu-v5p-slice"),
             (&settings.topology_label, "2x2x4"),
-        ] {
-            if pinned(r, label).is_none() {
+        ]
+        .into_iter()
+        .zip(selected)
+        {
+            if !selected {
                 out.push(Violation::new(
                     Rule::T3,
                     format!("{}.nodeSelector", r.pod_spec_path),
@@ -70,16 +91,16 @@ pub fn t3(view: &JobSetView, settings: &Settings) -> Vec<Violation> {
     out
 }
 
-/// The slice an rjob's selectors describe, when accelerator and topology are both pinned.
+/// The slice an rjob describes, when its accelerator is pinned and its slice topology known.
 struct Slice<'r, 'a> {
     accelerator: &'r Pin<'a>,
-    topology: &'r Pin<'a>,
+    topology: Pin<'a>,
 }
 
 fn slice_of<'r, 'a>(r: &'r ReplicatedJob<'a>, settings: &Settings) -> Option<Slice<'r, 'a>> {
     Some(Slice {
         accelerator: pinned(r, &settings.accelerator_label)?,
-        topology: pinned(r, &settings.topology_label)?,
+        topology: slice_topology(r, &settings.topology_label)?,
     })
 }
 
@@ -119,7 +140,7 @@ pub fn t4(view: &JobSetView, settings: &Settings) -> Vec<Violation> {
             continue; // T3's concern
         };
         match accelerators::lookup(settings, slice.accelerator.value) {
-            Some(acc) => out.extend(check_slice(r, &acc, slice.topology)),
+            Some(acc) => out.extend(check_slice(r, &acc, &slice.topology)),
             None if settings.reject_unknown_accelerators => out.push(Violation::new(
                 Rule::T4,
                 slice.accelerator.path(&r.pod_spec_path),

@@ -14,6 +14,10 @@ pub const EXCL: &str = "alpha.jobset.sigs.k8s.io/exclusive-topology";
 pub const NSEL: &str = "alpha.jobset.sigs.k8s.io/node-selector";
 pub const POOL: &str = "cloud.google.com/gke-nodepool";
 pub const GROUP_ANN: &str = "jobset.sigs.k8s.io/group-name";
+pub const QUEUE: &str = "kueue.x-k8s.io/queue-name";
+pub const SLICE_TOPOLOGY: &str = "cloud.google.com/gke-tpu-slice-topology";
+pub const TAS_REQUIRED: &str = "kueue.x-k8s.io/podset-required-topology";
+pub const TAS_SLICE_REQUIRED: &str = "kueue.x-k8s.io/podset-slice-required-topology";
 
 /// A valid slice: accelerator, topology, chips per pod, hosts (= parallelism).
 #[derive(Debug, Clone, PartialEq)]
@@ -138,27 +142,52 @@ pub struct Extras {
     pub user_env: u8,
     /// Fields the policy does not know, at every level.
     pub unknown_fields: bool,
+    /// Queued in Kueue by label, with no `spec.suspend` (how xpk submits).
+    pub queued: bool,
+    /// GKE dynamic slicing: 0 none; 1 the slice-topology annotation beside the topology
+    /// nodeSelector (sub-slice, with Kueue TAS); 2 the annotation alone (super-slice).
+    pub dynamic_slicing: u8,
+    /// Each TPU pod's chips split over two TPU containers (xpk's tpu7x shape).
+    pub split_tpu: bool,
+    /// The node-selector flag: 0 nowhere; 1 on the JobSet (beside its key); 2 on every TPU
+    /// replicated job (honoured with the JobSet's key); 3 both.
+    pub node_selector_flag: u8,
 }
 
 pub fn extras() -> impl Strategy<Value = Extras> {
     (
-        any::<bool>(),
-        any::<bool>(),
-        any::<bool>(),
-        prop::option::of(0usize..8),
-        0u8..4,
-        any::<bool>(),
+        (
+            any::<bool>(),
+            any::<bool>(),
+            any::<bool>(),
+            prop::option::of(0usize..8),
+            0u8..4,
+            any::<bool>(),
+        ),
+        (any::<bool>(), 0u8..3, any::<bool>(), 0u8..4),
     )
         .prop_map(
-            |(cpu_group, jax, generate_name, coordinator, user_env, unknown_fields)| Extras {
+            |(
+                (cpu_group, jax, generate_name, coordinator, user_env, unknown_fields),
+                (queued, dynamic_slicing, split_tpu, node_selector_flag),
+            )| Extras {
                 cpu_group,
                 jax,
                 generate_name,
                 coordinator,
                 user_env,
                 unknown_fields,
+                queued,
+                dynamic_slicing,
+                split_tpu,
+                node_selector_flag,
             },
         )
+}
+
+/// Replicas of a member: now and then 0, which JobSet allows (the member has no pods).
+fn member_replicas() -> impl Strategy<Value = u32> {
+    prop_oneof![1 => Just(0u32), 5 => 1u32..=4]
 }
 
 pub fn shape() -> impl Strategy<Value = Shape> {
@@ -167,7 +196,7 @@ pub fn shape() -> impl Strategy<Value = Shape> {
             (
                 any::<bool>(),
                 0..SLICES.len(),
-                prop::collection::vec(1u32..=4, 1..=3),
+                prop::collection::vec(member_replicas(), 1..=3),
             ),
             1..=3,
         ),
@@ -216,11 +245,31 @@ fn tpu_rjob(
     if extras.user_env == 3 {
         container["envFrom"] = json!([{"configMapRef": {"name": "megascale-overrides"}}]);
     }
+    let containers = if extras.split_tpu {
+        split(&container, slice.chips)
+    } else {
+        vec![container]
+    };
     let mut pod_spec = json!({
         "restartPolicy": "Never",
         "nodeSelector": {ACC: slice.accelerator, TOPO: slice.topology},
-        "containers": [container]
+        "containers": containers
     });
+    let mut pod_meta = json!({"labels": {"app": "train"}});
+    if extras.dynamic_slicing > 0 {
+        pod_meta["annotations"] = json!({SLICE_TOPOLOGY: slice.topology});
+        if extras.dynamic_slicing == 1 {
+            pod_meta["annotations"][TAS_REQUIRED] = json!(format!(
+                "cloud.google.com/gke-tpu-slice-{}-id",
+                slice.topology
+            ));
+        } else {
+            pod_spec["nodeSelector"]
+                .as_object_mut()
+                .unwrap()
+                .remove(TOPO);
+        }
+    }
     if init {
         pod_spec["initContainers"] =
             json!([{"name": "warmup", "image": "jax:tpu", "resources": resources}]);
@@ -230,14 +279,42 @@ fn tpu_rjob(
         "replicas": replicas,
         "template": {"spec": {
             "parallelism": slice.hosts, "completions": slice.hosts,
-            "template": {"metadata": {"labels": {"app": "train"}}, "spec": pod_spec}
+            "template": {"metadata": pod_meta, "spec": pod_spec}
         }}
     });
     if let Some(g) = group {
         r["groupName"] = json!(g);
         r["template"]["metadata"] = json!({"annotations": {GROUP_ANN: g}});
     }
+    if extras.node_selector_flag >= 2 {
+        job_annotations(&mut r)[NSEL] = json!("true");
+    }
     r
+}
+
+/// The container as two TPU containers with half the chips each, when the chips split evenly.
+fn split(container: &Value, chips: u32) -> Vec<Value> {
+    if chips < 2 || !chips.is_multiple_of(2) {
+        return vec![container.clone()];
+    }
+    (0..2)
+        .map(|k| {
+            let mut c = container.clone();
+            c["name"] = json!(format!("jax-{k}"));
+            c["resources"]["limits"]["google.com/tpu"] = json!(chips / 2);
+            c
+        })
+        .collect()
+}
+
+/// `template.metadata.annotations` of a replicated job, created when missing.
+fn job_annotations(rjob: &mut Value) -> &mut Value {
+    let template = rjob["template"].as_object_mut().unwrap();
+    let meta = template.entry("metadata").or_insert(json!({}));
+    meta.as_object_mut()
+        .unwrap()
+        .entry("annotations")
+        .or_insert(json!({}))
 }
 
 /// The valid JobSet of a shape.
@@ -288,16 +365,30 @@ pub fn build(shape: &Shape) -> Value {
         jobset["metadata"]["annotations"]["multislice.kubewarden.io/jax-distributed"] =
             json!("true");
     }
+    if x.queued {
+        jobset["metadata"]["labels"] = json!({QUEUE: "multislice-queue"});
+    }
+    if x.node_selector_flag % 2 == 1 {
+        jobset["metadata"]["annotations"][NSEL] = json!("true");
+    }
     if x.generate_name {
         let meta = jobset["metadata"].as_object_mut().unwrap();
         meta.remove("name");
         meta.insert("generateName".into(), json!("gen-"));
     }
     if let Some(c) = x.coordinator {
-        let rjobs = jobset["spec"]["replicatedJobs"].as_array().unwrap();
-        let name = rjobs[c % rjobs.len()]["name"].clone();
-        jobset["spec"]["coordinator"] =
-            json!({"replicatedJob": name, "jobIndex": 0, "podIndex": 0});
+        // A pod that exists: job 0 of a replicated job with replicas > 0.
+        let rjobs: Vec<&Value> = jobset["spec"]["replicatedJobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["replicas"].as_u64() > Some(0))
+            .collect();
+        if !rjobs.is_empty() {
+            let name = rjobs[c % rjobs.len()]["name"].clone();
+            jobset["spec"]["coordinator"] =
+                json!({"replicatedJob": name, "jobIndex": 0, "podIndex": 0});
+        }
     }
     if x.unknown_fields {
         add_unknown_fields(&mut jobset);
@@ -353,13 +444,20 @@ fn pods(r: &Value) -> u64 {
 /// nothing to break (a rule about several slices on a single-slice JobSet, say).
 pub fn break_rule(shape: &Shape, rule: &str) -> Option<Value> {
     let mut js = build(shape);
+    let x = &shape.extras;
+    if matches!(rule, "T3" | "T4") {
+        // A queued JobSet defers T3 and T4 to Kueue's unsuspending UPDATE.
+        if let Some(labels) = js["metadata"]["labels"].as_object_mut() {
+            labels.remove(QUEUE);
+        }
+    }
     let tpu = tpu_indexes(&js);
     let first = tpu[0];
     let rjobs = js["spec"]["replicatedJobs"].as_array_mut().unwrap();
     match rule {
         "G1" => {
             rjobs[first]["groupName"] = json!("Bad_Group");
-            rjobs[first]["template"]["metadata"] = json!({"annotations": {GROUP_ANN: "Bad_Group"}});
+            job_annotations(&mut rjobs[first])[GROUP_ANN] = json!("Bad_Group");
         }
         "G2" => {
             let g = rjobs[first]["groupName"].as_str()?.to_string();
@@ -378,27 +476,54 @@ pub fn break_rule(shape: &Shape, rule: &str) -> Option<Value> {
         "G4" => {
             let g = shape.groups.iter().position(|(_, _, m)| m.len() > 1)?;
             let idx = rjobs.iter().position(|r| r["name"] == format!("r{g}-1"))?;
+            let pod = &mut rjobs[idx]["template"]["spec"]["template"];
+            if pod["spec"]["containers"].as_array()?.len() > 1 {
+                // The same chips in one TPU container instead of two.
+                let chips = SLICES[shape.groups[g].1].0.chips;
+                let mut whole = pod["spec"]["containers"][0].clone();
+                whole["name"] = json!("jax");
+                whole["resources"]["limits"]["google.com/tpu"] = json!(chips);
+                pod["spec"]["containers"] = json!([whole]);
+                return Some(js);
+            }
             let alt = &SLICES[shape.groups[g].1].1;
-            let spec = &mut rjobs[idx]["template"]["spec"];
-            spec["parallelism"] = json!(alt.hosts);
-            spec["completions"] = json!(alt.hosts);
-            let pod = &mut spec["template"]["spec"];
-            pod["nodeSelector"][TOPO] = json!(alt.topology);
+            if let Some(a) = pod["metadata"]["annotations"].as_object_mut() {
+                if a.contains_key(SLICE_TOPOLOGY) {
+                    a.insert(SLICE_TOPOLOGY.into(), json!(alt.topology));
+                }
+            }
+            if let Some(sel) = pod["spec"]["nodeSelector"].as_object_mut() {
+                if sel.contains_key(TOPO) {
+                    sel.insert(TOPO.into(), json!(alt.topology));
+                }
+            }
             for list in ["containers", "initContainers"] {
-                if let Some(Value::Object(c)) = pod.get_mut(list).and_then(|l| l.get_mut(0)) {
+                if let Some(Value::Object(c)) = pod["spec"].get_mut(list).and_then(|l| l.get_mut(0))
+                {
                     c["resources"]["limits"]["google.com/tpu"] = json!(alt.chips);
                 }
             }
+            let spec = &mut rjobs[idx]["template"]["spec"];
+            spec["parallelism"] = json!(alt.hosts);
+            spec["completions"] = json!(alt.hosts);
         }
         "T1" => rjobs[first]["template"]["spec"]["completionMode"] = json!("NonIndexed"),
         "T2" => {
-            let p = rjobs[first]["template"]["spec"]["parallelism"].as_u64()?;
-            rjobs[first]["template"]["spec"]["completions"] = json!(p + 1);
+            let spec = &mut rjobs[first]["template"]["spec"];
+            let p = spec["parallelism"].as_u64()?;
+            if shape.cpu_driver {
+                // An Indexed job without completions: the API server refuses its Jobs.
+                spec.as_object_mut()?.remove("completions");
+            } else {
+                spec["completions"] = json!(p + 1);
+            }
         }
         "T3" => {
-            rjobs[first]["template"]["spec"]["template"]["spec"]["nodeSelector"]
-                .as_object_mut()?
-                .remove(TOPO);
+            let pod = &mut rjobs[first]["template"]["spec"]["template"];
+            pod["spec"]["nodeSelector"].as_object_mut()?.remove(TOPO);
+            if let Some(a) = pod["metadata"]["annotations"].as_object_mut() {
+                a.remove(SLICE_TOPOLOGY);
+            }
         }
         "T4" => {
             let p = rjobs[first]["template"]["spec"]["parallelism"].as_u64()?;
@@ -409,30 +534,53 @@ pub fn break_rule(shape: &Shape, rule: &str) -> Option<Value> {
             if !tpu.iter().any(|&i| pods(&rjobs[i]) > 1) {
                 return None;
             }
+            // No exclusive placement, and no slice controller or Kueue TAS either (the
+            // topology back in the nodeSelector); no flag left without a key.
+            for &i in &tpu {
+                let pod = &mut rjobs[i]["template"]["spec"]["template"];
+                let topology = pod["metadata"]["annotations"]
+                    .as_object_mut()
+                    .and_then(|a| {
+                        a.remove(TAS_REQUIRED);
+                        a.remove(SLICE_TOPOLOGY)
+                    });
+                if let Some(t) = topology {
+                    pod["spec"]["nodeSelector"][TOPO] = t;
+                }
+                if let Some(a) = rjobs[i]["template"]["metadata"]["annotations"].as_object_mut() {
+                    a.remove(NSEL);
+                }
+            }
             js["metadata"]["annotations"] = json!({});
         }
         "X2" => {
             let g = shape.groups.iter().position(|(_, _, m)| m.len() > 1)?;
             let idx = rjobs.iter().position(|r| r["name"] == format!("r{g}-1"))?;
-            let meta = rjobs[idx]["template"]
-                .as_object_mut()?
-                .entry("metadata")
-                .or_insert(json!({}));
-            let ann = meta
-                .as_object_mut()?
-                .entry("annotations")
-                .or_insert(json!({}));
-            ann[EXCL] = json!(POOL);
-            ann[NSEL] = json!("true");
+            match x.node_selector_flag {
+                // The JobSet's key and flag reach every Job: nothing one member can undo.
+                1 | 3 => return None,
+                // Every member has its own flag: take it from one.
+                2 => {
+                    job_annotations(&mut rjobs[idx])
+                        .as_object_mut()?
+                        .remove(NSEL);
+                }
+                _ => {
+                    let ann = job_annotations(&mut rjobs[idx]);
+                    ann[EXCL] = json!(POOL);
+                    ann[NSEL] = json!("true");
+                }
+            }
         }
         "X3" => {
-            let meta = rjobs[first]["template"]
-                .as_object_mut()?
-                .entry("metadata")
-                .or_insert(json!({}));
-            meta.as_object_mut()?
-                .entry("annotations")
-                .or_insert(json!({}))[NSEL] = json!("true");
+            // The key moves from the JobSet to every replicated job, and the JobSet keeps (or
+            // gets) a flag, which without a JobSet-level key reaches no Job.
+            for r in rjobs.iter_mut() {
+                job_annotations(r)[EXCL] = json!(POOL);
+            }
+            let ann = js["metadata"]["annotations"].as_object_mut()?;
+            ann.remove(EXCL);
+            ann.insert(NSEL.into(), json!("true"));
         }
         "X4" => {
             let idx = tpu

@@ -10,6 +10,7 @@ mod e2e_cases;
 mod env_features;
 mod operations;
 mod properties;
+mod real_shapes;
 mod rules;
 mod settings;
 mod shipping;

@@ -75,10 +75,18 @@ pub fn expected(jobset: &Value, name: &str, rjob: &str, job_index: u64) -> Expec
                 c.get("jobIndex").and_then(Value::as_u64).unwrap_or(0),
                 c.get("podIndex").and_then(Value::as_u64).unwrap_or(0)
             ),
-            None => format!(
-                "{name}-{}-0-0.{subdomain}",
-                rjobs[slices[0]]["name"].as_str().unwrap()
-            ),
+            // Pod 0 of job 0 of the first slice with replicas > 0: `replicas: 0` has no pods.
+            None => {
+                let first = slices
+                    .iter()
+                    .copied()
+                    .find(|&i| replicas(&rjobs[i]) > 0)
+                    .unwrap_or(slices[0]);
+                format!(
+                    "{name}-{}-0-0.{subdomain}",
+                    rjobs[first]["name"].as_str().unwrap()
+                )
+            }
         };
         (num, id, coordinator)
     });

@@ -1,0 +1,62 @@
+//! ElasticJobSet UPDATEs (SPEC §5): JobSet lets an UPDATE change a replicated job's
+//! `parallelism` and `completions`, but the facts stamped at CREATE (process counts and ids,
+//! worker hostnames) would then be stale for pods whose values depend on parallelism.
+use crate::groups::jax_groups;
+use crate::jobset::{JobSetView, ReplicatedJob};
+use crate::settings::Settings;
+
+/// Why the pods of replicated job `i` depend on its parallelism, if they do: a member of a JAX
+/// group, or a TPU job under `tpuWorkerEnv`.
+fn depends_on_parallelism(
+    view: &JobSetView,
+    i: usize,
+    settings: &Settings,
+) -> Option<&'static str> {
+    let rjob = &view.replicated_jobs[i];
+    if jax_groups(view, settings)
+        .iter()
+        .any(|(_, members)| members.contains(&i))
+    {
+        Some("JAX_NUM_PROCESSES, JAX_PROCESS_ID and the JAX coordinator")
+    } else if settings.tpu_worker_env && rjob.is_tpu() {
+        Some("TPU_WORKER_ID and TPU_WORKER_HOSTNAMES")
+    } else {
+        None
+    }
+}
+
+fn counts(r: &ReplicatedJob) -> [(&'static str, Option<u32>); 2] {
+    [
+        ("parallelism", Some(r.parallelism)),
+        ("completions", r.completions),
+    ]
+}
+
+fn show(n: Option<u32>) -> String {
+    n.map_or_else(|| "unset".to_string(), |n| n.to_string())
+}
+
+/// One message per changed field that would leave stamped values stale, each naming the field.
+pub fn stale_resizes(old: &JobSetView, new: &JobSetView, settings: &Settings) -> Vec<String> {
+    let mut out = Vec::new();
+    for (i, before) in old.replicated_jobs.iter().enumerate() {
+        let Some(after) = new.replicated_jobs.get(i).filter(|r| r.name == before.name) else {
+            continue;
+        };
+        let Some(what) = depends_on_parallelism(old, i, settings) else {
+            continue;
+        };
+        for ((field, was), (_, is)) in counts(before).into_iter().zip(counts(after)) {
+            if was != is {
+                out.push(format!(
+                    "{}.template.spec.{field}: changed from {} to {}, but the pods of replicated job {:?} get {what} computed from it when the JobSet was created, and a resize would leave them stale; delete and recreate the JobSet with the new size",
+                    after.path,
+                    show(was),
+                    show(is),
+                    after.name
+                ));
+            }
+        }
+    }
+    out
+}
