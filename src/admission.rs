@@ -221,7 +221,9 @@ fn admit_jobset_create(mut object: Value, settings: &Settings) -> Result<Verdict
         }
         let facts = groups::plan(&view, settings)?;
         let mut warnings = findings.warnings;
-        warnings.extend(pods::contradictions::warnings(&object, &view, &facts, settings)?);
+        warnings.extend(pods::contradictions::warnings(
+            &object, &view, &facts, settings,
+        )?);
         (mutate::jobset::changes(&view, &facts), warnings)
     };
     if changes.is_empty() {

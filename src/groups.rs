@@ -104,7 +104,11 @@ fn jax_coordinator(
             let rjob = &view.replicated_jobs[m];
             let path = "spec.coordinator";
             let id = checked_add(
-                checked_add(start, checked_mul(c.job_index, rjob.parallelism, path)?, path)?,
+                checked_add(
+                    start,
+                    checked_mul(c.job_index, rjob.parallelism, path)?,
+                    path,
+                )?,
                 c.pod_index,
                 path,
             )?;

@@ -113,8 +113,7 @@ fn is_policy_entry(entry: &Value) -> bool {
     entry.as_object().is_some_and(|e| {
         e.len() == 2
             && e.get("value").is_some_and(Value::is_string)
-            && e
-                .get("name")
+            && e.get("name")
                 .and_then(Value::as_str)
                 .is_some_and(|n| POLICY_ENV.contains(&n))
     })
@@ -141,7 +140,9 @@ fn walk(before: &Value, after: &Value, path: &str, out: &mut Vec<String>) {
             }
             for (i, entry) in a[..a.len() - b.len()].iter().enumerate() {
                 if !is_policy_entry(entry) {
-                    out.push(format!("{path}/{i}: {entry} is not one of the policy's variables"));
+                    out.push(format!(
+                        "{path}/{i}: {entry} is not one of the policy's variables"
+                    ));
                 }
             }
         }
@@ -188,7 +189,10 @@ mod tests {
         ]);
         let injected = json!({"name": "MEGASCALE_SLICE_ID", "value": "1"});
         let prepended = json!([injected.clone(), user[0].clone(), user[1].clone()]);
-        assert_eq!(problems(&pod(user.clone()), &pod(prepended)), Vec::<String>::new());
+        assert_eq!(
+            problems(&pod(user.clone()), &pod(prepended)),
+            Vec::<String>::new()
+        );
         let fresh = json!({"spec": {"containers": [{"name": "c"}]}});
         let added = pod(json!([injected.clone()]));
         assert_eq!(problems(&fresh, &added), Vec::<String>::new());
@@ -198,10 +202,15 @@ mod tests {
         assert!(!problems(&pod(user.clone()), &dropped).is_empty());
         let edited = pod(json!([injected.clone(), user[0].clone(), {"name": "B", "value": "x"}]));
         assert!(!problems(&pod(user.clone()), &edited).is_empty());
-        let foreign = pod(json!([{"name": "LD_PRELOAD", "value": "x"}, user[0].clone(), user[1].clone()]));
+        let foreign =
+            pod(json!([{"name": "LD_PRELOAD", "value": "x"}, user[0].clone(), user[1].clone()]));
         assert!(!problems(&pod(user.clone()), &foreign).is_empty());
         let truncated = pod(json!([injected]));
-        let ops = disallowed_ops(&pod(user.clone()), &json_patch::diff(&pod(user), &truncated), "Pod");
+        let ops = disallowed_ops(
+            &pod(user.clone()),
+            &json_patch::diff(&pod(user), &truncated),
+            "Pod",
+        );
         assert_eq!(ops, ["remove /spec/containers/0/env/1"]);
     }
 }

@@ -68,11 +68,13 @@ fn table(rows: &[PodRow]) -> String {
         let mut line = vec![r.pod.clone(), r.container.clone(), r.group.clone()];
         for c in &used {
             let v = env::get(&r.env, c).unwrap_or("-");
-            line.push(if matches!(*c, "TPU_WORKER_HOSTNAMES" | "TPU_PROCESS_ADDRESSES") {
-                abbreviate(v)
-            } else {
-                v.to_string()
-            });
+            line.push(
+                if matches!(*c, "TPU_WORKER_HOSTNAMES" | "TPU_PROCESS_ADDRESSES") {
+                    abbreviate(v)
+                } else {
+                    v.to_string()
+                },
+            );
         }
         lines.push(line);
     }

@@ -2,8 +2,8 @@
 //! is wanted first and returns `None` when the object already has it, so an object that is
 //! already right gets no patch (idempotence), as kubewarden's pod-ndots policy does.
 pub mod env;
-pub mod resolve;
 pub mod jobset;
+pub mod resolve;
 
 use crate::json::Object;
 use serde_json::{Map, Value};

@@ -25,7 +25,10 @@ pub struct UserEntry<'a> {
 }
 
 /// The container's `env`, in order; each malformed entry names its path.
-pub fn user_entries<'a>(container: &'a Object, path: &str) -> Result<Vec<UserEntry<'a>>, InputError> {
+pub fn user_entries<'a>(
+    container: &'a Object,
+    path: &str,
+) -> Result<Vec<UserEntry<'a>>, InputError> {
     let existing = json::opt_array(container, "env", path)?.map_or(&[][..], Vec::as_slice);
     let mut out = Vec::with_capacity(existing.len());
     for (i, entry) in existing.iter().enumerate() {
@@ -102,10 +105,11 @@ fn expand(text: &str, defined: &[(&str, Option<String>)]) -> Option<String> {
         if let Some(stripped) = after.strip_prefix('$') {
             out.push('$');
             rest = stripped;
-        } else if let Some((name, tail)) = after
-            .strip_prefix('(')
-            .and_then(|inner| inner.find(')').map(|end| (&inner[..end], &inner[end + 1..])))
-        {
+        } else if let Some((name, tail)) = after.strip_prefix('(').and_then(|inner| {
+            inner
+                .find(')')
+                .map(|end| (&inner[..end], &inner[end + 1..]))
+        }) {
             let value = defined.iter().rev().find(|(n, _)| *n == name)?.1.as_ref()?;
             out.push_str(value);
             rest = tail;

@@ -63,7 +63,8 @@ pub fn warnings(
         let spec = pod_spec(object, r)?;
         for c in &r.containers {
             let c_path = container_path(r, c.list, c.index);
-            let entries = resolve::user_entries(container_object(spec, &r.pod_spec_path, c)?, &c_path)?;
+            let entries =
+                resolve::user_entries(container_object(spec, &r.pod_spec_path, c)?, &c_path)?;
             if entries.iter().any(|e| ALL_VARS.contains(&e.name)) {
                 return Ok(true);
             }
@@ -73,14 +74,22 @@ pub fn warnings(
     let mut group_keys = Vec::with_capacity(view.replicated_jobs.len());
     let mut global_replicas = 0u32;
     for r in &view.replicated_jobs {
-        global_replicas = checked_add(global_replicas, r.replicas, &json::join(&r.path, "replicas"))?;
+        global_replicas = checked_add(
+            global_replicas,
+            r.replicas,
+            &json::join(&r.path, "replicas"),
+        )?;
         group_keys.push(None);
     }
     for (name, members) in groups::groups(view) {
         let mut offset = 0u32;
         let mut replicas = 0u32;
         for &m in &members {
-            replicas = checked_add(replicas, view.replicated_jobs[m].replicas, "spec.replicatedJobs")?;
+            replicas = checked_add(
+                replicas,
+                view.replicated_jobs[m].replicas,
+                "spec.replicatedJobs",
+            )?;
         }
         for &m in &members {
             group_keys[m] = Some(GroupKeys {
@@ -88,7 +97,11 @@ pub fn warnings(
                 replicas,
                 offset,
             });
-            offset = checked_add(offset, view.replicated_jobs[m].replicas, "spec.replicatedJobs")?;
+            offset = checked_add(
+                offset,
+                view.replicated_jobs[m].replicas,
+                "spec.replicatedJobs",
+            )?;
         }
     }
     let mut global_offset = 0u32;
@@ -190,7 +203,9 @@ fn pod_spec<'a>(object: &'a Value, r: &ReplicatedJob) -> Result<&'a json::Object
         .and_then(|s| s.strip_suffix(']'))
         .unwrap_or("");
     object
-        .pointer(&format!("/spec/replicatedJobs/{index}/template/spec/template/spec"))
+        .pointer(&format!(
+            "/spec/replicatedJobs/{index}/template/spec/template/spec"
+        ))
         .and_then(Value::as_object)
         .ok_or_else(|| InputError::Missing {
             path: r.pod_spec_path.clone(),

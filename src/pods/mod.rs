@@ -302,7 +302,13 @@ pub fn wanted_env(
     };
 
     if n > 0 && settings.multislice_env {
-        give(multislice::vars(facts, place, pod.annotations, n, warnings)?);
+        give(multislice::vars(
+            facts,
+            place,
+            pod.annotations,
+            n,
+            warnings,
+        )?);
     }
     if n > 0 && settings.tpu_worker_env {
         match (place.completion_index, facts.pods_per_job) {
@@ -343,7 +349,8 @@ fn process_ports(
     for (k, &i) in (0u32..).zip(order) {
         let c = &pod.containers[i];
         let c_path = json::index(&json::join(pod.spec_path, c.list), c.index);
-        let entries = resolve::user_entries(container_object(pod.spec, pod.spec_path, c)?, &c_path)?;
+        let entries =
+            resolve::user_entries(container_object(pod.spec, pod.spec_path, c)?, &c_path)?;
         let default = tpu_host::default_port(k)?;
         let Some(last) = entries
             .iter()
@@ -354,7 +361,9 @@ fn process_ports(
         };
         let own = match entries[last].source {
             Source::Literal(_) | Source::FieldRef(_) => {
-                resolve::resolve_all(&entries[..=last], &[], lookup).pop().flatten()
+                resolve::resolve_all(&entries[..=last], &[], lookup)
+                    .pop()
+                    .flatten()
             }
             Source::Other => None,
         };
@@ -385,7 +394,10 @@ fn jax_vars(
         return Ok(None);
     };
     // Facts written before the JAX coordinator had its own field shared the slice one.
-    let coordinator = group.coordinator.as_deref().or(facts.coordinator.as_deref());
+    let coordinator = group
+        .coordinator
+        .as_deref()
+        .or(facts.coordinator.as_deref());
     let (Some(coordinator), Some(per_job)) = (coordinator, facts.pods_per_job) else {
         return Ok(None);
     };

@@ -40,7 +40,12 @@ pub fn vars(
                 "pod of JobSet {:?}: its JobSet was admitted before this policy, so replicated job {:?} was taken as its whole slice group ({} slices, coordinator {coordinator})",
                 place.jobset, place.replicated_job, place.replicated_job_replicas
             ));
-            (place.replicated_job_replicas, place.job_index, coordinator, outside)
+            (
+                place.replicated_job_replicas,
+                place.job_index,
+                coordinator,
+                outside,
+            )
         }
     };
     // Several TPU processes on one host each take their own DCN port; the coordinator's

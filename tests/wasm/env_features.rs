@@ -125,14 +125,24 @@ fn check_jax(
         let coordinator_pod = pods
             .iter()
             .find(|p| p.sim.hostname == format!("{name}-{coordinator}"))
-            .map(|p| natural(&p.sim.replicated_job, p.sim.job_index, p.sim.completion_index))
+            .map(|p| {
+                natural(
+                    &p.sim.replicated_job,
+                    p.sim.job_index,
+                    p.sim.completion_index,
+                )
+            })
             .expect("the coordinator is a pod");
         let mut ids = BTreeSet::new();
         let mut processes = num;
         for p in &pods {
             let in_group = only_rjobs.contains(&p.sim.replicated_job.as_str());
             let n = crate::gen::oracle::tpu_container_names(&p.pod["spec"]);
-            let pod_id = match natural(&p.sim.replicated_job, p.sim.job_index, p.sim.completion_index) {
+            let pod_id = match natural(
+                &p.sim.replicated_job,
+                p.sim.job_index,
+                p.sim.completion_index,
+            ) {
                 id if id == coordinator_pod => 0,
                 0 => coordinator_pod,
                 id => id,

@@ -90,7 +90,8 @@ pub fn expected(jobset: &Value, name: &str, rjob: &str, job_index: u64) -> Expec
             .collect();
         let num = sum(&mut slices.iter());
         let id = sum(&mut slices.iter().filter(|&&i| i < me)) + job_index;
-        let tpu_containers = tpu_container_names(&rjobs[me]["template"]["spec"]["template"]["spec"]);
+        let tpu_containers =
+            tpu_container_names(&rjobs[me]["template"]["spec"]["template"]["spec"]);
         let in_group = |rjob: &str| slices.iter().any(|&i| rjobs[i]["name"] == rjob);
         let coordinator = match jobset.pointer("/spec/coordinator") {
             Some(c) => format!(

@@ -30,10 +30,7 @@ fn python() -> PathBuf {
 /// Runs a script of tests/jax on a spec, in a process group of its own that is killed
 /// whole at the deadline; returns its stdout.
 fn run_python(script: &str, spec: &Value, tag: &str) -> String {
-    let spec_path = std::env::temp_dir().join(format!(
-        "jsp-{tag}-{}.json",
-        std::process::id()
-    ));
+    let spec_path = std::env::temp_dir().join(format!("jsp-{tag}-{}.json", std::process::id()));
     std::fs::write(&spec_path, serde_json::to_vec(spec).unwrap()).unwrap();
     let script = workspace_root().join("tests/jax").join(script);
     let mut args: Vec<std::ffi::OsString> = vec![script.into()];
@@ -166,7 +163,11 @@ fn initialize_for_real(fixture: &str, net: u8) {
         if report["process_count"] == json!(n) {
             initialised += 1;
         }
-        let want_id: u64 = p["env"]["JAX_PROCESS_ID"].as_str().unwrap().parse().unwrap();
+        let want_id: u64 = p["env"]["JAX_PROCESS_ID"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap();
         let ok = r["exit"] == json!(0)
             && report["process_index"] == json!(want_id)
             && report["gathered"] == json!(all);
@@ -223,12 +224,22 @@ fn gke_tpu_cluster(fixture: &str, net: u8) {
     );
     let got: Vec<Value> = serde_json::from_str(out.lines().last().unwrap_or("")).unwrap();
     let n = list.len() as u64;
-    let ids: BTreeSet<u64> = got.iter().map(|g| g["process_id"].as_u64().unwrap()).collect();
-    assert_eq!(ids, (0..n).collect(), "{fixture}: ids are exactly 0..N-1: {got:?}");
+    let ids: BTreeSet<u64> = got
+        .iter()
+        .map(|g| g["process_id"].as_u64().unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        (0..n).collect(),
+        "{fixture}: ids are exactly 0..N-1: {got:?}"
+    );
     for g in &got {
         assert_eq!(g["process_count"], json!(n), "{fixture}: {g}");
     }
-    let zero = got.iter().position(|g| g["process_id"] == json!(0)).unwrap();
+    let zero = got
+        .iter()
+        .position(|g| g["process_id"] == json!(0))
+        .unwrap();
     let coordinators: BTreeSet<&str> = got
         .iter()
         .map(|g| g["coordinator_host"].as_str().unwrap())
@@ -238,7 +249,11 @@ fn gke_tpu_cluster(fixture: &str, net: u8) {
         BTreeSet::from([owners[zero].as_str()]),
         "{fixture}: process 0 runs on the coordinator's host"
     );
-    println!("GkeTpuCluster {fixture}: {n} TPU containers, ids 0..{}, process 0 on {}", n - 1, owners[zero]);
+    println!(
+        "GkeTpuCluster {fixture}: {n} TPU containers, ids 0..{}, process 0 on {}",
+        n - 1,
+        owners[zero]
+    );
 }
 
 #[test]

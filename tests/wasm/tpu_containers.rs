@@ -39,7 +39,10 @@ fn each_container(pods: &[AdmittedPod]) -> Vec<(String, String, Value, Value)> {
 fn assert_vars(pod: &Value, c: &Value, want: &[(&str, String)], ctx: &str) {
     let env = resolve(pod, c).unwrap();
     for var in POLICY_VARS {
-        let expected = want.iter().find(|(n, _)| *n == var).map(|(_, v)| v.as_str());
+        let expected = want
+            .iter()
+            .find(|(n, _)| *n == var)
+            .map(|(_, v)| v.as_str());
         assert_eq!(get(&env, var), expected, "{ctx}: {var}");
     }
 }
@@ -77,8 +80,7 @@ fn tpu7x_with_two_tpu_containers_gives_each_its_own_ports() {
             let settings = json!({"tpuWorkerEnv": tpu_worker_env});
             let (outcome, _, pods) = run(&fixture_request("tpu7x-two-containers", api), &settings);
             assert_eq!(outcome.warnings, Vec::<String>::new());
-            let (hostnames, addresses) =
-                host_lists("ironwood", "slice", 0, 2, &["8476", "8477"]);
+            let (hostnames, addresses) = host_lists("ironwood", "slice", 0, 2, &["8476", "8477"]);
             for (host, name, c, pod) in each_container(&pods) {
                 let (_, ci) = indexes(&host);
                 let k: u64 = if name == "jax-0" { 0 } else { 1 };
@@ -113,7 +115,12 @@ fn a_user_set_tpu_process_port_is_kept_and_listed_in_every_address_list() {
         let (outcome, _, pods) = run(&fixture_request("tpu7x-user-port", api), &settings);
         assert_eq!(outcome.warnings, Vec::<String>::new());
         for p in &pods {
-            assert_eq!(p.outcome.warnings, Vec::<String>::new(), "{}", p.sim.hostname);
+            assert_eq!(
+                p.outcome.warnings,
+                Vec::<String>::new(),
+                "{}",
+                p.sim.hostname
+            );
         }
         for (host, name, c, pod) in each_container(&pods) {
             let (j, ci) = indexes(&host);
@@ -155,8 +162,7 @@ fn a_tpu_init_container_is_the_last_tpu_container() {
         assert_eq!(outcome.warnings, Vec::<String>::new());
         for (host, name, c, pod) in each_container(&pods) {
             let (j, ci) = indexes(&host);
-            let (hostnames, addresses) =
-                host_lists("warm-start", "slice", j, 2, &["8476", "8477"]);
+            let (hostnames, addresses) = host_lists("warm-start", "slice", j, 2, &["8476", "8477"]);
             // Containers first, then init containers (LeaderWorkerSet's order).
             let k: u64 = if name == "jax" { 0 } else { 1 };
             let want = vec![
@@ -181,7 +187,10 @@ fn a_tpu_init_container_is_the_last_tpu_container() {
 #[test]
 fn cpu_jax_with_spec_coordinator_listed_last() {
     for api in both_apis() {
-        let (_, _, pods) = run(&fixture_request("jax-cpu-coordinator-last", api), &no_settings());
+        let (_, _, pods) = run(
+            &fixture_request("jax-cpu-coordinator-last", api),
+            &no_settings(),
+        );
         let ids = [
             ("cpu-jax-last-workers-0-0", "4"),
             ("cpu-jax-last-workers-0-1", "1"),
@@ -213,7 +222,11 @@ fn gpu_jax_over_two_replicated_jobs() {
         assert_eq!(pods.len(), 8);
         for (host, name, c, pod) in each_container(&pods) {
             let (j, ci) = indexes(&host);
-            let id = if host.contains("-a100-") { j * 2 + ci } else { 4 + ci };
+            let id = if host.contains("-a100-") {
+                j * 2 + ci
+            } else {
+                4 + ci
+            };
             let want = vec![
                 (
                     "JAX_COORDINATOR_ADDRESS",
@@ -295,11 +308,30 @@ fn the_preview_shows_per_container_ports_and_jobset_warnings() {
     jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["containers"][0]
         ["env"] = json!([{"name": "MEGASCALE_NUM_SLICES", "value": "8"}]);
     let served = as_served(&jobset, JobSetApi::V09);
-    let (report, _) = run_jobset(policy(), &served, &json!({"tpuWorkerEnv": true}), JobSetApi::V09).unwrap();
+    let (report, _) = run_jobset(
+        policy(),
+        &served,
+        &json!({"tpuWorkerEnv": true}),
+        JobSetApi::V09,
+    )
+    .unwrap();
     let header = report.lines().find(|l| l.starts_with("POD")).unwrap();
-    for column in ["MEGASCALE_PORT", "TPU_PROCESS_PORT", "TPU_PROCESS_ADDRESSES", "TPU_NAME"] {
+    for column in [
+        "MEGASCALE_PORT",
+        "TPU_PROCESS_PORT",
+        "TPU_PROCESS_ADDRESSES",
+        "TPU_NAME",
+    ] {
         assert!(header.contains(column), "{header}");
     }
-    assert!(report.lines().any(|l| l.starts_with("ironwood-port-slice-1-1  jax-1") && l.contains("8082") && l.contains("9000") && l.ends_with(" ironwood-port-slice-1")), "{report}");
+    assert!(
+        report
+            .lines()
+            .any(|l| l.starts_with("ironwood-port-slice-1-1  jax-1")
+                && l.contains("8082")
+                && l.contains("9000")
+                && l.ends_with(" ironwood-port-slice-1")),
+        "{report}"
+    );
     assert!(report.contains("warning: spec.replicatedJobs[0].template.spec.template.spec.containers[0].env[0]: MEGASCALE_NUM_SLICES resolves to \"8\" for pod ironwood-port-slice-0-0 but the policy computed \"2\""), "{report}");
 }

@@ -41,7 +41,12 @@ fn path(rjob: usize, container: usize, entry: usize) -> String {
 #[test]
 fn a_literal_slice_count_that_disagrees() {
     let got = create_warnings("tpu-4-slices", &no_settings(), |js| {
-        set_env(js, 0, 0, json!([{"name": "MEGASCALE_NUM_SLICES", "value": "8"}]));
+        set_env(
+            js,
+            0,
+            0,
+            json!([{"name": "MEGASCALE_NUM_SLICES", "value": "8"}]),
+        );
     });
     assert_eq!(
         got,
@@ -56,7 +61,12 @@ fn a_literal_slice_count_that_disagrees() {
 fn num_slices_from_global_replicas_beside_a_cpu_driver() {
     // The seed issue's hand-written pattern: global-replicas counts the driver too.
     let got = create_warnings("cpu-driver-default", &no_settings(), |js| {
-        set_env(js, 1, 0, json!([{"name": "MEGASCALE_NUM_SLICES", "valueFrom": controller_ref("global-replicas")}]));
+        set_env(
+            js,
+            1,
+            0,
+            json!([{"name": "MEGASCALE_NUM_SLICES", "valueFrom": controller_ref("global-replicas")}]),
+        );
     });
     assert_eq!(
         got,
@@ -71,7 +81,12 @@ fn num_slices_from_global_replicas_beside_a_cpu_driver() {
 fn num_slices_from_replicatedjob_replicas_in_a_group_of_two() {
     let got = create_warnings("tpu-two-rjobs-one-group", &no_settings(), |js| {
         for r in 0..2 {
-            set_env(js, r, 0, json!([{"name": "MEGASCALE_NUM_SLICES", "valueFrom": controller_ref("replicatedjob-replicas")}]));
+            set_env(
+                js,
+                r,
+                0,
+                json!([{"name": "MEGASCALE_NUM_SLICES", "valueFrom": controller_ref("replicatedjob-replicas")}]),
+            );
         }
     });
     assert_eq!(
@@ -88,7 +103,12 @@ fn slice_id_from_job_index_in_a_group_of_two() {
     // Right for the first replicated job, off by its 2 slices for the second.
     let got = create_warnings("tpu-two-rjobs-one-group", &no_settings(), |js| {
         for r in 0..2 {
-            set_env(js, r, 0, json!([{"name": "MEGASCALE_SLICE_ID", "valueFrom": field_ref("metadata.labels['jobset.sigs.k8s.io/job-index']")}]));
+            set_env(
+                js,
+                r,
+                0,
+                json!([{"name": "MEGASCALE_SLICE_ID", "valueFrom": field_ref("metadata.labels['jobset.sigs.k8s.io/job-index']")}]),
+            );
         }
     });
     assert_eq!(
@@ -103,7 +123,12 @@ fn slice_id_from_job_index_in_a_group_of_two() {
 #[test]
 fn a_literal_slice_id_in_a_replicated_job_of_several_replicas() {
     let got = create_warnings("tpu-4-slices", &no_settings(), |js| {
-        set_env(js, 0, 0, json!([{"name": "MEGASCALE_SLICE_ID", "value": "0"}]));
+        set_env(
+            js,
+            0,
+            0,
+            json!([{"name": "MEGASCALE_SLICE_ID", "value": "0"}]),
+        );
     });
     assert_eq!(
         got,
@@ -165,7 +190,12 @@ fn a_dollar_reference_that_expands_to_another_pod_is_a_contradiction() {
 fn jax_process_id_from_the_completion_index_over_two_replicated_jobs() {
     let got = create_warnings("jax-gpu", &no_settings(), |js| {
         for r in 0..2 {
-            set_env(js, r, 0, json!([{"name": "JAX_PROCESS_ID", "valueFrom": field_ref("metadata.annotations['batch.kubernetes.io/job-completion-index']")}]));
+            set_env(
+                js,
+                r,
+                0,
+                json!([{"name": "JAX_PROCESS_ID", "valueFrom": field_ref("metadata.annotations['batch.kubernetes.io/job-completion-index']")}]),
+            );
         }
     });
     assert_eq!(
@@ -180,7 +210,8 @@ fn jax_process_id_from_the_completion_index_over_two_replicated_jobs() {
 #[test]
 fn references_admission_cannot_resolve_give_no_warning() {
     let got = create_warnings("tpu-4-slices", &no_settings(), |js| {
-        let c = &mut js["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["containers"][0];
+        let c = &mut js["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+            ["containers"][0];
         c["envFrom"] = json!([{"configMapRef": {"name": "megascale"}}]);
         c["env"] = json!([
             // Not a controller's key: the user's own annotation.
@@ -213,7 +244,12 @@ fn the_generated_name_of_a_jobset_is_not_guessed() {
 #[test]
 fn the_pods_of_a_contradicting_template_warn_too() {
     let mut request = fixture_request("tpu-4-slices", JobSetApi::V09);
-    set_env(&mut request["object"], 0, 0, json!([{"name": "MEGASCALE_NUM_SLICES", "value": "8"}]));
+    set_env(
+        &mut request["object"],
+        0,
+        0,
+        json!([{"name": "MEGASCALE_NUM_SLICES", "value": "8"}]),
+    );
     let (_, _, pods) = run(&request, &no_settings());
     for p in &pods {
         assert_eq!(
