@@ -16,14 +16,36 @@ policy.wasm: $(SOURCE_FILES) Cargo.toml Cargo.lock | wasm-target
 annotated-policy.wasm: policy.wasm policy-metadata.yml README.md
 	kwctl annotate -m policy-metadata.yml -u README.md -o annotated-policy.wasm policy.wasm
 
-# Native and harness tests, then the policy's unit tests compiled to wasm32-wasip1 (32-bit
-# usize) and run in wasmtime by the host crate's wasi-run.
+# Real JAX for the tests (CPU wheels from PyPI), in a venv outside the clone, cached like the
+# cargo target dir. The venv's name carries the pin, so a changed pin makes a new one.
+JAX_VERSION := 0.10.2
+JAX_VENV ?= $(HOME)/.cache/jobset-multislice-policy/venv-jax-$(JAX_VERSION)
+JAX_PYTHON := $(JAX_VENV)/bin/python
+
+$(JAX_VENV)/.installed:
+	python3 -m venv $(JAX_VENV)
+	$(JAX_PYTHON) -m pip install -q jax==$(JAX_VERSION) jaxlib==$(JAX_VERSION)
+	touch $@
+
+.PHONY: jax-venv
+jax-venv: $(JAX_VENV)/.installed
+
+# Native and harness tests, then the real-JAX tests with their summary shown, then the
+# policy's unit tests compiled to wasm32-wasip1 (32-bit usize) and run in wasmtime by the host
+# crate's wasi-run.
 .PHONY: test
-test: policy.wasm
-	cargo test --workspace
+test: policy.wasm jax-venv
+	JAX_PYTHON=$(JAX_PYTHON) cargo test --workspace -- --skip real_jax
+	$(MAKE) --no-print-directory jax-test
 	cargo build -q -p multislice-host --bin wasi-run
 	CARGO_TARGET_WASM32_WASIP1_RUNNER=$(abspath $(CARGO_TARGET_DIR))/debug/wasi-run \
 		cargo test --target=wasm32-wasip1 -p jobset-multislice-policy --lib
+
+# The real-JAX tests alone (tests/wasm/real_jax.rs): JAX processes on the injected env, and
+# JAX's GKE TPU cluster detection on every TPU container's env.
+.PHONY: jax-test
+jax-test: policy.wasm jax-venv
+	JAX_PYTHON=$(JAX_PYTHON) cargo test -p jobset-multislice-policy --test wasm real_jax -- --nocapture --test-threads=1
 
 .PHONY: lint
 lint: | wasm-target

@@ -220,7 +220,11 @@ fn admit_jobset_create(mut object: Value, settings: &Settings) -> Result<Verdict
             return Ok(rejection(&findings.violations, findings.warnings));
         }
         let facts = groups::plan(&view, settings)?;
-        (mutate::jobset::changes(&view, &facts), findings.warnings)
+        let mut warnings = findings.warnings;
+        warnings.extend(pods::contradictions::warnings(
+            &object, &view, &facts, settings,
+        )?);
+        (mutate::jobset::changes(&view, &facts), warnings)
     };
     if changes.is_empty() {
         return Ok(Verdict::with(None, warnings));

@@ -16,10 +16,14 @@ pub struct Facts {
     pub slice: Option<OffsetFacts>,
     /// Only when the JAX env is on for the JobSet and the replicated job is in the JAX group.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub jax: Option<OffsetFacts>,
-    /// Coordinator pod of the group, `<rjob>-<jobIndex>-<podIndex>`.
+    pub jax: Option<JaxFacts>,
+    /// Coordinator pod of the slice group, `<rjob>-<jobIndex>-<podIndex>`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub coordinator: Option<String>,
+    /// The slice coordinator is a pod outside the slice group (a Pathways head named by
+    /// `spec.coordinator`): it runs no TPU container, so its address carries no DCN port.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub coordinator_outside: bool,
     /// `spec.network.subdomain`, when set; otherwise the subdomain is the JobSet name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subdomain: Option<String>,
@@ -46,6 +50,30 @@ pub struct GroupFacts {
 pub struct OffsetFacts {
     pub total: u32,
     pub offset: u32,
+}
+
+/// A JAX group (SPEC §4.4): pods are numbered like [`OffsetFacts`], then the coordinator pod
+/// and pod 0 of the group swap ids, so that the coordinator is process 0.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct JaxFacts {
+    pub total: u32,
+    pub offset: u32,
+    /// The pod that runs process 0, `<rjob>-<jobIndex>-<podIndex>`. Absent in facts written
+    /// before it existed, where the top-level `coordinator` was the JAX one too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coordinator: Option<String>,
+    /// The id the numbering gives the coordinator pod before the swap (0 when it is pod 0).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub coordinator_id: u32,
+}
+
+fn is_false(b: &bool) -> bool {
+    !b
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl Facts {

@@ -1,7 +1,7 @@
 //! Replica groups, slice groups, offsets and the coordinator (SPEC §3): pure functions of the
 //! JobSet view. Their output is the [`Facts`] stamped on each replicated job.
 use crate::error::{checked_add, checked_mul, InputError};
-use crate::facts::{Facts, GroupFacts, OffsetFacts};
+use crate::facts::{Facts, GroupFacts, JaxFacts, OffsetFacts};
 use crate::jobset::{JobSetView, ReplicatedJob};
 use crate::json;
 use crate::keys;
@@ -99,6 +99,42 @@ pub fn coordinator(view: &JobSetView, first_member: usize) -> String {
     }
 }
 
+/// The JAX group's process 0 (SPEC §4.4): `spec.coordinator` when it names a pod of the
+/// group, with the id the numbering gives it (`starts` are the members' pod offsets); else
+/// pod 0 of job 0 of the first member that has pods, id 0. `None` when no member has pods.
+fn jax_coordinator(
+    view: &JobSetView,
+    members: &[usize],
+    starts: &[u32],
+) -> Result<Option<(String, u32)>, InputError> {
+    if let Some(c) = &view.coordinator {
+        let named = members
+            .iter()
+            .zip(starts)
+            .find(|(&m, _)| view.replicated_jobs[m].name == c.replicated_job);
+        if let Some((&m, &start)) = named {
+            let rjob = &view.replicated_jobs[m];
+            let path = "spec.coordinator";
+            let id = checked_add(
+                checked_add(
+                    start,
+                    checked_mul(c.job_index, rjob.parallelism, path)?,
+                    path,
+                )?,
+                c.pod_index,
+                path,
+            )?;
+            let host = format!("{}-{}-{}", c.replicated_job, c.job_index, c.pod_index);
+            return Ok(Some((host, id)));
+        }
+    }
+    let first = members
+        .iter()
+        .map(|&m| &view.replicated_jobs[m])
+        .find(|r| r.replicas > 0 && r.parallelism > 0);
+    Ok(first.map(|r| (format!("{}-0-0", r.name), 0)))
+}
+
 /// Whether the JAX distributed env is on for this JobSet (SPEC §4.4).
 pub fn jax_enabled(view: &JobSetView, settings: &Settings) -> bool {
     match settings.jax_env {
@@ -144,9 +180,15 @@ pub fn plan(view: &JobSetView, settings: &Settings) -> Result<Vec<Facts>, InputE
     let slice_groups = tpu_members(view, &groups);
     for (_, members) in &slice_groups {
         let (total, starts) = offsets(view, members, |r| Ok(r.replicas))?;
+        let outside = view.coordinator.as_ref().is_some_and(|c| {
+            !members
+                .iter()
+                .any(|&m| view.replicated_jobs[m].name == c.replicated_job)
+        });
         for (&i, offset) in members.iter().zip(starts) {
             facts[i].slice = Some(OffsetFacts { total, offset });
             facts[i].coordinator = Some(coordinator(view, first_with_pods(view, members)));
+            facts[i].coordinator_outside = outside;
         }
     }
 
@@ -160,15 +202,20 @@ pub fn plan(view: &JobSetView, settings: &Settings) -> Result<Vec<Facts>, InputE
         };
         for (_, members) in &jax_groups {
             let (total, starts) = offsets(view, members, pods_of)?;
+            let process_0 = jax_coordinator(view, members, &starts)?;
             for (&i, offset) in members.iter().zip(starts) {
-                facts[i].jax = Some(OffsetFacts { total, offset });
-                facts[i].coordinator = Some(coordinator(view, first_with_pods(view, members)));
+                facts[i].jax = Some(JaxFacts {
+                    total,
+                    offset,
+                    coordinator: process_0.as_ref().map(|(host, _)| host.clone()),
+                    coordinator_id: process_0.as_ref().map_or(0, |(_, id)| *id),
+                });
             }
         }
     }
 
     for (f, rjob) in facts.iter_mut().zip(&view.replicated_jobs) {
-        if f.coordinator.is_some() {
+        if f.coordinator.is_some() || f.jax.is_some() {
             f.subdomain = view.subdomain.map(str::to_string);
             f.pods_per_job = Some(rjob.parallelism);
         }

@@ -10,6 +10,22 @@ const GROUP_KEYS: [&str; 3] = [
     "jobset.sigs.k8s.io~1job-group-index",
 ];
 
+/// Every variable the policy may put at the top of a container's env (SPEC §4.2–§4.4).
+pub const POLICY_ENV: [&str; 12] = [
+    "MEGASCALE_NUM_SLICES",
+    "MEGASCALE_SLICE_ID",
+    "MEGASCALE_COORDINATOR_ADDRESS",
+    "MEGASCALE_PORT",
+    "TPU_WORKER_ID",
+    "TPU_WORKER_HOSTNAMES",
+    "TPU_PROCESS_PORT",
+    "TPU_PROCESS_ADDRESSES",
+    "TPU_NAME",
+    "JAX_COORDINATOR_ADDRESS",
+    "JAX_NUM_PROCESSES",
+    "JAX_PROCESS_ID",
+];
+
 fn is_index(s: &str) -> bool {
     !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
 }
@@ -31,21 +47,35 @@ fn jobset_op_allowed(op: &str, seg: &[&str]) -> bool {
     }
 }
 
-/// The operation is one the policy may cause on a pod: adding group labels and annotations
-/// (or the maps that hold them), and env edits. Env edits may show as replace or remove at
-/// an index, because the host's diff is index-based and the policy inserts its variables
-/// before the user's; [`nothing_lost`] checks that every user entry survives that shift.
-fn pod_op_allowed(op: &str, seg: &[&str]) -> bool {
+/// The operation is one the policy may cause on a pod (`before`): adding group labels and
+/// annotations (or the maps that hold them), and the operations an index-based diff makes of a
+/// prepend to a container's env (SPEC §4.5): the list itself where there was none, `add` at
+/// indexes past the original end, and `replace` at (or any edit inside) an original index,
+/// whose entry moved down. Never a `remove` of an entry. [`nothing_lost`] then checks that
+/// the original entries are all still there, in order, after the prepended ones.
+fn pod_op_allowed(before: &Value, op: &str, seg: &[&str]) -> bool {
     match seg {
         ["metadata", "labels" | "annotations"] => op == "add",
         ["metadata", "labels" | "annotations", key] => op == "add" && GROUP_KEYS.contains(key),
-        ["spec", "containers" | "initContainers", i, "env", ..] => is_index(i),
+        ["spec", list @ ("containers" | "initContainers"), i, "env", rest @ ..] if is_index(i) => {
+            let env = before.pointer(&format!("/spec/{list}/{i}/env"));
+            let len = env.and_then(Value::as_array).map(Vec::len);
+            let index = |j: &str| j.parse::<usize>().ok().filter(|_| is_index(j));
+            match (rest, len) {
+                ([], None) => op == "add" || (op == "replace" && env == Some(&Value::Null)),
+                ([j], Some(len)) => index(j)
+                    .is_some_and(|j| (op == "add" && j >= len) || (op == "replace" && j < len)),
+                ([j, _, ..], Some(len)) => index(j).is_some_and(|j| j < len),
+                _ => false,
+            }
+        }
         _ => false,
     }
 }
 
 /// Every operation of `patch` that falls outside what the policy may touch.
-pub fn disallowed_ops(patch: &Patch, kind: &str) -> Vec<String> {
+/// `before` is the object the patch was computed from.
+pub fn disallowed_ops(before: &Value, patch: &Patch, kind: &str) -> Vec<String> {
     patch
         .0
         .iter()
@@ -61,7 +91,7 @@ pub fn disallowed_ops(patch: &Patch, kind: &str) -> Vec<String> {
             let seg: Vec<&str> = path.trim_start_matches('/').split('/').collect();
             let ok = match kind {
                 "JobSet" => jobset_op_allowed(name, &seg),
-                _ => pod_op_allowed(name, &seg),
+                _ => pod_op_allowed(before, name, &seg),
             };
             (!ok).then(|| format!("{name} {path}"))
         })
@@ -69,12 +99,24 @@ pub fn disallowed_ops(patch: &Patch, kind: &str) -> Vec<String> {
 }
 
 /// Where `after` drops or changes anything of `before`. Objects keep every key; a container's
-/// `env` keeps every entry, in order, after the injected ones; other arrays are unchanged in
-/// length and kept element by element; the policy's own facts annotation may change.
+/// `env` keeps every entry, in order, after the injected ones, which are literal entries of
+/// the policy's own variables; other arrays are unchanged in length and kept element by
+/// element; the policy's own facts annotation may change.
 pub fn nothing_lost(before: &Value, after: &Value) -> Vec<String> {
     let mut problems = Vec::new();
     walk(before, after, "", &mut problems);
     problems
+}
+
+/// `{"name": <a policy variable>, "value": <string>}` and nothing else.
+fn is_policy_entry(entry: &Value) -> bool {
+    entry.as_object().is_some_and(|e| {
+        e.len() == 2
+            && e.get("value").is_some_and(Value::is_string)
+            && e.get("name")
+                .and_then(Value::as_str)
+                .is_some_and(|n| POLICY_ENV.contains(&n))
+    })
 }
 
 fn walk(before: &Value, after: &Value, path: &str, out: &mut Vec<String>) {
@@ -94,6 +136,14 @@ fn walk(before: &Value, after: &Value, path: &str, out: &mut Vec<String>) {
                 out.push(format!(
                     "{path}: the user's entries are not kept, in order, at the end"
                 ));
+                return;
+            }
+            for (i, entry) in a[..a.len() - b.len()].iter().enumerate() {
+                if !is_policy_entry(entry) {
+                    out.push(format!(
+                        "{path}/{i}: {entry} is not one of the policy's variables"
+                    ));
+                }
             }
         }
         (Value::Array(b), Value::Array(a)) => {
@@ -112,5 +162,55 @@ fn walk(before: &Value, after: &Value, path: &str, out: &mut Vec<String>) {
         (Value::Null, Value::Object(_)) => {}
         (b, a) if b == a => {}
         _ => out.push(format!("{path} changed")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pod(env: Value) -> Value {
+        json!({"spec": {"containers": [{"name": "c", "env": env}]}})
+    }
+
+    fn problems(before: &Value, after: &Value) -> Vec<String> {
+        let patch = json_patch::diff(before, after);
+        let mut out = disallowed_ops(before, &patch, "Pod");
+        out.extend(nothing_lost(before, after));
+        out
+    }
+
+    #[test]
+    fn a_prepend_is_exactly_what_passes() {
+        let user = json!([
+            {"name": "A", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+            {"name": "B", "value": "$(MEGASCALE_SLICE_ID)"}
+        ]);
+        let injected = json!({"name": "MEGASCALE_SLICE_ID", "value": "1"});
+        let prepended = json!([injected.clone(), user[0].clone(), user[1].clone()]);
+        assert_eq!(
+            problems(&pod(user.clone()), &pod(prepended)),
+            Vec::<String>::new()
+        );
+        let fresh = json!({"spec": {"containers": [{"name": "c"}]}});
+        let added = pod(json!([injected.clone()]));
+        assert_eq!(problems(&fresh, &added), Vec::<String>::new());
+
+        // An entry dropped, or one edited in place, or a foreign entry prepended, fails.
+        let dropped = pod(json!([injected.clone(), user[1].clone()]));
+        assert!(!problems(&pod(user.clone()), &dropped).is_empty());
+        let edited = pod(json!([injected.clone(), user[0].clone(), {"name": "B", "value": "x"}]));
+        assert!(!problems(&pod(user.clone()), &edited).is_empty());
+        let foreign =
+            pod(json!([{"name": "LD_PRELOAD", "value": "x"}, user[0].clone(), user[1].clone()]));
+        assert!(!problems(&pod(user.clone()), &foreign).is_empty());
+        let truncated = pod(json!([injected]));
+        let ops = disallowed_ops(
+            &pod(user.clone()),
+            &json_patch::diff(&pod(user), &truncated),
+            "Pod",
+        );
+        assert_eq!(ops, ["remove /spec/containers/0/env/1"]);
     }
 }

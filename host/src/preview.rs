@@ -10,12 +10,16 @@ use serde_json::Value;
 use std::fmt::Write;
 
 /// The columns of the pod table, in order: each env variable the policy may set.
-pub const ENV_COLUMNS: [&str; 8] = [
+pub const ENV_COLUMNS: [&str; 12] = [
     "MEGASCALE_NUM_SLICES",
     "MEGASCALE_SLICE_ID",
     "MEGASCALE_COORDINATOR_ADDRESS",
+    "MEGASCALE_PORT",
     "TPU_WORKER_ID",
     "TPU_WORKER_HOSTNAMES",
+    "TPU_PROCESS_PORT",
+    "TPU_PROCESS_ADDRESSES",
+    "TPU_NAME",
     "JAX_COORDINATOR_ADDRESS",
     "JAX_NUM_PROCESSES",
     "JAX_PROCESS_ID",
@@ -64,11 +68,13 @@ fn table(rows: &[PodRow]) -> String {
         let mut line = vec![r.pod.clone(), r.container.clone(), r.group.clone()];
         for c in &used {
             let v = env::get(&r.env, c).unwrap_or("-");
-            line.push(if *c == "TPU_WORKER_HOSTNAMES" {
-                abbreviate(v)
-            } else {
-                v.to_string()
-            });
+            line.push(
+                if matches!(*c, "TPU_WORKER_HOSTNAMES" | "TPU_PROCESS_ADDRESSES") {
+                    abbreviate(v)
+                } else {
+                    v.to_string()
+                },
+            );
         }
         lines.push(line);
     }

@@ -1,6 +1,7 @@
 //! Merging the policy's env into a container, respecting what the user set (SPEC §4.2).
+use super::resolve;
 use crate::error::InputError;
-use crate::json::{self, field, Object};
+use crate::json::Object;
 use serde_json::{json, Value};
 
 /// A variable the policy wants in a container.
@@ -19,36 +20,41 @@ pub struct EnvPlan {
 }
 
 /// Each wanted variable is judged on its own: one the container already sets, by `value` or
-/// `valueFrom`, is left exactly as it is; a literal that disagrees earns a warning.
+/// `valueFrom`, is left exactly as it is; one whose value resolves (see [`resolve`]) to
+/// something else earns a warning. `lookup` answers `fieldRef` paths of the pod.
 pub fn plan_env(
     container: &Object,
     path: &str,
     label: &str,
     wanted: &[WantedVar],
+    lookup: &dyn Fn(&str) -> Option<String>,
 ) -> Result<EnvPlan, InputError> {
-    let existing = json::opt_array(container, "env", path)?.map_or(&[][..], Vec::as_slice);
-    let env_path = json::join(path, "env");
-    let mut user_vars: Vec<(&str, Option<&str>)> = Vec::with_capacity(existing.len());
-    for (i, entry) in existing.iter().enumerate() {
-        let e_path = json::index(&env_path, i);
-        let e = json::as_object(entry, &e_path)?;
-        let name = json::opt_str(e, "name", &e_path)?.unwrap_or("");
-        // No `value` and no `valueFrom` means the empty string.
-        let literal = match field(e, "valueFrom") {
-            Some(_) => None,
-            None => Some(json::opt_str(e, "value", &e_path)?.unwrap_or("")),
-        };
-        user_vars.push((name, literal));
+    let user = resolve::user_entries(container, path)?;
+    let (kept, injected): (Vec<&WantedVar>, Vec<&WantedVar>) = wanted
+        .iter()
+        .partition(|var| user.iter().any(|e| e.name == var.name));
+    let injected: Vec<WantedVar> = injected.into_iter().cloned().collect();
+    let mut plan = EnvPlan {
+        prepend: injected
+            .iter()
+            .map(|var| json!({"name": var.name, "value": var.value}))
+            .collect(),
+        warnings: Vec::new(),
+    };
+    if kept.is_empty() {
+        return Ok(plan);
     }
-    let mut plan = EnvPlan::default();
-    for var in wanted {
-        match user_vars.iter().find(|(name, _)| *name == var.name) {
-            None => plan.prepend.push(json!({"name": var.name, "value": var.value})),
-            Some((_, Some(literal))) if *literal != var.value => plan.warnings.push(format!(
-                "{label}: {} is set to {literal:?} but the policy computed {:?}; the container's value is kept",
-                var.name, var.value
-            )),
-            Some(_) => {}
+    let resolved = resolve::resolve_all(&user, &injected, lookup);
+    for var in kept {
+        // The kubelet keeps the last entry of a name.
+        let last = user.iter().rposition(|e| e.name == var.name);
+        if let Some(Some(value)) = last.map(|i| &resolved[i]) {
+            if *value != var.value {
+                plan.warnings.push(format!(
+                    "{label}: {} resolves to {value:?} but the policy computed {:?}; the container's value is kept",
+                    var.name, var.value
+                ));
+            }
         }
     }
     Ok(plan)
@@ -90,12 +96,13 @@ mod tests {
             "spec.containers[0]",
             "container \"w\"",
             &[var("A", "1"), var("B", "2"), var("C", "3"), var("D", "4")],
+            &|_| None,
         )
         .unwrap();
         assert_eq!(plan.prepend, vec![json!({"name": "D", "value": "4"})]);
         assert_eq!(
             plan.warnings,
-            vec!["container \"w\": B is set to \"9\" but the policy computed \"2\"; the container's value is kept"]
+            vec!["container \"w\": B resolves to \"9\" but the policy computed \"2\"; the container's value is kept"]
         );
     }
 
@@ -107,6 +114,7 @@ mod tests {
             "spec.containers[1]",
             "c",
             &[var("A", "")],
+            &|_| None,
         );
         assert_eq!(
             err.unwrap_err().to_string(),

@@ -3,6 +3,7 @@
 //! already right gets no patch (idempotence), as kubewarden's pod-ndots policy does.
 pub mod env;
 pub mod jobset;
+pub mod resolve;
 
 use crate::json::Object;
 use serde_json::{Map, Value};

@@ -46,7 +46,7 @@ fn admit_checked(
     } else {
         "Pod"
     };
-    let bad = disallowed_ops(&patch, name);
+    let bad = disallowed_ops(object, &patch, name);
     if !bad.is_empty() {
         return Err(format!("{name} patch touches what it may not: {bad:?}"));
     }

@@ -16,11 +16,28 @@ fn create(jobset: &Value) -> Verdict {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
 
+    /// Valid JobSets are accepted, and warned about only where a template sets a value the
+    /// policy contradicts: the generator's literal MEGASCALE_NUM_SLICES "999" (SPEC §4.2),
+    /// once per TPU container of each TPU replicated job that has pods (one with `replicas: 0`
+    /// has none to warn about; a split pod has two TPU containers). Its other user env (a fieldRef to the user's own
+    /// annotation, a `$(VAR)` of an injected variable, `envFrom`) earns none.
     #[test]
-    fn every_valid_jobset_is_accepted_without_warnings(shape in gen::shape()) {
-        let verdict = create(&gen::build(&shape));
+    fn every_valid_jobset_is_accepted_and_warned_only_about_contradictions(shape in gen::shape()) {
+        let jobset = gen::build(&shape);
+        let verdict = create(&jobset);
         prop_assert!(verdict.accepted, "{:?}", verdict.message);
-        prop_assert!(verdict.warnings.is_empty(), "{:?}", verdict.warnings);
+        let tpu_rjobs = shape
+            .groups
+            .iter()
+            .flat_map(|(_, _, members)| members)
+            .filter(|&&replicas| replicas > 0)
+            .count();
+        let tpu_containers = if shape.extras.split_tpu { 2 } else { 1 };
+        let expected = if shape.extras.user_env == 1 { tpu_rjobs * tpu_containers } else { 0 };
+        prop_assert_eq!(verdict.warnings.len(), expected, "{:?}", verdict.warnings);
+        for w in &verdict.warnings {
+            prop_assert!(w.contains(": MEGASCALE_NUM_SLICES resolves to \"999\" for pod "), "{}", w);
+        }
     }
 
     #[test]

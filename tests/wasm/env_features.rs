@@ -90,7 +90,10 @@ fn tpu_worker_env_is_off_by_default() {
     }
 }
 
-/// (JAX_NUM_PROCESSES, coordinator host, port) of a JAX JobSet, and each pod's process id.
+/// (JAX_NUM_PROCESSES, coordinator host, port) of a JAX JobSet, and each pod's process id:
+/// the pods of earlier replicated jobs of the group + job index × parallelism + completion
+/// index, with the coordinator pod's id swapped with 0 (SPEC §4.4). In TPU pods each TPU
+/// container is a process: id × n + k among num × n, and other containers get nothing.
 fn check_jax(
     fixture: &str,
     settings: &Value,
@@ -104,13 +107,10 @@ fn check_jax(
         let name = controller::final_name(&admitted);
         let rjobs = admitted["spec"]["replicatedJobs"].as_array().unwrap();
         let address = format!("{name}-{coordinator}.{name}:{port}");
-        let mut ids = BTreeSet::new();
-        for p in &pods {
-            let in_group = only_rjobs.contains(&p.sim.replicated_job.as_str());
-            // Process id = pods of earlier replicated jobs in the group + job index × parallelism + completion index.
+        let natural = |rjob: &str, job_index: u64, completion_index: u64| {
             let mut offset = 0;
             for r in rjobs {
-                if r["name"] == json!(p.sim.replicated_job) {
+                if r["name"] == json!(rjob) {
                     break;
                 }
                 if only_rjobs.contains(&r["name"].as_str().unwrap()) {
@@ -118,44 +118,79 @@ fn check_jax(
                         * r["template"]["spec"]["parallelism"].as_u64().unwrap();
                 }
             }
-            let me = rjobs
-                .iter()
-                .find(|r| r["name"] == json!(p.sim.replicated_job))
-                .unwrap();
+            let me = rjobs.iter().find(|r| r["name"] == json!(rjob)).unwrap();
             let parallelism = me["template"]["spec"]["parallelism"].as_u64().unwrap();
-            let id = offset + p.sim.job_index * parallelism + p.sim.completion_index;
+            offset + job_index * parallelism + completion_index
+        };
+        let coordinator_pod = pods
+            .iter()
+            .find(|p| p.sim.hostname == format!("{name}-{coordinator}"))
+            .map(|p| {
+                natural(
+                    &p.sim.replicated_job,
+                    p.sim.job_index,
+                    p.sim.completion_index,
+                )
+            })
+            .expect("the coordinator is a pod");
+        let mut ids = BTreeSet::new();
+        let mut processes = num;
+        for p in &pods {
+            let in_group = only_rjobs.contains(&p.sim.replicated_job.as_str());
+            let n = crate::gen::oracle::tpu_container_names(&p.pod["spec"]);
+            let pod_id = match natural(
+                &p.sim.replicated_job,
+                p.sim.job_index,
+                p.sim.completion_index,
+            ) {
+                id if id == coordinator_pod => 0,
+                0 => coordinator_pod,
+                id => id,
+            };
             for (_, c) in containers(&p.pod) {
                 let env = resolve(&p.pod, c).unwrap();
-                if in_group {
-                    assert_eq!(
-                        get(&env, "JAX_NUM_PROCESSES"),
-                        Some(num.to_string().as_str()),
-                        "{}",
-                        p.sim.hostname
-                    );
-                    assert_eq!(
-                        get(&env, "JAX_PROCESS_ID"),
-                        Some(id.to_string().as_str()),
-                        "{}",
-                        p.sim.hostname
-                    );
-                    assert_eq!(get(&env, "JAX_COORDINATOR_ADDRESS"), Some(address.as_str()));
-                } else {
+                let k = n.iter().position(|x| c["name"] == json!(x));
+                let expected = match (in_group, n.len() as u64, k) {
+                    (false, _, _) | (true, 1.., None) => None,
+                    (true, 0, _) => Some((num, pod_id)),
+                    (true, n, Some(k)) => Some((num * n, pod_id * n + k as u64)),
+                };
+                let Some((count, id)) = expected else {
                     assert_eq!(
                         get(&env, "JAX_NUM_PROCESSES"),
                         None,
-                        "{} is not in the JAX group",
-                        p.sim.hostname
+                        "{} {} is not a JAX process",
+                        p.sim.hostname,
+                        c["name"]
                     );
+                    continue;
+                };
+                processes = count;
+                assert_eq!(
+                    get(&env, "JAX_NUM_PROCESSES"),
+                    Some(count.to_string().as_str()),
+                    "{}",
+                    p.sim.hostname
+                );
+                assert_eq!(
+                    get(&env, "JAX_PROCESS_ID"),
+                    Some(id.to_string().as_str()),
+                    "{} {}",
+                    p.sim.hostname,
+                    c["name"]
+                );
+                assert_eq!(get(&env, "JAX_COORDINATOR_ADDRESS"), Some(address.as_str()));
+                if n.is_empty() {
+                    // Every container of a CPU or GPU pod carries the pod's one process id.
+                    ids.insert(id);
+                } else {
+                    assert!(ids.insert(id), "process id {id} repeats");
                 }
-            }
-            if in_group {
-                assert!(ids.insert(id), "process id {id} repeats");
             }
         }
         assert_eq!(
             ids,
-            (0..num).collect::<BTreeSet<_>>(),
+            (0..processes).collect::<BTreeSet<_>>(),
             "ids are exactly 0..N-1"
         );
     }
@@ -199,7 +234,9 @@ fn cpu_jax_uses_spec_coordinator_and_init_containers_get_the_env_too() {
 
 #[test]
 fn in_a_tpu_jobset_the_jax_group_is_the_slice_group() {
-    // jaxEnv: always, without the annotation: the CPU driver is not a JAX process.
+    // jaxEnv: always, without the annotation: the CPU driver is not a JAX process, nor is the
+    // log shipper beside the TPU containers. The TPU init container is TPU container 1 of 2
+    // (SPEC §3), so 8 pods run 16 processes.
     check_jax(
         "cpu-driver-default",
         &json!({"jaxEnv": "always"}),
@@ -230,4 +267,31 @@ fn without_the_annotation_annotated_mode_injects_nothing() {
     let (outcome, _, pods) = run(&request, &no_settings());
     assert_eq!(outcome.mutated_object, None);
     assert!(pods.iter().all(|p| p.outcome.mutated_object.is_none()));
+}
+
+#[test]
+fn cpu_jax_makes_the_coordinator_listed_last_process_0() {
+    // The head comes after 2 × 2 workers: numbered 4, it swaps ids with workers-0-0.
+    check_jax(
+        "jax-cpu-coordinator-last",
+        &no_settings(),
+        5,
+        "head-0-0",
+        6666,
+        &["workers", "head"],
+    );
+}
+
+#[test]
+fn tpu_jax_with_a_cpu_driver_as_spec_coordinator_starts_at_the_slice_group() {
+    // The driver is outside the JAX group (the slice group), so the group's own first pod is
+    // process 0; each of the two TPU containers per pod is a process: 4 pods, 8 processes.
+    check_jax(
+        "jax-tpu-cpu-driver",
+        &no_settings(),
+        4,
+        "workers-0-0",
+        6666,
+        &["workers"],
+    );
 }

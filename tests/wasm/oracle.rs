@@ -35,6 +35,25 @@ pub fn is_tpu(r: &Value) -> bool {
     })
 }
 
+/// The names of a pod template's (or pod's) TPU containers in SPEC §3 order: containers, then
+/// init containers.
+pub fn tpu_container_names(pod_spec: &Value) -> Vec<String> {
+    ["containers", "initContainers"]
+        .iter()
+        .flat_map(|list| {
+            pod_spec[list]
+                .as_array()
+                .map(|cs| {
+                    cs.iter()
+                        .filter(|c| is_tpu_container(c))
+                        .map(|c| c["name"].as_str().unwrap_or("").to_string())
+                        .collect::<Vec<_>>()
+                })
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
 /// What one pod must carry.
 #[derive(Debug, PartialEq)]
 pub struct Expected {
@@ -43,6 +62,9 @@ pub struct Expected {
     pub job_group_index: u64,
     /// (NUM_SLICES, SLICE_ID, COORDINATOR) for TPU replicated jobs.
     pub multislice: Option<(u64, u64, String)>,
+    /// The pod's TPU containers in SPEC §3 order; with two or more, container k gets
+    /// MEGASCALE_PORT 8081 + k.
+    pub tpu_containers: Vec<String>,
 }
 
 pub fn expected(jobset: &Value, name: &str, rjob: &str, job_index: u64) -> Expected {
@@ -68,6 +90,9 @@ pub fn expected(jobset: &Value, name: &str, rjob: &str, job_index: u64) -> Expec
             .collect();
         let num = sum(&mut slices.iter());
         let id = sum(&mut slices.iter().filter(|&&i| i < me)) + job_index;
+        let tpu_containers =
+            tpu_container_names(&rjobs[me]["template"]["spec"]["template"]["spec"]);
+        let in_group = |rjob: &str| slices.iter().any(|&i| rjobs[i]["name"] == rjob);
         let coordinator = match jobset.pointer("/spec/coordinator") {
             Some(c) => format!(
                 "{name}-{}-{}-{}.{subdomain}",
@@ -88,12 +113,29 @@ pub fn expected(jobset: &Value, name: &str, rjob: &str, job_index: u64) -> Expec
                 )
             }
         };
+        // SPEC §4.2: with several TPU containers, a coordinator of the slice group is named
+        // with container 0's DCN port; one outside it (a Pathways head) keeps the bare address.
+        let coordinator_rjob = jobset
+            .pointer("/spec/coordinator/replicatedJob")
+            .and_then(Value::as_str)
+            .unwrap_or_else(|| rjobs[slices[0]]["name"].as_str().unwrap());
+        let coordinator = if tpu_containers.len() >= 2 && in_group(coordinator_rjob) {
+            format!("{coordinator}:8081")
+        } else {
+            coordinator
+        };
         (num, id, coordinator)
     });
+    let tpu_containers = if multislice.is_some() {
+        tpu_container_names(&rjobs[me]["template"]["spec"]["template"]["spec"])
+    } else {
+        Vec::new()
+    };
     Expected {
         group: my_group,
         group_replicas,
         job_group_index,
         multislice,
+        tpu_containers,
     }
 }

@@ -17,7 +17,7 @@ const MEGASCALE: [&str; 3] = [
 ];
 
 /// Every fixture simulated below; `user-set-env` has its own test.
-const SIMULATED: [&str; 23] = [
+const SIMULATED: [&str; 28] = [
     "tpu-4-slices",
     "tpu-two-rjobs-one-group",
     "tpu-two-groups",
@@ -31,6 +31,11 @@ const SIMULATED: [&str; 23] = [
     "tpu7x-two-containers",
     "jax-gpu",
     "jax-cpu-coordinator",
+    "jax-cpu-coordinator-last",
+    "jax-tpu-cpu-driver",
+    "tpu7x-user-port",
+    "tpu-init-container",
+    "pathways-tpu7x",
     "tpu-zero-replicas-first",
     // The shapes real tools submit (README, "Shapes we test").
     "xpk-v5p-multislice",
@@ -55,7 +60,7 @@ fn every_jobset_fixture_is_simulated() {
 fn check_patch(kind: &str, before: &Value, outcome: &Outcome) {
     if let Some(patch) = &outcome.patch {
         assert_eq!(
-            disallowed_ops(patch, kind),
+            disallowed_ops(before, patch, kind),
             Vec::<String>::new(),
             "{kind} patch: {patch:?}"
         );
@@ -183,6 +188,20 @@ fn every_pod_gets_the_spec_values(fixture: &str, api: JobSetApi) {
                         .map(|(n, _)| n.as_str())
                         .collect();
                     assert_eq!(names, injected);
+                    // SPEC §4.2: with several TPU containers, each has its own DCN port.
+                    let k = want
+                        .tpu_containers
+                        .iter()
+                        .position(|n| c["name"] == json!(n))
+                        .unwrap();
+                    let port = (want.tpu_containers.len() >= 2).then(|| (8081 + k).to_string());
+                    assert_eq!(
+                        get(&env, "MEGASCALE_PORT"),
+                        port.as_deref(),
+                        "{} {}",
+                        p.sim.hostname,
+                        c["name"]
+                    );
                     slice_ids
                         .entry(want.group.clone())
                         .or_default()
@@ -242,6 +261,8 @@ fn every_pod_gets_the_spec_values(fixture: &str, api: JobSetApi) {
             "group {group} has several coordinators"
         );
         let coordinator = coordinator.iter().next().unwrap();
+        // The DCN port of container 0 (pods with several TPU containers) is not part of the host.
+        let coordinator = coordinator.strip_suffix(":8081").unwrap_or(coordinator);
         assert!(
             hosts.contains(coordinator),
             "coordinator {coordinator} is not a pod"
@@ -300,7 +321,7 @@ fn user_set_variables_are_kept_and_the_rest_injected_before_them(
         assert_eq!(get(&env, "MEGASCALE_COORDINATOR_ADDRESS"), Some(""));
         assert_eq!(
             p.outcome.warnings,
-            vec!["container \"jax\" (spec.containers[0]): MEGASCALE_NUM_SLICES is set to \"3\" but the policy computed \"2\"; the container's value is kept"]
+            vec!["container \"jax\" (spec.containers[0]): MEGASCALE_NUM_SLICES resolves to \"3\" but the policy computed \"2\"; the container's value is kept"]
         );
     }
 }

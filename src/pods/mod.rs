@@ -1,13 +1,23 @@
 //! Pod CREATE: the per-pod values of SPEC §4, from the labels the JobSet and Job controllers
-//! put on the pod and the facts the policy stamped at JobSet admission.
+//! put on the pod and the facts the policy stamped at JobSet admission. Each env family has
+//! its own module over the shared [`place::PodPlace`]; [`wanted_env`] puts them together, for
+//! pod admission and for the JobSet CREATE warnings ([`contradictions`]).
+pub mod contradictions;
+pub mod jax;
+pub mod multislice;
+pub mod place;
+pub mod tpu_host;
+
 use crate::error::{checked_add, checked_mul, InputError};
 use crate::facts::Facts;
 use crate::json::{self, map_str, Lazy, Object};
 use crate::keys;
 use crate::mutate::env::{plan_env, prepend_env, WantedVar};
 use crate::mutate::object_entry;
+use crate::mutate::resolve::{self, Source};
 use crate::podspec::{self, ContainerView};
 use crate::settings::{JaxEnv, Settings};
+use place::{tpu_order, PodPlace};
 use serde_json::Value;
 
 /// The outcome of admitting a JobSet pod.
@@ -15,30 +25,6 @@ use serde_json::Value;
 pub struct PodOutcome {
     pub mutated: Option<Value>,
     pub warnings: Vec<String>,
-}
-
-/// What the controllers told the pod about its place in the JobSet.
-struct PodPlace<'a> {
-    jobset: &'a str,
-    replicated_job: &'a str,
-    replicated_job_replicas: u32,
-    job_index: u32,
-    job_global_index: u32,
-    global_replicas: u32,
-    completion_index: Option<u32>,
-    subdomain: &'a str,
-}
-
-impl PodPlace<'_> {
-    /// `<jobset>-<host>.<subdomain>`, where `host` is `<rjob>-<jobIndex>-<podIndex>`.
-    fn address(&self, host: &str) -> String {
-        format!("{}-{host}.{}", self.jobset, self.subdomain)
-    }
-
-    /// The address of pod `i` of this pod's own Job.
-    fn host_address(&self, i: u32) -> String {
-        self.address(&format!("{}-{}-{i}", self.replicated_job, self.job_index))
-    }
 }
 
 /// Labels first: the controllers write both, and a label is what selectors see. Returns
@@ -170,14 +156,26 @@ fn plan(object: &Value, settings: &Settings) -> Result<PodPlan, InputError> {
     let mut warnings = Vec::new();
 
     let metadata_adds = group_metadata(labels, annotations, &facts, &place, &mut warnings)?;
-    let env = container_env(
-        &containers,
-        &facts,
-        &place,
-        settings,
+    // A fieldRef reads the pod as the kubelet will see it: with the group keys added here.
+    let lookup = |path: &str| {
+        let (map, key) = resolve::metadata_key(path)?;
+        let own = if map == "labels" { labels } else { annotations };
+        map_str(own, key).map(str::to_string).or_else(|| {
+            metadata_adds
+                .iter()
+                .find(|(m, k, _)| *m == map && *k == key)
+                .map(|(_, _, v)| v.clone())
+        })
+    };
+    let pod = PodEnv {
+        spec,
+        spec_path: "spec",
+        containers: &containers,
+        facts: &facts,
+        place: &place,
         annotations,
-        &mut warnings,
-    )?;
+    };
+    let env = wanted_env(&pod, settings, &lookup, &mut warnings)?;
 
     // Compute first; build a mutated object only when something is missing.
     let mut env_changes = Vec::new();
@@ -186,9 +184,9 @@ fn plan(object: &Value, settings: &Settings) -> Result<PodPlan, InputError> {
             continue;
         }
         let c_path = json::index(&json::join("spec", c.list), c.index);
-        let container = container_object(spec, c)?;
+        let container = container_object(spec, "spec", c)?;
         let label = format!("container {:?} ({c_path})", c.name);
-        let plan = plan_env(container, &c_path, &label, &wanted)?;
+        let plan = plan_env(container, &c_path, &label, &wanted, &lookup)?;
         warnings.extend(plan.warnings);
         if !plan.prepend.is_empty() {
             env_changes.push((c.list, c.index, plan.prepend));
@@ -201,8 +199,13 @@ fn plan(object: &Value, settings: &Settings) -> Result<PodPlan, InputError> {
     })
 }
 
-fn container_object<'a>(spec: &'a Object, c: &ContainerView) -> Result<&'a Object, InputError> {
-    let path = json::index(&json::join("spec", c.list), c.index);
+/// The container `c` of the pod spec at `spec_path`.
+fn container_object<'a>(
+    spec: &'a Object,
+    spec_path: &str,
+    c: &ContainerView,
+) -> Result<&'a Object, InputError> {
+    let path = json::index(&json::join(spec_path, c.list), c.index);
     let item = spec
         .get(c.list)
         .and_then(|l| l.get(c.index))
@@ -260,131 +263,142 @@ fn group_metadata(
     Ok(adds)
 }
 
-/// The variables each container should have, in container order.
-fn container_env(
-    containers: &[ContainerView],
-    facts: &Facts,
-    place: &PodPlace,
+/// A pod (or a pod template, at JobSet admission) whose env is computed.
+pub struct PodEnv<'a> {
+    /// The pod spec, where the containers' own `env` is read.
+    pub spec: &'a Object,
+    pub spec_path: &'a str,
+    pub containers: &'a [ContainerView<'a>],
+    pub facts: &'a Facts,
+    pub place: &'a PodPlace<'a>,
+    /// The pod's annotations, for the controller's coordinator when there are no facts.
+    pub annotations: Option<&'a Object>,
+}
+
+/// The variables each container should have, in container order: the multislice env, the TPU
+/// host env, then the JAX env. `lookup` answers the pod's `fieldRef` paths.
+pub fn wanted_env(
+    pod: &PodEnv,
     settings: &Settings,
-    annotations: Option<&Object>,
+    lookup: &dyn Fn(&str) -> Option<String>,
     warnings: &mut Vec<String>,
 ) -> Result<Vec<Vec<WantedVar>>, InputError> {
+    let PodEnv {
+        facts,
+        place,
+        containers,
+        ..
+    } = pod;
     let mut out: Vec<Vec<WantedVar>> = vec![Vec::new(); containers.len()];
-    let has_tpu = containers.iter().any(ContainerView::is_tpu);
+    let order = tpu_order(containers);
+    let n = u32::try_from(order.len()).map_err(|_| InputError::Overflow {
+        path: json::join(pod.spec_path, "containers"),
+        limit: u32::MAX,
+    })?;
+    let mut give = |per_k: Vec<Vec<WantedVar>>| {
+        for (&i, vars) in order.iter().zip(per_k) {
+            out[i].extend(vars);
+        }
+    };
 
-    if has_tpu && settings.multislice_env {
-        let vars = multislice_vars(facts, place, annotations, warnings)?;
-        for (c, wanted) in containers.iter().zip(out.iter_mut()) {
-            if c.is_tpu() {
-                wanted.extend(vars.iter().cloned());
+    if n > 0 && settings.multislice_env {
+        give(multislice::vars(
+            facts,
+            place,
+            pod.annotations,
+            n,
+            warnings,
+        )?);
+    }
+    if n > 0 && settings.tpu_worker_env {
+        match (place.completion_index, facts.pods_per_job) {
+            (Some(c), Some(hosts)) => {
+                let ports = process_ports(pod, &order, lookup, warnings)?;
+                give(tpu_host::vars(place, c, hosts, &ports)?);
             }
+            _ => warnings.push(format!(
+                "pod of JobSet {:?}: no completion index or no facts from JobSet admission, so the TPU host env was not set",
+                place.jobset
+            )),
         }
     }
-    if has_tpu && settings.tpu_worker_env {
-        tpu_worker_vars(containers, facts, place, &mut out, warnings)?;
-    }
     if settings.jax_env != JaxEnv::Never {
-        if let Some(vars) = jax_vars(facts, place, settings, warnings)? {
-            for wanted in out.iter_mut() {
-                wanted.extend(vars.iter().cloned());
+        if let Some(per_process) = jax_vars(facts, place, settings, n, warnings)? {
+            if facts.slice.is_some() {
+                // A TPU group: each TPU container is a process of its own.
+                give(per_process);
+            } else if let Some(vars) = per_process.into_iter().next() {
+                for wanted in out.iter_mut() {
+                    wanted.extend(vars.iter().cloned());
+                }
             }
         }
     }
     Ok(out)
 }
 
-fn var(name: &'static str, value: impl ToString) -> WantedVar {
-    WantedVar {
-        name,
-        value: value.to_string(),
-    }
-}
-
-fn multislice_vars(
-    facts: &Facts,
-    place: &PodPlace,
-    annotations: Option<&Object>,
+/// Each TPU container's `TPU_PROCESS_PORT`: its own, where it sets one, else the default. A
+/// value admission cannot resolve is taken as the default, and a warning says so.
+fn process_ports(
+    pod: &PodEnv,
+    order: &[usize],
+    lookup: &dyn Fn(&str) -> Option<String>,
     warnings: &mut Vec<String>,
-) -> Result<Vec<WantedVar>, InputError> {
-    let (num_slices, slice_id, coordinator) = match (&facts.slice, &facts.coordinator) {
-        (Some(slice), Some(coordinator)) => (
-            slice.total,
-            checked_add(slice.offset, place.job_index, "metadata.labels")?,
-            place.address(coordinator),
-        ),
-        _ => {
-            // No facts: the JobSet was admitted before the policy. The pod's own labels only
-            // tell about its replicated job, so that is taken as the whole slice group.
-            let coordinator = map_str(annotations, keys::JOBSET_COORDINATOR)
-                .map(str::to_string)
-                .unwrap_or_else(|| place.address(&format!("{}-0-0", place.replicated_job)));
-            warnings.push(format!(
-                "pod of JobSet {:?}: its JobSet was admitted before this policy, so replicated job {:?} was taken as its whole slice group ({} slices, coordinator {coordinator})",
-                place.jobset, place.replicated_job, place.replicated_job_replicas
-            ));
-            (place.replicated_job_replicas, place.job_index, coordinator)
-        }
-    };
-    Ok(vec![
-        var(keys::ENV_NUM_SLICES, num_slices),
-        var(keys::ENV_SLICE_ID, slice_id),
-        var(keys::ENV_COORDINATOR, coordinator),
-    ])
-}
-
-/// TPU host env (SPEC §4.3). A pod with n TPU containers follows LeaderWorkerSet: container k
-/// is worker `completionIndex*n + k`, and each hostname is listed n times.
-fn tpu_worker_vars(
-    containers: &[ContainerView],
-    facts: &Facts,
-    place: &PodPlace,
-    out: &mut [Vec<WantedVar>],
-    warnings: &mut Vec<String>,
-) -> Result<(), InputError> {
-    let (Some(completion_index), Some(hosts)) = (place.completion_index, facts.pods_per_job) else {
-        warnings.push(format!(
-            "pod of JobSet {:?}: no completion index or no facts from JobSet admission, so TPU_WORKER_ID and TPU_WORKER_HOSTNAMES were not set",
-            place.jobset
-        ));
-        return Ok(());
-    };
-    let workers: Vec<usize> = containers
-        .iter()
-        .enumerate()
-        .filter(|(_, c)| c.is_tpu() && c.list == "containers")
-        .map(|(i, _)| i)
-        .collect();
-    let n = u32::try_from(workers.len()).map_err(|_| InputError::Overflow {
-        path: "spec.containers".into(),
-        limit: u32::MAX,
-    })?;
-    let mut hostnames = Vec::new();
-    for i in 0..hosts {
-        let host = place.host_address(i);
-        for _ in 0..n {
-            hostnames.push(host.clone());
+) -> Result<Vec<String>, InputError> {
+    let mut ports = Vec::with_capacity(order.len());
+    for (k, &i) in (0u32..).zip(order) {
+        let c = &pod.containers[i];
+        let c_path = json::index(&json::join(pod.spec_path, c.list), c.index);
+        let entries =
+            resolve::user_entries(container_object(pod.spec, pod.spec_path, c)?, &c_path)?;
+        let default = tpu_host::default_port(k)?;
+        let Some(last) = entries
+            .iter()
+            .rposition(|e| e.name == keys::ENV_TPU_PROCESS_PORT)
+        else {
+            ports.push(default);
+            continue;
+        };
+        let own = match entries[last].source {
+            Source::Literal(_) | Source::FieldRef(_) => {
+                resolve::resolve_all(&entries[..=last], &[], lookup)
+                    .pop()
+                    .flatten()
+            }
+            Source::Other => None,
+        };
+        match own {
+            Some(port) => ports.push(port),
+            None => {
+                warnings.push(format!(
+                    "container {:?} ({c_path}): its TPU_PROCESS_PORT cannot be resolved at admission, so TPU_PROCESS_ADDRESSES lists port {default} for it",
+                    c.name
+                ));
+                ports.push(default);
+            }
         }
     }
-    let hostnames = hostnames.join(",");
-    let base = checked_mul(completion_index, n, "metadata.annotations")?;
-    for (k, &i) in (0u32..).zip(&workers) {
-        let id = checked_add(base, k, "metadata.annotations")?;
-        out[i].push(var(keys::ENV_TPU_WORKER_ID, id));
-        out[i].push(var(keys::ENV_TPU_WORKER_HOSTNAMES, &hostnames));
-    }
-    Ok(())
+    Ok(ports)
 }
 
-/// JAX distributed env (SPEC §4.4), for every container of a pod in the JAX group.
+/// JAX distributed env (SPEC §4.4) for a pod of the JAX group: one list per TPU container in
+/// a TPU group, else one list for the whole pod.
 fn jax_vars(
     facts: &Facts,
     place: &PodPlace,
     settings: &Settings,
+    n: u32,
     warnings: &mut Vec<String>,
-) -> Result<Option<Vec<WantedVar>>, InputError> {
-    let (Some(jax), Some(coordinator), Some(per_job)) =
-        (&facts.jax, &facts.coordinator, facts.pods_per_job)
-    else {
+) -> Result<Option<Vec<Vec<WantedVar>>>, InputError> {
+    let Some(group) = &facts.jax else {
+        return Ok(None);
+    };
+    // Facts written before the JAX coordinator had its own field shared the slice one.
+    let coordinator = group
+        .coordinator
+        .as_deref()
+        .or(facts.coordinator.as_deref());
+    let (Some(coordinator), Some(per_job)) = (coordinator, facts.pods_per_job) else {
         return Ok(None);
     };
     let Some(completion_index) = place.completion_index else {
@@ -396,25 +410,26 @@ fn jax_vars(
         return Ok(None);
     };
     let path = "metadata.annotations";
-    let process_id = checked_add(
+    let pod_number = checked_add(
         checked_add(
-            jax.offset,
+            group.offset,
             checked_mul(place.job_index, per_job, path)?,
             path,
         )?,
         completion_index,
         path,
     )?;
-    Ok(Some(vec![
-        var(
-            keys::ENV_JAX_COORDINATOR,
-            format!(
-                "{}:{}",
-                place.address(coordinator),
-                settings.jax_coordinator_port
-            ),
-        ),
-        var(keys::ENV_JAX_NUM_PROCESSES, jax.total),
-        var(keys::ENV_JAX_PROCESS_ID, process_id),
-    ]))
+    let address = place.address(coordinator);
+    let jax_group = jax::JaxGroup {
+        pods: group.total,
+        coordinator: &address,
+        coordinator_pod: group.coordinator_id,
+        port: settings.jax_coordinator_port,
+    };
+    let processes = if facts.slice.is_some() {
+        jax::Processes::PerTpuContainer(n)
+    } else {
+        jax::Processes::PerPod
+    };
+    jax::vars(&jax_group, pod_number, processes).map(Some)
 }

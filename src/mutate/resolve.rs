@@ -1,0 +1,179 @@
+//! What a container's own `env` entries will resolve to, as far as admission can tell
+//! (SPEC §4.2): literals with `$(VAR)` expanded from earlier variables, as the kubelet does,
+//! and `fieldRef`s to labels and annotations whose values the caller knows. Anything else
+//! (a Secret, a resource, a `$(VAR)` that only `envFrom` or a Service could define) is
+//! unknown, and an unknown value is never called a contradiction.
+use super::env::WantedVar;
+use crate::error::InputError;
+use crate::json::{self, field, Lazy, Object};
+
+/// Where a user's env entry takes its value from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source<'a> {
+    /// `value` (absent means the empty string).
+    Literal(&'a str),
+    /// `valueFrom.fieldRef.fieldPath`.
+    FieldRef(&'a str),
+    /// Any other `valueFrom`.
+    Other,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UserEntry<'a> {
+    pub name: &'a str,
+    pub source: Source<'a>,
+}
+
+/// The container's `env`, in order; each malformed entry names its path.
+pub fn user_entries<'a>(
+    container: &'a Object,
+    path: &str,
+) -> Result<Vec<UserEntry<'a>>, InputError> {
+    let existing = json::opt_array(container, "env", path)?.map_or(&[][..], Vec::as_slice);
+    let mut out = Vec::with_capacity(existing.len());
+    for (i, entry) in existing.iter().enumerate() {
+        // Built only if this entry is malformed.
+        let e_path = Lazy(move || json::index(&json::join(path, "env"), i));
+        let e = json::as_object(entry, e_path)?;
+        let name = json::opt_str(e, "name", e_path)?.unwrap_or("");
+        let source = match field(e, "valueFrom") {
+            None => Source::Literal(json::opt_str(e, "value", e_path)?.unwrap_or("")),
+            Some(from) => from
+                .get("fieldRef")
+                .and_then(|r| r.get("fieldPath"))
+                .and_then(|p| p.as_str())
+                .map_or(Source::Other, Source::FieldRef),
+        };
+        out.push(UserEntry { name, source });
+    }
+    Ok(out)
+}
+
+/// The label or annotation a `fieldRef` path reads: `("labels" | "annotations", key)`.
+pub fn metadata_key(field_path: &str) -> Option<(&'static str, &str)> {
+    for map in ["labels", "annotations"] {
+        let prefix = if map == "labels" {
+            "metadata.labels['"
+        } else {
+            "metadata.annotations['"
+        };
+        if let Some(key) = field_path
+            .strip_prefix(prefix)
+            .and_then(|rest| rest.strip_suffix("']"))
+        {
+            return Some((map, key));
+        }
+    }
+    None
+}
+
+/// The resolved value of every entry of `entries`, in order: `None` where admission cannot
+/// know it. `injected` are the variables the policy puts before them, which the user's
+/// entries may reference; `lookup` answers a `fieldRef` path, or `None`.
+pub fn resolve_all(
+    entries: &[UserEntry],
+    injected: &[WantedVar],
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Vec<Option<String>> {
+    // Later definitions of a name win, so the search runs backwards.
+    let mut defined: Vec<(&str, Option<String>)> = injected
+        .iter()
+        .map(|v| (v.name, Some(v.value.clone())))
+        .collect();
+    let mut out = Vec::with_capacity(entries.len());
+    for entry in entries {
+        let value = match entry.source {
+            Source::Literal(text) => expand(text, &defined),
+            Source::FieldRef(path) => lookup(path),
+            Source::Other => None,
+        };
+        defined.push((entry.name, value.clone()));
+        out.push(value);
+    }
+    out
+}
+
+/// Kubernetes' expansion: `$$` is `$`, `$(NAME)` is NAME's value when defined earlier. A
+/// reference to a name not defined earlier in `env` may come from `envFrom` or a Service's
+/// variables, so the result is unknown; so is one to an unknown value.
+fn expand(text: &str, defined: &[(&str, Option<String>)]) -> Option<String> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(pos) = rest.find('$') {
+        out.push_str(&rest[..pos]);
+        let after = &rest[pos + 1..];
+        if let Some(stripped) = after.strip_prefix('$') {
+            out.push('$');
+            rest = stripped;
+        } else if let Some((name, tail)) = after.strip_prefix('(').and_then(|inner| {
+            inner
+                .find(')')
+                .map(|end| (&inner[..end], &inner[end + 1..]))
+        }) {
+            let value = defined.iter().rev().find(|(n, _)| *n == name)?.1.as_ref()?;
+            out.push_str(value);
+            rest = tail;
+        } else {
+            out.push('$');
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn entries(env: serde_json::Value) -> (Object, String) {
+        let c = json!({ "env": env });
+        (c.as_object().unwrap().clone(), "spec.containers[0]".into())
+    }
+
+    #[test]
+    fn expands_earlier_literals_fieldrefs_and_injected_variables() {
+        let (c, path) = entries(json!([
+            {"name": "JOBSET_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.annotations['jobset.sigs.k8s.io/jobset-name']"}}},
+            {"name": "ADDR", "value": "$(JOBSET_NAME)-w-$(MEGASCALE_SLICE_ID)-0.$(JOBSET_NAME)"},
+            {"name": "COST", "value": "$$(ADDR) $5"},
+            {"name": "LATER", "value": "$(NOT_YET)"},
+            {"name": "NOT_YET", "value": "x"},
+            {"name": "SECRET", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}},
+            {"name": "USES_SECRET", "value": "a-$(SECRET)"},
+            {"name": "UNCLOSED", "value": "$(ADDR"}
+        ]));
+        let injected = [WantedVar {
+            name: "MEGASCALE_SLICE_ID",
+            value: "3".into(),
+        }];
+        let lookup = |p: &str| {
+            (metadata_key(p) == Some(("annotations", "jobset.sigs.k8s.io/jobset-name")))
+                .then(|| "js".to_string())
+        };
+        let got = resolve_all(&user_entries(&c, &path).unwrap(), &injected, &lookup);
+        assert_eq!(
+            got,
+            vec![
+                Some("js".into()),
+                Some("js-w-3-0.js".into()),
+                Some("$(ADDR) $5".into()),
+                None,
+                Some("x".into()),
+                None,
+                None,
+                Some("$(ADDR".into()),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_malformed_entry_names_its_path() {
+        let (c, path) = entries(json!([{"name": "A"}, "oops"]));
+        assert_eq!(
+            user_entries(&c, &path).unwrap_err().to_string(),
+            "spec.containers[0].env[1]: expected an object, found the string \"oops\""
+        );
+    }
+}

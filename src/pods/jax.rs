@@ -1,0 +1,124 @@
+//! JAX distributed env (SPEC §4.4), as a pure function of the group's layout, the pod's
+//! number in it, its TPU containers and the port. Nothing here knows about JobSets, so that a
+//! plain Indexed Job (§4.6) numbers its pods the same way.
+use super::multislice::var;
+use crate::error::{checked_add, checked_mul, InputError};
+use crate::keys;
+use crate::mutate::env::WantedVar;
+
+/// A group of JAX pods, numbered 0..pods-1 by the caller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JaxGroup<'a> {
+    pub pods: u32,
+    /// Address (no port) of the pod that runs process 0.
+    pub coordinator: &'a str,
+    /// The number the caller's numbering gives that pod. It swaps ids with pod 0:
+    /// `jax.distributed.initialize` starts the coordination service in process 0 and every
+    /// other process dials the coordinator address, so the two must be the same pod.
+    pub coordinator_pod: u32,
+    pub port: u16,
+}
+
+/// How many JAX processes a pod runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Processes {
+    /// One, whose env every container gets (a CPU or GPU pod).
+    PerPod,
+    /// One per TPU container, k = 0..n-1 (TPU groups; tpu7x runs two).
+    PerTpuContainer(u32),
+}
+
+/// The pod's id after the swap that makes the coordinator pod process 0.
+pub fn pod_id(group: &JaxGroup, pod: u32) -> u32 {
+    if pod == group.coordinator_pod {
+        0
+    } else if pod == 0 {
+        group.coordinator_pod
+    } else {
+        pod
+    }
+}
+
+/// The JAX variables of the pod numbered `pod`: one list for [`Processes::PerPod`], else one
+/// per TPU container k, with process id = (pod id)·n + k among pods·n processes.
+pub fn vars(
+    group: &JaxGroup,
+    pod: u32,
+    processes: Processes,
+) -> Result<Vec<Vec<WantedVar>>, InputError> {
+    let path = "metadata.annotations";
+    let coordinator = format!("{}:{}", group.coordinator, group.port);
+    let id = pod_id(group, pod);
+    let one = |count: u32, id: u32| {
+        vec![
+            var(keys::ENV_JAX_COORDINATOR, &coordinator),
+            var(keys::ENV_JAX_NUM_PROCESSES, count),
+            var(keys::ENV_JAX_PROCESS_ID, id),
+        ]
+    };
+    match processes {
+        Processes::PerPod => Ok(vec![one(group.pods, id)]),
+        Processes::PerTpuContainer(n) => {
+            let count = checked_mul(group.pods, n, path)?;
+            let base = checked_mul(id, n, path)?;
+            (0..n)
+                .map(|k| Ok(one(count, checked_add(base, k, path)?)))
+                .collect()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ids(group: &JaxGroup, processes: Processes) -> Vec<String> {
+        (0..group.pods)
+            .flat_map(|p| vars(group, p, processes).unwrap())
+            .map(|v| v[2].value.clone())
+            .collect()
+    }
+
+    #[test]
+    fn the_coordinator_pod_is_process_0_and_ids_stay_0_to_n() {
+        let group = JaxGroup {
+            pods: 5,
+            coordinator: "js-head-0-0.js",
+            coordinator_pod: 4,
+            port: 6666,
+        };
+        assert_eq!(ids(&group, Processes::PerPod), ["4", "1", "2", "3", "0"]);
+        let first = &vars(&group, 4, Processes::PerPod).unwrap()[0];
+        assert_eq!(first[0].value, "js-head-0-0.js:6666");
+        assert_eq!(first[1].value, "5");
+    }
+
+    #[test]
+    fn each_tpu_container_is_a_process() {
+        let group = JaxGroup {
+            pods: 2,
+            coordinator: "c",
+            coordinator_pod: 0,
+            port: 1,
+        };
+        assert_eq!(
+            ids(&group, Processes::PerTpuContainer(2)),
+            ["0", "1", "2", "3"]
+        );
+        assert_eq!(
+            vars(&group, 1, Processes::PerTpuContainer(2)).unwrap()[1][1].value,
+            "4"
+        );
+    }
+
+    #[test]
+    fn counts_beyond_u32_are_errors() {
+        let group = JaxGroup {
+            pods: u32::MAX,
+            coordinator: "c",
+            coordinator_pod: 0,
+            port: 1,
+        };
+        assert!(vars(&group, 1, Processes::PerTpuContainer(2)).is_err());
+    }
+}

@@ -1,0 +1,82 @@
+//! TPU multislice env (SPEC §4.2): the slice count, the pod's slice id and the slice group's
+//! coordinator, and with several TPU containers in a pod, a DCN port per container.
+use super::place::PodPlace;
+use crate::error::{checked_add, InputError};
+use crate::facts::Facts;
+use crate::json::{map_str, Object};
+use crate::keys;
+use crate::mutate::env::WantedVar;
+
+/// TPU container k's megascale port when a pod runs several: KubeRay's TPU webhook numbering.
+pub const BASE_PORT: u32 = 8081;
+
+/// The variables of each of the pod's `n` TPU containers, k = 0..n-1.
+pub fn vars(
+    facts: &Facts,
+    place: &PodPlace,
+    annotations: Option<&Object>,
+    n: u32,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<Vec<WantedVar>>, InputError> {
+    let (num_slices, slice_id, coordinator, outside) = match (&facts.slice, &facts.coordinator) {
+        (Some(slice), Some(coordinator)) => (
+            slice.total,
+            checked_add(slice.offset, place.job_index, "metadata.labels")?,
+            place.address(coordinator),
+            facts.coordinator_outside,
+        ),
+        _ => {
+            // No facts: the JobSet was admitted before the policy. The pod's own labels only
+            // tell about its replicated job, so that is taken as the whole slice group.
+            let own = place.address(&format!("{}-0-0", place.replicated_job));
+            let (coordinator, outside) = match map_str(annotations, keys::JOBSET_COORDINATOR) {
+                Some(c) => {
+                    let own_prefix = format!("{}-{}-", place.jobset, place.replicated_job);
+                    (c.to_string(), !c.starts_with(&own_prefix))
+                }
+                None => (own, false),
+            };
+            warnings.push(format!(
+                "pod of JobSet {:?}: its JobSet was admitted before this policy, so replicated job {:?} was taken as its whole slice group ({} slices, coordinator {coordinator})",
+                place.jobset, place.replicated_job, place.replicated_job_replicas
+            ));
+            (
+                place.replicated_job_replicas,
+                place.job_index,
+                coordinator,
+                outside,
+            )
+        }
+    };
+    // Several TPU processes on one host each take their own DCN port; the coordinator's
+    // address then names container 0's. A coordinator outside the slice group runs no TPU
+    // process and keeps the bare address.
+    let several = n >= 2;
+    let coordinator = if several && !outside {
+        format!("{coordinator}:{BASE_PORT}")
+    } else {
+        coordinator
+    };
+    let common = [
+        var(keys::ENV_NUM_SLICES, num_slices),
+        var(keys::ENV_SLICE_ID, slice_id),
+        var(keys::ENV_COORDINATOR, coordinator),
+    ];
+    (0..n)
+        .map(|k| {
+            let mut out = common.to_vec();
+            if several {
+                let port = checked_add(BASE_PORT, k, "spec.containers")?;
+                out.push(var(keys::ENV_MEGASCALE_PORT, port));
+            }
+            Ok(out)
+        })
+        .collect()
+}
+
+pub fn var(name: &'static str, value: impl ToString) -> WantedVar {
+    WantedVar {
+        name,
+        value: value.to_string(),
+    }
+}

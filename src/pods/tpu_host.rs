@@ -1,0 +1,56 @@
+//! TPU host env (SPEC §4.3, setting `tpuWorkerEnv`): LeaderWorkerSet's TPU injection with the
+//! pod's own Job as the slice. Container k of n in the pod with completion index c is worker
+//! c·n + k, each host is listed n times, and each container has its own process port.
+use super::multislice::var;
+use super::place::PodPlace;
+use crate::error::{checked_add, checked_mul, InputError};
+use crate::keys;
+use crate::mutate::env::WantedVar;
+
+/// TPU container k's process port, unless it sets `TPU_PROCESS_PORT` itself.
+pub const BASE_PORT: u32 = 8476;
+
+/// The default `TPU_PROCESS_PORT` of TPU container k.
+pub fn default_port(k: u32) -> Result<String, InputError> {
+    Ok(checked_add(BASE_PORT, k, "spec.containers")?.to_string())
+}
+
+/// The variables of each TPU container k, given every container's process port (`ports[k]`,
+/// its own `TPU_PROCESS_PORT` or the default) and the pods per Job.
+pub fn vars(
+    place: &PodPlace,
+    completion_index: u32,
+    pods_per_job: u32,
+    ports: &[String],
+) -> Result<Vec<Vec<WantedVar>>, InputError> {
+    let n = u32::try_from(ports.len()).map_err(|_| InputError::Overflow {
+        path: "spec.containers".into(),
+        limit: u32::MAX,
+    })?;
+    let mut hostnames = Vec::new();
+    let mut addresses = Vec::new();
+    for i in 0..pods_per_job {
+        let host = place.host_address(i);
+        for port in ports {
+            hostnames.push(host.clone());
+            addresses.push(format!("{host}:{port}"));
+        }
+    }
+    let hostnames = hostnames.join(",");
+    let addresses = addresses.join(",");
+    let job_name = place.job_name();
+    let path = "metadata.annotations";
+    let base = checked_mul(completion_index, n, path)?;
+    (0u32..)
+        .zip(ports)
+        .map(|(k, port)| {
+            Ok(vec![
+                var(keys::ENV_TPU_WORKER_ID, checked_add(base, k, path)?),
+                var(keys::ENV_TPU_WORKER_HOSTNAMES, &hostnames),
+                var(keys::ENV_TPU_PROCESS_PORT, port),
+                var(keys::ENV_TPU_PROCESS_ADDRESSES, &addresses),
+                var(keys::ENV_TPU_NAME, &job_name),
+            ])
+        })
+        .collect()
+}
