@@ -65,7 +65,10 @@ impl Verdict {
             None => None,
             Some(encoded) => {
                 if response["patchType"] != json!("JSONPatch") {
-                    bail!("a patch of type {} is not a JSON patch", response["patchType"]);
+                    bail!(
+                        "a patch of type {} is not a JSON patch",
+                        response["patchType"]
+                    );
                 }
                 let bytes = base64::engine::general_purpose::STANDARD
                     .decode(encoded)
@@ -248,8 +251,9 @@ impl PolicyServer {
                 self.log()
             );
         }
-        let review: Value = serde_json::from_slice(&body)
-            .with_context(|| format!("POST {path}: not JSON: {}", String::from_utf8_lossy(&body)))?;
+        let review: Value = serde_json::from_slice(&body).with_context(|| {
+            format!("POST {path}: not JSON: {}", String::from_utf8_lossy(&body))
+        })?;
         if review["response"]["uid"] != request["uid"] {
             bail!("POST {path}: the response answers another uid: {review}");
         }

@@ -20,14 +20,22 @@ fn settings() -> Vec<(&'static str, Value)> {
             "host-env-jax-always",
             json!({"tpuWorkerEnv": true, "jaxEnv": "always"}),
         ),
-        ("strict-accelerators", json!({"rejectUnknownAccelerators": true})),
+        (
+            "strict-accelerators",
+            json!({"rejectUnknownAccelerators": true}),
+        ),
     ]
 }
 
 /// Every request sent, named: JobSet CREATE and UPDATE, and pods of JobSets and plain pods.
 fn requests(harness: &Policy) -> Vec<(String, Value)> {
     let mut out = Vec::new();
-    for name in ["tpu-4-slices", "jax-gpu", "tpu7x-two-containers", "user-set-env"] {
+    for name in [
+        "tpu-4-slices",
+        "jax-gpu",
+        "tpu7x-two-containers",
+        "user-set-env",
+    ] {
         out.push((
             format!("JobSet CREATE {name}"),
             fixtures::load_json(&fixtures::jobset_request_path(name, JobSetApi::V09)).unwrap(),
@@ -41,8 +49,11 @@ fn requests(harness: &Policy) -> Vec<(String, Value)> {
     }
     // UPDATEs: one that changes nothing, and one that unsuspends a JobSet whose topology does
     // not fit (T4 waited while it was suspended).
-    let js = load_json(&fixtures::jobset_request_path("tpu-4-slices", JobSetApi::V09)).unwrap()
-        ["object"]
+    let js = load_json(&fixtures::jobset_request_path(
+        "tpu-4-slices",
+        JobSetApi::V09,
+    ))
+    .unwrap()["object"]
         .clone();
     out.push((
         "JobSet UPDATE unchanged".into(),
@@ -60,8 +71,7 @@ fn requests(harness: &Policy) -> Vec<(String, Value)> {
     // Pods as the controllers make them from the admitted JobSet (default settings), so they
     // carry the facts the JobSet admission stamped.
     for name in ["tpu-4-slices", "jax-gpu", "tpu7x-two-containers"] {
-        let request =
-            load_json(&fixtures::jobset_request_path(name, JobSetApi::V09)).unwrap();
+        let request = load_json(&fixtures::jobset_request_path(name, JobSetApi::V09)).unwrap();
         let outcome = harness.validate(&request, &json!({})).unwrap();
         let admitted = match &outcome.patch {
             Some(p) => apply(&request["object"], p).unwrap(),

@@ -173,10 +173,7 @@ fn main() -> Result<()> {
     )?;
     let named = [
         ("plain pod (not a JobSet's)", not_jobset_pod),
-        (
-            "TPU JobSet pod",
-            pod_request(&tpu_pod_with_containers(1)?),
-        ),
+        ("TPU JobSet pod", pod_request(&tpu_pod_with_containers(1)?)),
         ("JobSet CREATE, 1 rjob × 4 slices", create(&tpu_jobset()?)),
         ("JobSet CREATE, 64 rjobs", create(&jobset_with_rjobs(64)?)),
     ];
@@ -228,7 +225,11 @@ fn main() -> Result<()> {
 
     println!(
         "# policy-server benchmark{}\n",
-        if quick { " (--quick: short runs, rough figures)" } else { "" }
+        if quick {
+            " (--quick: short runs, rough figures)"
+        } else {
+            ""
+        }
     );
     println!(
         "wrk -t1 -c{} against one policy-server (default workers), {} alternating runs of {} s \
