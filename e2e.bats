@@ -1,10 +1,37 @@
 #!/usr/bin/env bats
 # End-to-end tests of the annotated policy with the real `kwctl run`, as every Kubewarden
-# policy has. The expectations live in test_data/e2e/cases.json, which the harness test
-# tests/wasm/e2e_cases.rs also runs through the same policy, so they hold without kwctl too.
+# policy has, on the example manifests, and on the packaging kwctl generates.
+#
+# The request cases live in test_data/e2e/cases.json, which the harness test
+# tests/wasm/e2e_cases.rs also runs through the same module. To add a case: add its entry to
+# cases.json (name, request file, settings, and the exact allowed/patch/message/code/warnings)
+# and a `@test` below that calls `check_case <name>`; the harness test fails until both exist.
+
+bats_require_minimum_version 1.5.0
 
 CASES=test_data/e2e/cases.json
 POLICY=annotated-policy.wasm
+
+setup_file() {
+  command -v kwctl >/dev/null || { echo "kwctl is not on PATH" >&2; return 1; }
+  # Copies of the example policy manifests whose module is the policy built here.
+  for manifest in cluster-admission-policy admission-policy; do
+    sed "s|^  module: .*|  module: file://$PWD/$POLICY|" "examples/$manifest.yaml" \
+      > "$BATS_FILE_TMPDIR/$manifest.yaml"
+  done
+}
+
+# kwctl with the Sigstore trust config next to it, when there is one, so that it does not
+# reach for the network to fetch one.
+kw() {
+  local trust
+  trust="$(dirname "$(command -v kwctl)")/sigstore-trust-config.json"
+  if [ -f "$trust" ]; then
+    kwctl "$1" --sigstore-trust-config "$trust" "${@:2}"
+  else
+    kwctl "$@"
+  fi
+}
 
 case_field() {
   jq -S -c --arg name "$1" ".[] | select(.name == \$name) | $2" "$CASES"
@@ -21,13 +48,13 @@ check_case() {
   local error
   error=$(case_field "$name" '.settingsError // empty')
   if [ -n "$error" ]; then
-    run kwctl run --request-path "$request" --settings-json "$settings" "$POLICY"
+    run kw run --request-path "$request" --settings-json "$settings" "$POLICY"
     [ "$status" -ne 0 ]
     [[ "$output" == *"$(jq -r . <<<"$error")"* ]]
     return 0
   fi
 
-  run bash -c "kwctl run --request-path '$request' --settings-json '$settings' '$POLICY' 2>/dev/null"
+  run --separate-stderr kw run --request-path "$request" --settings-json "$settings" "$POLICY"
   [ "$status" -eq 0 ]
   local response="$output"
   [ "$(jq -r .allowed <<<"$response")" = "$(case_field "$name" .allowed)" ]
@@ -48,6 +75,33 @@ check_case() {
     [ "$(jq -r .status.code <<<"$response")" = "$(case_field "$name" .code)" ]
   fi
   [ "$(jq -c '.warnings // []' <<<"$response")" = "$(case_field "$name" '.warnings')" ]
+}
+
+# The verdict of one kwctl response, in the words the examples use.
+verdict() {
+  jq -r 'if .allowed | not then "rejected"
+         elif .patch then "accepted, mutated"
+         else "accepted, unchanged" end' <<<"$1"
+}
+
+# Runs every example JobSet through a policy manifest (kwctl reads module and settings from
+# it) and checks the verdict each example states in its `# Expected verdict:` line.
+check_manifest() {
+  local manifest="$BATS_FILE_TMPDIR/$1.yaml" seen=0 example stem stated response
+  for example in examples/*.yaml; do
+    grep -q '^kind: JobSet' "$example" || continue
+    stem=$(basename "$example" .yaml)
+    stated=$(sed -n 's/^# Expected verdict: \(.*\)\.$/\1/p' "$example")
+    [ -n "$stated" ] || { echo "$example states no verdict"; return 1; }
+    run --separate-stderr kw run --request-path "test_data/e2e/examples/$stem.json" "$manifest"
+    [ "$status" -eq 0 ] || { echo "$stem: kwctl failed: $stderr"; return 1; }
+    response="$output"
+    [ "$(verdict "$response")" = "$stated" ] ||
+      { echo "$stem through $1: $(verdict "$response"), stated: $stated"; return 1; }
+    [ "$(jq -c '.warnings // []' <<<"$response")" = "[]" ]
+    seen=$((seen + 1))
+  done
+  [ "$seen" -eq 5 ]
 }
 
 @test "a multislice JobSet gets its facts stamped" {
@@ -92,4 +146,48 @@ check_case() {
 
 @test "invalid settings are refused by kwctl run" {
   check_case invalid-settings
+}
+
+@test "manifest: every example JobSet gets its stated verdict through the ClusterAdmissionPolicy" {
+  check_manifest cluster-admission-policy
+}
+
+@test "manifest: every example JobSet gets its stated verdict through the AdmissionPolicy" {
+  check_manifest admission-policy
+}
+
+@test "manifest: kwctl applies the manifest's settings exactly as --settings-json" {
+  local pod=test_data/requests/pod-tpu-slice-pod.json
+  run --separate-stderr kw run --request-path "$pod" "$BATS_FILE_TMPDIR/admission-policy.yaml"
+  [ "$status" -eq 0 ]
+  local from_manifest="$output"
+  # The namespaced example sets tpuWorkerEnv and jaxEnv; the cluster-wide one keeps defaults.
+  run --separate-stderr kw run --request-path "$pod" \
+    --settings-json '{"tpuWorkerEnv": true, "jaxEnv": "always"}' "$POLICY"
+  [ "$status" -eq 0 ]
+  [ "$from_manifest" = "$output" ]
+  jq -r '.patch | @base64d' <<<"$from_manifest" | grep -q TPU_WORKER_ID
+
+  run --separate-stderr kw run --request-path "$pod" "$BATS_FILE_TMPDIR/cluster-admission-policy.yaml"
+  [ "$status" -eq 0 ]
+  local cluster="$output"
+  run --separate-stderr kw run --request-path "$pod" --settings-json '{}' "$POLICY"
+  [ "$cluster" = "$output" ]
+  [ -z "$(jq -r '.patch | @base64d' <<<"$cluster" | grep TPU_WORKER_ID)" ]
+}
+
+@test "artifacthub-pkg.yml is exactly what kwctl generates, but for createdAt" {
+  kwctl scaffold artifacthub --metadata-path policy-metadata.yml \
+    --questions-path questions-ui.yml --output "$BATS_TEST_TMPDIR/generated.yml"
+  diff <(sed '/^createdAt:/d' artifacthub-pkg.yml) \
+    <(sed '/^createdAt:/d' "$BATS_TEST_TMPDIR/generated.yml")
+  grep -q '^createdAt: ' artifacthub-pkg.yml
+}
+
+@test "make artifacthub leaves the committed artifacthub-pkg.yml unchanged" {
+  local before
+  before=$(sha256sum artifacthub-pkg.yml)
+  run make -s artifacthub
+  [ "$status" -eq 0 ]
+  [ "$(sha256sum artifacthub-pkg.yml)" = "$before" ]
 }

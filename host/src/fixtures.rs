@@ -68,6 +68,30 @@ pub fn pod_request_path(name: &str) -> PathBuf {
         .join(format!("pod-{name}.json"))
 }
 
+/// The JobSet CREATE that `e2e.bats` sends for `examples/<stem>.yaml`, as a v0.9 CRD serves it.
+pub fn example_request_path(stem: &str) -> PathBuf {
+    test_data()
+        .join("e2e")
+        .join("examples")
+        .join(format!("{stem}.json"))
+}
+
+/// The example JobSets (`examples/*.yaml` of kind JobSet), by file stem.
+pub fn example_jobsets() -> Result<Vec<(String, Value)>> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(workspace_root().join("examples"))? {
+        let path = entry?.path();
+        let doc = load_yaml(&path)?;
+        if doc["kind"] == "JobSet" {
+            if let Some(stem) = path.file_stem() {
+                out.push((stem.to_string_lossy().into_owned(), doc));
+            }
+        }
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(out)
+}
+
 /// Reads a committed request fixture.
 pub fn load_json(path: &Path) -> Result<Value> {
     let text = std::fs::read_to_string(path)
@@ -95,6 +119,15 @@ pub fn generate_all() -> Result<Vec<(PathBuf, String)>> {
         let pod = load_yaml(&test_data().join("pods").join(format!("{name}.yaml")))?;
         let request = admission_request(Kind::Pod, "CREATE", &pod, None);
         out.push((pod_request_path(&name), pretty(&request)?));
+    }
+    for (stem, jobset) in example_jobsets()? {
+        let request = admission_request(
+            Kind::JobSet,
+            "CREATE",
+            &as_served(&jobset, JobSetApi::V09),
+            None,
+        );
+        out.push((example_request_path(&stem), pretty(&request)?));
     }
     Ok(out)
 }

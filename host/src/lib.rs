@@ -8,6 +8,7 @@ pub mod host;
 pub mod invariants;
 pub mod preview;
 pub mod request;
+pub mod server;
 
 pub use host::{Instance, Outcome, Policy, SettingsOutcome};
 

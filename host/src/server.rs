@@ -1,0 +1,324 @@
+//! Kubewarden's own policy-server, started on loopback for a test or a benchmark: random free
+//! ports, a bounded wait on its readiness probe, and always stopped (on drop). Requests go
+//! over plain HTTP/1.1 as the API server sends them (the API server uses TLS; the server's
+//! code path past TLS is the same).
+use anyhow::{anyhow, bail, Context, Result};
+use base64::Engine as _;
+use serde_json::{json, Value};
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long policy-server may take to compile its modules and answer its readiness probe.
+const READY_WITHIN: Duration = Duration::from_secs(120);
+/// How long one request may take before the test calls it hung.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// One entry of policy-server's policies file.
+#[derive(Debug, Clone)]
+pub struct ServedPolicy {
+    /// The id in `POST /validate/<id>`.
+    pub id: String,
+    /// An annotated module (`kwctl annotate`): policy-server reads its metadata.
+    pub module: PathBuf,
+    pub settings: Value,
+}
+
+/// A running policy-server; stopped and its scratch folder removed when dropped.
+pub struct PolicyServer {
+    child: Child,
+    addr: SocketAddr,
+    dir: PathBuf,
+}
+
+/// What the server (or the waPC harness) answered, in the terms the two can be compared in.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Verdict {
+    pub allowed: bool,
+    pub message: Option<String>,
+    pub code: Option<u16>,
+    /// The JSON patch, decoded from the response's base64.
+    pub patch: Option<Value>,
+    pub warnings: Vec<String>,
+}
+
+impl Verdict {
+    /// The harness's outcome in the same terms.
+    pub fn from_outcome(outcome: &crate::Outcome) -> Verdict {
+        Verdict {
+            allowed: outcome.accepted,
+            message: outcome.message.clone(),
+            code: outcome.code,
+            patch: outcome.patch.as_ref().map(|_| outcome.patch_json()),
+            warnings: outcome.warnings.clone(),
+        }
+    }
+
+    /// An AdmissionReview `response` as policy-server sends it.
+    pub fn from_response(response: &Value) -> Result<Verdict> {
+        let allowed = response["allowed"]
+            .as_bool()
+            .ok_or_else(|| anyhow!("response without `allowed`: {response}"))?;
+        let patch = match response.get("patch").and_then(Value::as_str) {
+            None => None,
+            Some(encoded) => {
+                if response["patchType"] != json!("JSONPatch") {
+                    bail!(
+                        "a patch of type {} is not a JSON patch",
+                        response["patchType"]
+                    );
+                }
+                let bytes = base64::engine::general_purpose::STANDARD
+                    .decode(encoded)
+                    .context("patch is not base64")?;
+                Some(serde_json::from_slice(&bytes).context("patch is not JSON")?)
+            }
+        };
+        let status = &response["status"];
+        Ok(Verdict {
+            allowed,
+            message: status["message"].as_str().map(str::to_string),
+            code: status["code"].as_u64().and_then(|c| u16::try_from(c).ok()),
+            patch,
+            // policy-server sends `"warnings": null` when there are none.
+            warnings: match response.get("warnings") {
+                None | Some(Value::Null) => Vec::new(),
+                Some(w) => serde_json::from_value(w.clone()).context("warnings")?,
+            },
+        })
+    }
+}
+
+/// The policy-server binary: `POLICY_SERVER`, else `policy-server` on PATH.
+pub fn binary() -> Result<PathBuf> {
+    if let Some(path) = std::env::var_os("POLICY_SERVER") {
+        return Ok(PathBuf::from(path));
+    }
+    find_on_path("policy-server").ok_or_else(|| {
+        anyhow!(
+            "policy-server is not on PATH: put Kubewarden's binaries there \
+             (.ci/run adds ../shared/tools) or name it with POLICY_SERVER"
+        )
+    })
+}
+
+/// The first executable of that name in PATH.
+pub fn find_on_path(name: &str) -> Option<PathBuf> {
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|dir| dir.join(name))
+        .find(|p| p.is_file())
+}
+
+/// A port nobody listens on now. Another process may take it before policy-server binds it;
+/// `start` then fails with the server's log, and a rerun picks other ports.
+fn free_port() -> Result<u16> {
+    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).context("no free port")?;
+    Ok(listener.local_addr()?.port())
+}
+
+/// The Sigstore trust config beside the binary, so that policy-server does not reach for the
+/// network to fetch one (see shared/tools/README.md).
+fn trust_config(binary: &Path) -> Option<PathBuf> {
+    std::env::var_os("SIGSTORE_TRUST_CONFIG")
+        .map(PathBuf::from)
+        .or_else(|| {
+            binary
+                .parent()
+                .map(|d| d.join("sigstore-trust-config.json"))
+        })
+        .filter(|p| p.is_file())
+}
+
+impl PolicyServer {
+    /// Starts policy-server with these policies and waits until its readiness probe says OK.
+    pub fn start(policies: &[ServedPolicy], workers: Option<usize>) -> Result<PolicyServer> {
+        let binary = binary()?;
+        let dir = std::env::temp_dir().join(format!(
+            "jsp-policy-server-{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default()
+                .as_nanos()
+        ));
+        std::fs::create_dir_all(dir.join("downloads"))?;
+        let mut file = serde_json::Map::new();
+        for p in policies {
+            let module = std::fs::canonicalize(&p.module).with_context(|| {
+                format!(
+                    "{} is missing; build it with `make annotated-policy.wasm`",
+                    p.module.display()
+                )
+            })?;
+            file.insert(
+                p.id.clone(),
+                json!({
+                    "module": format!("file://{}", module.display()),
+                    "settings": p.settings,
+                    "allowedToMutate": true,
+                }),
+            );
+        }
+        let policies_file = dir.join("policies.yml");
+        std::fs::write(&policies_file, serde_yaml::to_string(&file)?)?;
+
+        let port = free_port()?;
+        let probe = free_port()?;
+        let mut command = Command::new(&binary);
+        command
+            .args(["--addr", "127.0.0.1", "--port", &port.to_string()])
+            .args(["--readiness-probe-port", &probe.to_string()])
+            .arg("--policies")
+            .arg(&policies_file)
+            .arg("--policies-download-dir")
+            .arg(dir.join("downloads"))
+            .args(["--ignore-kubernetes-connection-failure", "--log-no-color"])
+            .args(["--log-level", "warn"]);
+        if let Some(trust) = trust_config(&binary) {
+            command.arg("--sigstore-trust-config").arg(trust);
+        }
+        if let Some(n) = workers {
+            command.args(["--workers", &n.to_string()]);
+        }
+        let log = std::fs::File::create(dir.join("server.log"))?;
+        let child = command
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .spawn()
+            .with_context(|| format!("cannot start {}", binary.display()))?;
+        let mut server = PolicyServer {
+            child,
+            addr: SocketAddr::from((Ipv4Addr::LOCALHOST, port)),
+            dir,
+        };
+        server.wait_ready(SocketAddr::from((Ipv4Addr::LOCALHOST, probe)))?;
+        Ok(server)
+    }
+
+    fn wait_ready(&mut self, probe: SocketAddr) -> Result<()> {
+        let deadline = Instant::now() + READY_WITHIN;
+        loop {
+            if let Some(status) = self.child.try_wait()? {
+                bail!(
+                    "policy-server exited ({status}) before it was ready:\n{}",
+                    self.log()
+                );
+            }
+            if let Ok((200, _)) = http(probe, "GET", "/readiness", b"") {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                bail!(
+                    "policy-server was not ready within {READY_WITHIN:?}:\n{}",
+                    self.log()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// What the server logged so far (for error messages).
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default()
+    }
+
+    /// The address `wrk` and others can POST to.
+    pub fn url(&self, policy_id: &str) -> String {
+        format!("http://{}/validate/{policy_id}", self.addr)
+    }
+
+    /// The AdmissionReview body the API server would POST for this request.
+    pub fn review_body(request: &Value) -> Vec<u8> {
+        serde_json::to_vec(&json!({
+            "apiVersion": "admission.k8s.io/v1",
+            "kind": "AdmissionReview",
+            "request": request,
+        }))
+        .expect("JSON values serialize")
+    }
+
+    /// POSTs an AdmissionReview for `request` to a policy and returns its `response`.
+    pub fn review(&self, policy_id: &str, request: &Value) -> Result<Value> {
+        let path = format!("/validate/{policy_id}");
+        let (status, body) = http(self.addr, "POST", &path, &Self::review_body(request))?;
+        if status != 200 {
+            bail!(
+                "POST {path}: HTTP {status}: {}\n{}",
+                String::from_utf8_lossy(&body),
+                self.log()
+            );
+        }
+        let review: Value = serde_json::from_slice(&body).with_context(|| {
+            format!("POST {path}: not JSON: {}", String::from_utf8_lossy(&body))
+        })?;
+        if review["response"]["uid"] != request["uid"] {
+            bail!("POST {path}: the response answers another uid: {review}");
+        }
+        Ok(review["response"].clone())
+    }
+}
+
+impl Drop for PolicyServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// One HTTP/1.1 exchange with `Connection: close`: (status, body).
+pub fn http(addr: SocketAddr, method: &str, path: &str, body: &[u8]) -> Result<(u16, Vec<u8>)> {
+    let mut stream = TcpStream::connect_timeout(&addr, REQUEST_TIMEOUT)?;
+    stream.set_read_timeout(Some(REQUEST_TIMEOUT))?;
+    stream.set_write_timeout(Some(REQUEST_TIMEOUT))?;
+    let head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes())?;
+    stream.write_all(body)?;
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw)?;
+    let split = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .ok_or_else(|| anyhow!("{method} {path}: no HTTP header in the answer"))?;
+    let header = String::from_utf8_lossy(&raw[..split]).to_ascii_lowercase();
+    let status: u16 = header
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| anyhow!("{method} {path}: bad status line: {header}"))?;
+    let rest = &raw[split + 4..];
+    let body = if header.contains("transfer-encoding: chunked") {
+        dechunk(rest)?
+    } else {
+        rest.to_vec()
+    };
+    Ok((status, body))
+}
+
+fn dechunk(mut data: &[u8]) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    loop {
+        let line_end = data
+            .windows(2)
+            .position(|w| w == b"\r\n")
+            .ok_or_else(|| anyhow!("bad chunked body"))?;
+        let size_text = String::from_utf8_lossy(&data[..line_end]);
+        let size = usize::from_str_radix(size_text.split(';').next().unwrap_or("").trim(), 16)?;
+        data = &data[line_end + 2..];
+        if size == 0 {
+            return Ok(out);
+        }
+        let chunk = data
+            .get(..size)
+            .ok_or_else(|| anyhow!("chunk runs past the body"))?;
+        out.extend_from_slice(chunk);
+        data = data.get(size + 2..).unwrap_or(&[]);
+    }
+}

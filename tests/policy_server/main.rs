@@ -1,0 +1,158 @@
+//! Two hosts, one answer: the annotated policy inside Kubewarden's own policy-server, under
+//! several settings, answers every AdmissionReview exactly as the waPC harness answers the
+//! same request (allowed, status message and code, decoded patch, warnings).
+//!
+//! Needs `policy-server` on PATH and `annotated-policy.wasm`, so `cargo test` does not build
+//! it by default (`test = false` in Cargo.toml): `make e2e-tests` runs it.
+use multislice_host::controller::{self, JobSetApi};
+use multislice_host::fixtures::{self, load_json};
+use multislice_host::host::apply;
+use multislice_host::request::{admission_request, Kind};
+use multislice_host::server::{PolicyServer, ServedPolicy, Verdict};
+use multislice_host::{default_wasm_path, workspace_root, Policy};
+use serde_json::{json, Value};
+
+/// The policy ids the server runs, with their settings.
+fn settings() -> Vec<(&'static str, Value)> {
+    vec![
+        ("defaults", json!({})),
+        (
+            "host-env-jax-always",
+            json!({"tpuWorkerEnv": true, "jaxEnv": "always"}),
+        ),
+        (
+            "strict-accelerators",
+            json!({"rejectUnknownAccelerators": true}),
+        ),
+    ]
+}
+
+/// Every request sent, named: JobSet CREATE and UPDATE, and pods of JobSets and plain pods.
+fn requests(harness: &Policy) -> Vec<(String, Value)> {
+    let mut out = Vec::new();
+    for name in [
+        "tpu-4-slices",
+        "jax-gpu",
+        "tpu7x-two-containers",
+        "user-set-env",
+    ] {
+        out.push((
+            format!("JobSet CREATE {name}"),
+            fixtures::load_json(&fixtures::jobset_request_path(name, JobSetApi::V09)).unwrap(),
+        ));
+    }
+    for rule in ["t2-fail", "x4-fail", "t4-unknown-accelerator"] {
+        out.push((
+            format!("JobSet CREATE rule {rule}"),
+            load_json(&fixtures::rule_request_path(rule)).unwrap(),
+        ));
+    }
+    // UPDATEs: one that changes nothing, and one that unsuspends a JobSet whose topology does
+    // not fit (T4 waited while it was suspended).
+    let js = load_json(&fixtures::jobset_request_path(
+        "tpu-4-slices",
+        JobSetApi::V09,
+    ))
+    .unwrap()["object"]
+        .clone();
+    out.push((
+        "JobSet UPDATE unchanged".into(),
+        admission_request(Kind::JobSet, "UPDATE", &js, Some(&js)),
+    ));
+    let bad = load_json(&fixtures::rule_request_path("t4-fail")).unwrap()["object"].clone();
+    let mut suspended = bad.clone();
+    suspended["spec"]["suspend"] = json!(true);
+    let mut resumed = bad;
+    resumed["spec"]["suspend"] = json!(false);
+    out.push((
+        "JobSet UPDATE unsuspend rule t4-fail".into(),
+        admission_request(Kind::JobSet, "UPDATE", &resumed, Some(&suspended)),
+    ));
+    // Pods as the controllers make them from the admitted JobSet (default settings), so they
+    // carry the facts the JobSet admission stamped.
+    for name in ["tpu-4-slices", "jax-gpu", "tpu7x-two-containers"] {
+        let request = load_json(&fixtures::jobset_request_path(name, JobSetApi::V09)).unwrap();
+        let outcome = harness.validate(&request, &json!({})).unwrap();
+        let admitted = match &outcome.patch {
+            Some(p) => apply(&request["object"], p).unwrap(),
+            None => request["object"].clone(),
+        };
+        for pod in controller::jobset_pods(&admitted).unwrap() {
+            out.push((
+                format!("Pod CREATE {}", pod.hostname),
+                admission_request(Kind::Pod, "CREATE", &pod.object, None),
+            ));
+        }
+    }
+    for name in ["tpu-slice-pod", "not-a-jobset-pod"] {
+        out.push((
+            format!("Pod CREATE fixture {name}"),
+            load_json(&fixtures::pod_request_path(name)).unwrap(),
+        ));
+    }
+    out
+}
+
+#[test]
+fn policy_server_answers_every_review_as_the_wapc_harness_does() {
+    let harness = Policy::load(&default_wasm_path()).unwrap_or_else(|e| panic!("{e:#}"));
+    let annotated = workspace_root().join("annotated-policy.wasm");
+    let served: Vec<ServedPolicy> = settings()
+        .into_iter()
+        .map(|(id, settings)| ServedPolicy {
+            id: id.into(),
+            module: annotated.clone(),
+            settings,
+        })
+        .collect();
+    let server = PolicyServer::start(&served, None).unwrap_or_else(|e| panic!("{e:#}"));
+
+    let requests = requests(&harness);
+    let (mut patched, mut rejected, mut warned, mut settings_mattered) = (0, 0, 0, 0);
+    for (name, request) in &requests {
+        let mut verdicts = Vec::new();
+        for policy in &served {
+            let expected = Verdict::from_outcome(
+                &harness
+                    .validate(request, &policy.settings)
+                    .unwrap_or_else(|e| panic!("{name}: {e:#}")),
+            );
+            let response = server
+                .review(&policy.id, request)
+                .unwrap_or_else(|e| panic!("{name} ({}): {e:#}", policy.id));
+            let got = Verdict::from_response(&response)
+                .unwrap_or_else(|e| panic!("{name} ({}): {e:#}", policy.id));
+            assert_eq!(got, expected, "{name} under {}", policy.id);
+            patched += usize::from(expected.patch.is_some());
+            rejected += usize::from(!expected.allowed);
+            warned += usize::from(!expected.warnings.is_empty());
+            verdicts.push(expected);
+        }
+        settings_mattered += usize::from(verdicts.windows(2).any(|w| w[0] != w[1]));
+    }
+    // The comparison covers each kind of answer, and settings that change the answer.
+    println!(
+        "{} requests x {} settings: {patched} patched, {rejected} rejected, {warned} with \
+         warnings, {settings_mattered} requests answered differently under different settings",
+        requests.len(),
+        served.len()
+    );
+    assert!(patched >= 10 && rejected >= 3 && warned >= 2 && settings_mattered >= 5);
+}
+
+#[test]
+fn policy_server_refuses_an_unknown_policy_id() {
+    let annotated = workspace_root().join("annotated-policy.wasm");
+    let server = PolicyServer::start(
+        &[ServedPolicy {
+            id: "defaults".into(),
+            module: annotated,
+            settings: json!({}),
+        }],
+        Some(1),
+    )
+    .unwrap_or_else(|e| panic!("{e:#}"));
+    let request = load_json(&fixtures::pod_request_path("not-a-jobset-pod")).unwrap();
+    assert!(server.review("no-such-policy", &request).is_err());
+    assert!(server.review("defaults", &request).is_ok());
+}
