@@ -62,6 +62,21 @@ pub fn rule_request_path(name: &str) -> PathBuf {
         .join(format!("jobset-rule-{name}.json"))
 }
 
+/// Names of the plain Job fixtures (`test_data/jobs/<name>.yaml`).
+pub fn job_names() -> Result<Vec<String>> {
+    stems("jobs")
+}
+
+pub fn job_yaml(name: &str) -> Result<Value> {
+    load_yaml(&test_data().join("jobs").join(format!("{name}.yaml")))
+}
+
+pub fn job_request_path(name: &str) -> PathBuf {
+    test_data()
+        .join("requests")
+        .join(format!("job-{name}.json"))
+}
+
 pub fn pod_request_path(name: &str) -> PathBuf {
     test_data()
         .join("requests")
@@ -114,6 +129,10 @@ pub fn generate_all() -> Result<Vec<(PathBuf, String)>> {
         let jobset = load_yaml(&test_data().join("rules").join(format!("{name}.yaml")))?;
         let request = admission_request(Kind::JobSet, "CREATE", &jobset, None);
         out.push((rule_request_path(&name), pretty(&request)?));
+    }
+    for name in job_names()? {
+        let request = admission_request(Kind::Job, "CREATE", &job_yaml(&name)?, None);
+        out.push((job_request_path(&name), pretty(&request)?));
     }
     for name in stems("pods")? {
         let pod = load_yaml(&test_data().join("pods").join(format!("{name}.yaml")))?;
