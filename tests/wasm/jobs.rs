@@ -329,3 +329,40 @@ fn a_garbled_completion_index_is_a_clear_rejection() {
         Some("metadata.labels[\"batch.kubernetes.io/job-completion-index\"]: \"one\" is not a whole number from 0 to 2147483647")
     );
 }
+
+/// `make preview` of the README's Job example: the Service is skipped, the Job admitted and
+/// every pod's JAX env shown.
+#[test]
+fn preview_shows_a_jobs_pods() {
+    let yaml = std::fs::read_to_string(
+        multislice_host::workspace_root().join("examples/jax-indexed-job.yaml"),
+    )
+    .unwrap();
+    let report = multislice_host::preview::preview(
+        policy(),
+        &yaml,
+        &no_settings(),
+        multislice_host::controller::JobSetApi::V09,
+    )
+    .unwrap();
+    assert_eq!(
+        report,
+        r#"skipped a "Service" document: only JobSets and Jobs are previewed
+
+Job jax-train: accepted, mutated
+Job patch:
+- op: add
+  path: /spec/template/metadata
+  value:
+    annotations:
+      multislice.kubewarden.io/facts: '{"subdomain":"jax-train","job":{"completions":4}}'
+
+POD          CONTAINER  GROUP  JAX_COORDINATOR_ADDRESS     JAX_NUM_PROCESSES  JAX_PROCESS_ID
+jax-train-0  jax        -      jax-train-0.jax-train:6666  4                  0
+jax-train-1  jax        -      jax-train-0.jax-train:6666  4                  1
+jax-train-2  jax        -      jax-train-0.jax-train:6666  4                  2
+jax-train-3  jax        -      jax-train-0.jax-train:6666  4                  3
+
+"#
+    );
+}
