@@ -83,7 +83,8 @@ pub fn pod_request_path(name: &str) -> PathBuf {
         .join(format!("pod-{name}.json"))
 }
 
-/// The JobSet CREATE that `e2e.bats` sends for `examples/<stem>.yaml`, as a v0.9 CRD serves it.
+/// The CREATE that `e2e.bats` sends for `examples/<stem>.yaml`: its JobSet, as a v0.9 CRD
+/// serves it, or its plain Job.
 pub fn example_request_path(stem: &str) -> PathBuf {
     test_data()
         .join("e2e")
@@ -101,6 +102,25 @@ pub fn example_jobsets() -> Result<Vec<(String, Value)>> {
             if let Some(stem) = path.file_stem() {
                 out.push((stem.to_string_lossy().into_owned(), doc));
             }
+        }
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(out)
+}
+
+/// The example plain Jobs (`examples/*.yaml` with a `batch/v1` Job among its documents, such
+/// as a Job and its headless Service), by file stem: the first Job of each file.
+pub fn example_jobs() -> Result<Vec<(String, Value)>> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(workspace_root().join("examples"))? {
+        let path = entry?.path();
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        let job = yaml_documents(&text)?
+            .into_iter()
+            .find(|d| d["apiVersion"] == "batch/v1" && d["kind"] == "Job");
+        if let (Some(job), Some(stem)) = (job, path.file_stem()) {
+            out.push((stem.to_string_lossy().into_owned(), job));
         }
     }
     out.sort_by(|a, b| a.0.cmp(&b.0));
@@ -146,6 +166,10 @@ pub fn generate_all() -> Result<Vec<(PathBuf, String)>> {
             &as_served(&jobset, JobSetApi::V09),
             None,
         );
+        out.push((example_request_path(&stem), pretty(&request)?));
+    }
+    for (stem, job) in example_jobs()? {
+        let request = admission_request(Kind::Job, "CREATE", &job, None);
         out.push((example_request_path(&stem), pretty(&request)?));
     }
     Ok(out)
