@@ -192,7 +192,11 @@ pub fn evaluate(payload: &[u8]) -> Verdict {
         }
         .into();
     };
-    if is_pod && !is_served_pod(raw_object) || is_job && !is_opted_in_job(raw_object) {
+    // A Job UPDATE is judged when either side opted in: dropping the annotation in the same
+    // UPDATE as a resize leaves the stamped template, which new pods copy, just as stale.
+    let served_job =
+        || is_opted_in_job(raw_object) || request.old_object.is_some_and(is_opted_in_job);
+    if is_pod && !is_served_pod(raw_object) || is_job && !served_job() {
         return Verdict::accept();
     }
     let settings = match parse_settings(envelope.settings) {

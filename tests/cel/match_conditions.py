@@ -139,8 +139,8 @@ CASES = [
     ("Job with an empty annotation map", with_annotations(opted_in_job, {}), False),
     ("JobSet's child Job (opted in, jobset-name label) CREATE", jobset_child_job, False),
     ("JobSet's child Job UPDATE", with_operation(jobset_child_job, "UPDATE"), False),
-    ("Job UPDATE that drops the annotation (judged on object, as the policy does)",
-     opted_out_update(opted_in_job), False),
+    ("Job UPDATE that drops the annotation (the old Job opted in, as the policy checks)",
+     opted_out_update(opted_in_job), True),
     ("Job DELETE, no object", with_operation(opted_in_job, "DELETE"), False),
     # Pods of opted-in Jobs carry the facts annotation copied from the template.
     ("pod of an opted-in Job (facts annotation, no jobset-name label)", opted_in_job_pod, True),

@@ -366,3 +366,27 @@ jax-train-3  jax        -      jax-train-0.jax-train:6666  4                  3
 "#
     );
 }
+
+/// Dropping the opt-in annotation in the same UPDATE does not let a resize through: the pod
+/// template, which new pods copy, still carries the count stamped at CREATE.
+#[test]
+fn an_update_that_drops_the_opt_in_and_resizes_is_still_rejected() {
+    let old = patched(
+        &job_request("jax-gpu-4")["object"],
+        &validate(&job_request("jax-gpu-4"), &no_settings()),
+    );
+    let mut new = old.clone();
+    new["metadata"]["annotations"] = json!({});
+    new["spec"]["completions"] = json!(8);
+    new["spec"]["parallelism"] = json!(8);
+    let outcome = validate(&job_update(&old, &new), &no_settings());
+    assert!(!outcome.accepted);
+    assert_eq!(
+        outcome.message.as_deref(),
+        Some("spec.completions: changed from 4 to 8, but the JAX env of this Job's pods was set at creation for 4 processes and running JAX processes cannot learn a new count; delete the Job and create it again with completions and parallelism both 8")
+    );
+    // Without the resize, dropping the annotation is fine.
+    new["spec"]["completions"] = json!(4);
+    new["spec"]["parallelism"] = json!(4);
+    assert!(validate(&job_update(&old, &new), &no_settings()).accepted);
+}
