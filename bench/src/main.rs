@@ -2,8 +2,8 @@
 //! and profile, both in one process through the same wapc + wasmtime-provider host.
 //!
 //! usage: bench [--quick]
-//!        bench [--quick] --against OTHER.wasm   (the fast paths, this policy.wasm against
-//!                                                another build, rounds interleaved)
+//!        bench [--quick] --against OTHER.wasm   (this policy.wasm against another build,
+//!                                                rounds interleaved)
 mod memory;
 mod workloads;
 
@@ -86,7 +86,8 @@ fn per_call_pair(
     (sa[sa.len() / 2], sb[sb.len() / 2])
 }
 
-/// `--against OTHER.wasm`: this build's fast paths against another build's, in one process.
+/// `--against OTHER.wasm`: this build against another, in one process: the fast paths, and
+/// the two mutations with targets.
 fn against(other: &Path, timing: &Timing) -> Result<()> {
     let root = workspace_root();
     let this = Policy::from_bytes(&std::fs::read(root.join("policy.wasm"))?)?.instance()?;
@@ -109,6 +110,11 @@ fn against(other: &Path, timing: &Timing) -> Result<()> {
             pod_request(&job_pod("not-opted-in")?),
         ),
         ("Job CREATE, not opted in", job_create("not-opted-in")?),
+        (
+            "JobSet TPU pod (mutation)",
+            pod_request(&tpu_pod_with_containers(1)?),
+        ),
+        ("JobSet CREATE, 64 rjobs", create(&jobset_with_rjobs(64)?)),
     ];
     for (name, request) in cases {
         let payload = payload(&request);
