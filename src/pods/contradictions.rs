@@ -62,6 +62,22 @@ pub fn warnings(
     settings: &Settings,
 ) -> Result<Vec<String>, InputError> {
     let mut out = Vec::new();
+    // Most JobSets set none of the variables: find that out before any other work.
+    let mut sets_any = false;
+    for r in &view.replicated_jobs {
+        let template = Template {
+            spec: pod_spec(object, r)?,
+            spec_path: &r.pod_spec_path,
+            containers: &r.containers,
+        };
+        if template.sets_any() {
+            sets_any = true;
+            break;
+        }
+    }
+    if !sets_any {
+        return Ok(out);
+    }
     let mut group_keys = Vec::with_capacity(view.replicated_jobs.len());
     let mut global_replicas = 0u32;
     for r in &view.replicated_jobs {
@@ -108,7 +124,7 @@ pub fn warnings(
             spec_path: &r.pod_spec_path,
             containers: &r.containers,
         };
-        if !template.sets_any()? {
+        if !template.sets_any() {
             continue;
         }
         let mut seen: Vec<(usize, &str)> = Vec::new();
@@ -168,7 +184,7 @@ pub fn job_warnings(
     let Some(subdomain) = view.subdomain else {
         return Ok(out);
     };
-    if settings.jax_env == JaxEnv::Never || !template.sets_any()? {
+    if settings.jax_env == JaxEnv::Never || !template.sets_any() {
         return Ok(out);
     }
     let mut seen = Vec::new();
@@ -215,14 +231,25 @@ impl Template<'_> {
         resolve::user_entries(obj, &self.container_path(c))
     }
 
-    /// Whether any container sets a variable the policy may inject; most templates set none.
-    fn sets_any(&self) -> Result<bool, InputError> {
-        for c in self.containers {
-            if self.entries(c)?.iter().any(|e| ALL_VARS.contains(&e.name)) {
-                return Ok(true);
-            }
-        }
-        Ok(false)
+    /// Whether any container names a variable the policy may inject; most templates name
+    /// none, and this is what every JobSet CREATE pays for them, so it reads the names only.
+    /// A malformed env is the pods' problem, reported at pod admission.
+    fn sets_any(&self) -> bool {
+        self.containers.iter().any(|c| {
+            let env = self
+                .spec
+                .get(c.list)
+                .and_then(|l| l.get(c.index))
+                .and_then(|c| c.get("env"))
+                .and_then(Value::as_array);
+            env.is_some_and(|env| {
+                env.iter().any(|e| {
+                    e.get("name")
+                        .and_then(Value::as_str)
+                        .is_some_and(|n| ALL_VARS.contains(&n))
+                })
+            })
+        })
     }
 }
 
@@ -297,12 +324,14 @@ fn pod_spec<'a>(object: &'a Value, r: &ReplicatedJob) -> Result<&'a json::Object
         .path
         .strip_prefix("spec.replicatedJobs[")
         .and_then(|s| s.strip_suffix(']'))
-        .unwrap_or("");
-    object
-        .pointer(&format!(
-            "/spec/replicatedJobs/{index}/template/spec/template/spec"
-        ))
-        .and_then(Value::as_object)
+        .and_then(|s| s.parse::<usize>().ok());
+    let spec = index.and_then(|i| {
+        ["template", "spec", "template", "spec"].iter().try_fold(
+            object.get("spec")?.get("replicatedJobs")?.get(i)?,
+            |v, k| v.get(k),
+        )
+    });
+    spec.and_then(Value::as_object)
         .ok_or_else(|| InputError::Missing {
             path: r.pod_spec_path.clone(),
         })

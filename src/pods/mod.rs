@@ -12,7 +12,7 @@ pub mod tpu_host;
 
 use crate::error::{checked_add, checked_mul, InputError};
 use crate::facts::{Facts, JobFacts};
-use crate::json::{self, map_str, Lazy, Object};
+use crate::json::{self, map_str, Lazy, Object, PathLike};
 use crate::keys;
 use crate::mutate::env::{plan_env, prepend_env, WantedVar};
 use crate::mutate::object_entry;
@@ -285,12 +285,15 @@ fn container_object<'a>(
     spec_path: &str,
     c: &ContainerView,
 ) -> Result<&'a Object, InputError> {
-    let path = json::index(&json::join(spec_path, c.list), c.index);
+    // Built only for an error: this runs for every container of every sampled pod.
+    let path = Lazy(|| json::index(&json::join(spec_path, c.list), c.index));
     let item = spec
         .get(c.list)
         .and_then(|l| l.get(c.index))
-        .ok_or(InputError::Missing { path: path.clone() })?;
-    json::as_object(item, &path)
+        .ok_or_else(|| InputError::Missing {
+            path: path.render(),
+        })?;
+    json::as_object(item, path)
 }
 
 /// The group labels and annotations the pod lacks (SPEC §4.1). Values the controller set
