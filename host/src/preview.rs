@@ -10,20 +10,7 @@ use serde_json::Value;
 use std::fmt::Write;
 
 /// The columns of the pod table, in order: each env variable the policy may set.
-pub const ENV_COLUMNS: [&str; 12] = [
-    "MEGASCALE_NUM_SLICES",
-    "MEGASCALE_SLICE_ID",
-    "MEGASCALE_COORDINATOR_ADDRESS",
-    "MEGASCALE_PORT",
-    "TPU_WORKER_ID",
-    "TPU_WORKER_HOSTNAMES",
-    "TPU_PROCESS_PORT",
-    "TPU_PROCESS_ADDRESSES",
-    "TPU_NAME",
-    "JAX_COORDINATOR_ADDRESS",
-    "JAX_NUM_PROCESSES",
-    "JAX_PROCESS_ID",
-];
+pub const ENV_COLUMNS: [&str; 12] = crate::invariants::POLICY_ENV;
 
 /// One row: a container of a pod, with its group and resolved env.
 #[derive(Debug, Clone)]
