@@ -2,7 +2,7 @@
 use crate::error::InputError;
 use crate::facts::JobFacts;
 use crate::groups;
-use crate::job::{self, JobView};
+use crate::job::JobView;
 use crate::jobset::JobSetView;
 use crate::mutate;
 use crate::pods;
@@ -386,36 +386,30 @@ fn admit_job_create(mut object: Value, settings: &Settings) -> Result<Verdict, I
     Ok(Verdict::with(Some(object), warnings))
 }
 
-/// Job UPDATE of an opted-in plain Job never mutates (its pod template is immutable). An
-/// elastic Indexed Job may change `completions` together with `parallelism`, but the process
-/// count was stamped at CREATE and running processes cannot learn a new one.
+/// Job UPDATE of a plain Job never mutates: the stamp is written once, at CREATE. An
+/// elastic Indexed Job may change `completions` together with `parallelism`; when Job CREATE
+/// stamped the old Job's template, its pods' JAX env counts the old size, and such an UPDATE
+/// is rejected. A Job that was never stamped (created without the annotation, under
+/// `jaxEnv: never`, or before the policy served Jobs) has no env to go stale.
 fn admit_job_update(object: &Value, old: Option<&Value>, settings: &Settings) -> Verdict {
-    let Some(old) = old else {
-        return Verdict::accept();
-    };
     if settings.jax_env == JaxEnv::Never {
         return Verdict::accept();
     }
-    let (old_parallelism, old_completions) = job::counts(old);
-    let (parallelism, completions) = job::counts(object);
-    let show = |c: Option<u32>| c.map_or_else(|| "unset".to_string(), |c| c.to_string());
-    let problem = if completions != old_completions {
-        format!(
-            "spec.completions: changed from {} to {}, but the JAX env of this Job's pods was set at creation for {} processes and running JAX processes cannot learn a new count; delete the Job and create it again with completions and parallelism both {}",
-            show(old_completions),
-            show(completions),
-            show(old_completions),
-            show(completions),
-        )
-    } else if parallelism != old_parallelism {
-        format!(
-            "spec.parallelism: changed from {old_parallelism} to {parallelism}, but jax.distributed.initialize waits for all {} processes at once; keep parallelism equal to completions",
-            show(completions),
-        )
-    } else {
+    // An old object that cannot be read has nothing to compare.
+    let Some(old) = old.and_then(|o| JobView::parse(o, &settings.tpu_resource).ok()) else {
         return Verdict::accept();
     };
-    Verdict::reject(problem, 400)
+    let Some(stamped) = old.stamped() else {
+        return Verdict::accept();
+    };
+    let new = match JobView::parse(object, &settings.tpu_resource) {
+        Ok(v) => v,
+        Err(e) => return e.into(),
+    };
+    match rules::elastic::stale_job_resize(&stamped, &old, &new) {
+        Some(problem) => Verdict::reject(problem, 400),
+        None => Verdict::accept(),
+    }
 }
 
 /// Evaluates one `validate_settings` payload.

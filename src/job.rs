@@ -1,7 +1,9 @@
 //! A read-only view over a raw `batch/v1` Job that opted into the JAX env (SPEC §4.6): what
 //! rules J1–J3 and the stamping need, each read naming its JSON path.
 use crate::error::InputError;
-use crate::json::{self, Object};
+use crate::facts::{Facts, JobFacts};
+use crate::json::{self, map_str, Object};
+use crate::keys;
 use crate::podspec::{self, ContainerView};
 use serde_json::Value;
 
@@ -19,6 +21,18 @@ pub struct JobView<'a> {
     /// `spec.template.spec`, whose containers' own env the warnings read.
     pub pod_spec: &'a Object,
     pub containers: Vec<ContainerView<'a>>,
+}
+
+impl JobView<'_> {
+    /// What Job CREATE stamped on the pod template (SPEC §4.6), if it did: only such a Job's
+    /// pods got a JAX env that a resize could make stale. Facts the policy cannot read count
+    /// as none.
+    pub fn stamped(&self) -> Option<JobFacts> {
+        let text = map_str(self.pod_annotations, keys::FACTS)?;
+        Facts::from_annotation(text, "spec.template.metadata.annotations")
+            .ok()?
+            .job
+    }
 }
 
 impl<'a> JobView<'a> {
@@ -53,19 +67,6 @@ fn required<'a>(obj: &'a Object, key: &str, path: &str) -> Result<&'a Object, In
     json::opt_object(obj, key, path)?.ok_or_else(|| InputError::Missing {
         path: json::join(path, key),
     })
-}
-
-/// `spec.parallelism` (default 1) and `spec.completions` of a Job, for comparing an UPDATE
-/// with the object it replaces. A field that cannot be read counts as absent: the API server
-/// has validated both objects, and this only looks for a change.
-pub fn counts(object: &Value) -> (u32, Option<u32>) {
-    let read = |key: &str| {
-        object
-            .pointer(&format!("/spec/{key}"))
-            .and_then(Value::as_u64)
-            .and_then(|n| u32::try_from(n).ok())
-    };
-    (read("parallelism").unwrap_or(1), read("completions"))
 }
 
 #[cfg(test)]
@@ -105,15 +106,6 @@ mod tests {
                 .unwrap_err()
                 .to_string(),
             "spec.parallelism: expected a whole number, found the string \"two\""
-        );
-    }
-
-    #[test]
-    fn counts_default_parallelism_to_one() {
-        assert_eq!(counts(&json!({"spec": {"completions": 3}})), (1, Some(3)));
-        assert_eq!(
-            counts(&json!({"spec": {"parallelism": 2, "completions": 2}})),
-            (2, Some(2))
         );
     }
 }

@@ -7,7 +7,8 @@ use crate::keys;
 use serde_json::Value;
 
 /// What the Job's pods need and cannot see themselves: how many processes there are. The
-/// subdomain is on the pod already; it is stamped too, so pods read it from one place.
+/// subdomain is on the pod already; it is stamped too, as for JobSets, and wins over the
+/// pod's own where both exist.
 pub fn facts(job: &JobView, counts: JobFacts) -> Facts {
     Facts {
         job: Some(counts),

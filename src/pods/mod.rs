@@ -131,7 +131,14 @@ fn plan(object: &Value, settings: &Settings) -> Result<PodPlan, InputError> {
     let Some(jobset) = controller_value(labels, annotations, keys::JOBSET_NAME) else {
         // Admission lets through only JobSet pods and pods with the policy's facts.
         return match &facts.job {
-            Some(job) => plan_job_pod(spec, labels, annotations, job, &facts, settings),
+            Some(job) => {
+                let name = controller_value(labels, annotations, keys::JOB_NAME)
+                    .or_else(|| controller_value(labels, annotations, keys::LEGACY_JOB_NAME))
+                    // Under `manualSelector: true` the API server adds no name label, but the
+                    // Job controller always makes itself the pod's owner.
+                    .or_else(|| metadata.and_then(owning_job));
+                plan_job_pod(spec, labels, annotations, name, job, &facts, settings)
+            }
             None => Ok(PodPlan::default()),
         };
     };
@@ -222,13 +229,28 @@ fn env_changes(
     Ok(changes)
 }
 
-/// A pod of an opted-in plain Indexed Job (SPEC §4.6): the JAX env from the Job's name and
+/// The name of the Job that controls the pod, from `metadata.ownerReferences`.
+fn owning_job(metadata: &Object) -> Option<&str> {
+    metadata
+        .get("ownerReferences")?
+        .as_array()?
+        .iter()
+        .find(|r| {
+            r.get("kind") == Some(&Value::from("Job"))
+                && r.get("controller") == Some(&Value::Bool(true))
+        })?
+        .get("name")?
+        .as_str()
+}
+
+/// A pod of an opted-in plain Indexed Job (SPEC §4.6): the JAX env from the Job's `name` and
 /// the pod's completion index, which the Job controller put on it, and the completions
 /// stamped at Job CREATE. Nothing else is added. `jaxEnv: never` turns it off.
 fn plan_job_pod(
     spec: &Object,
     labels: Option<&Object>,
     annotations: Option<&Object>,
+    name: Option<&str>,
     job: &JobFacts,
     facts: &Facts,
     settings: &Settings,
@@ -236,15 +258,13 @@ fn plan_job_pod(
     if settings.jax_env == JaxEnv::Never {
         return Ok(PodPlan::default());
     }
-    let name = controller_value(labels, annotations, keys::JOB_NAME)
-        .or_else(|| controller_value(labels, annotations, keys::LEGACY_JOB_NAME));
     let index = controller_count(labels, annotations, keys::COMPLETION_INDEX)?;
     let pod_subdomain = json::opt_str(spec, "subdomain", "spec")?.filter(|s| !s.is_empty());
     let subdomain = facts.subdomain.as_deref().or(pod_subdomain);
     let (Some(name), Some(completion_index), Some(subdomain)) = (name, index, subdomain) else {
         return Ok(PodPlan {
             warnings: vec![format!(
-                "pod of an opted-in Job: it lacks the {} label, the {} label or annotation, or a subdomain, so it was not made by the Job controller from an admitted Indexed Job; left unchanged",
+                "pod of an opted-in Job: it lacks the {} label (or an owning Job), the {} label or annotation, or a subdomain, so it was not made by the Job controller from an admitted Indexed Job; left unchanged",
                 keys::JOB_NAME,
                 keys::COMPLETION_INDEX
             )],

@@ -307,7 +307,7 @@ fn a_job_pod_the_job_controller_did_not_make_is_left_alone_with_a_warning() {
     assert_eq!(outcome.patch, None);
     assert_eq!(
         outcome.warnings,
-        ["pod of an opted-in Job: it lacks the batch.kubernetes.io/job-name label, the batch.kubernetes.io/job-completion-index label or annotation, or a subdomain, so it was not made by the Job controller from an admitted Indexed Job; left unchanged"]
+        ["pod of an opted-in Job: it lacks the batch.kubernetes.io/job-name label (or an owning Job), the batch.kubernetes.io/job-completion-index label or annotation, or a subdomain, so it was not made by the Job controller from an admitted Indexed Job; left unchanged"]
     );
 }
 
@@ -389,4 +389,70 @@ fn an_update_that_drops_the_opt_in_and_resizes_is_still_rejected() {
     new["spec"]["completions"] = json!(4);
     new["spec"]["parallelism"] = json!(4);
     assert!(validate(&job_update(&old, &new), &no_settings()).accepted);
+}
+
+/// The first pod of jax-gpu-4 as the Job controller makes it, after the Job's admission.
+fn first_pod_of_jax_gpu_4() -> Value {
+    let (_, admitted, _) = run_job(&job_request("jax-gpu-4"), &no_settings());
+    multislice_host::controller::indexed_job_pods(&admitted).unwrap()[1]
+        .object
+        .clone()
+}
+
+/// The JAX coordinator the pod ends up with.
+fn coordinator_of(pod: &Value) -> Option<String> {
+    let outcome = validate(&admission_request(Kind::Pod, "CREATE", pod, None), &no_settings());
+    assert!(outcome.accepted, "{:?}", outcome.message);
+    let pod = patched(pod, &outcome);
+    let env = resolve(&pod, &pod["spec"]["containers"][0]).unwrap();
+    multislice_host::env::get(&env, "JAX_COORDINATOR_ADDRESS").map(str::to_string)
+}
+
+#[test]
+fn the_job_name_comes_from_the_legacy_label_or_the_owner() {
+    // Kubernetes before 1.27 labels pods `job-name` only.
+    let mut pod = first_pod_of_jax_gpu_4();
+    pod["metadata"]["labels"]
+        .as_object_mut()
+        .unwrap()
+        .remove("batch.kubernetes.io/job-name");
+    assert_eq!(
+        coordinator_of(&pod).as_deref(),
+        Some("jax-train-0.jax-train:6666")
+    );
+    // Under `manualSelector: true` there is no name label at all; the owner names the Job.
+    pod["metadata"]["labels"]
+        .as_object_mut()
+        .unwrap()
+        .remove("job-name");
+    assert_eq!(
+        coordinator_of(&pod).as_deref(),
+        Some("jax-train-0.jax-train:6666")
+    );
+}
+
+#[test]
+fn a_resize_of_a_job_that_was_never_stamped_is_accepted() {
+    // The annotation added in the same UPDATE as a resize: the pods have no env to go stale.
+    let old = job_request("not-opted-in")["object"].clone();
+    let mut new = old.clone();
+    new["metadata"]["annotations"] = json!({"multislice.kubewarden.io/jax-distributed": "true"});
+    new["spec"]["completions"] = json!(6);
+    new["spec"]["parallelism"] = json!(6);
+    let outcome = validate(&job_update(&old, &new), &no_settings());
+    assert!(outcome.accepted, "{:?}", outcome.message);
+    assert_eq!(outcome.patch, None);
+}
+
+#[test]
+fn under_jax_env_never_a_stamped_job_may_resize() {
+    let old = patched(
+        &job_request("jax-gpu-4")["object"],
+        &validate(&job_request("jax-gpu-4"), &no_settings()),
+    );
+    let mut new = old.clone();
+    new["spec"]["completions"] = json!(8);
+    new["spec"]["parallelism"] = json!(8);
+    let outcome = validate(&job_update(&old, &new), &json!({"jaxEnv": "never"}));
+    assert!(outcome.accepted, "{:?}", outcome.message);
 }
