@@ -176,16 +176,7 @@ fn plan(object: &Value, settings: &Settings) -> Result<PodPlan, InputError> {
 
     let metadata_adds = group_metadata(labels, annotations, &facts, &place, &mut warnings)?;
     // A fieldRef reads the pod as the kubelet will see it: with the group keys added here.
-    let lookup = |path: &str| {
-        let (map, key) = resolve::metadata_key(path)?;
-        let own = if map == "labels" { labels } else { annotations };
-        map_str(own, key).map(str::to_string).or_else(|| {
-            metadata_adds
-                .iter()
-                .find(|(m, k, _)| *m == map && *k == key)
-                .map(|(_, _, v)| v.clone())
-        })
-    };
+    let lookup = |path: &str| field_ref(labels, annotations, &metadata_adds, path);
     let pod = PodEnv {
         spec,
         spec_path: "spec",
@@ -285,17 +276,30 @@ fn plan_job_pod(
         settings.jax_coordinator_port,
         "spec",
     )?;
-    let lookup = |path: &str| {
-        let (map, key) = resolve::metadata_key(path)?;
-        let own = if map == "labels" { labels } else { annotations };
-        map_str(own, key).map(str::to_string)
-    };
+    let lookup = |path: &str| field_ref(labels, annotations, &[], path);
     let mut warnings = Vec::new();
     let env_changes = env_changes(spec, &containers, wanted, &lookup, &mut warnings)?;
     Ok(PodPlan {
         metadata_adds: Vec::new(),
         env_changes,
         warnings,
+    })
+}
+
+/// What a `fieldRef` to the pod's `path` reads: the pod's own label or annotation, else one
+/// that admission is adding (`adds`, as (map, key, value)).
+fn field_ref(
+    labels: Option<&Object>,
+    annotations: Option<&Object>,
+    adds: &[(&'static str, &'static str, String)],
+    path: &str,
+) -> Option<String> {
+    let (map, key) = resolve::metadata_key(path)?;
+    let own = if map == "labels" { labels } else { annotations };
+    map_str(own, key).map(str::to_string).or_else(|| {
+        adds.iter()
+            .find(|(m, k, _)| *m == map && *k == key)
+            .map(|(_, _, v)| v.clone())
     })
 }
 

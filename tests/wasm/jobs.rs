@@ -401,7 +401,10 @@ fn first_pod_of_jax_gpu_4() -> Value {
 
 /// The JAX coordinator the pod ends up with.
 fn coordinator_of(pod: &Value) -> Option<String> {
-    let outcome = validate(&admission_request(Kind::Pod, "CREATE", pod, None), &no_settings());
+    let outcome = validate(
+        &admission_request(Kind::Pod, "CREATE", pod, None),
+        &no_settings(),
+    );
     assert!(outcome.accepted, "{:?}", outcome.message);
     let pod = patched(pod, &outcome);
     let env = resolve(&pod, &pod["spec"]["containers"][0]).unwrap();
