@@ -84,12 +84,15 @@ verdict() {
          else "accepted, unchanged" end' <<<"$1"
 }
 
-# Runs every example JobSet through a policy manifest (kwctl reads module and settings from
-# it) and checks the verdict each example states in its `# Expected verdict:` line.
+# Runs every example JobSet, and the Job of every example plain Job (which may come with its
+# headless Service in the same file), through a policy manifest (kwctl reads module and
+# settings from it) and checks the verdict each example states in its `# Expected verdict:`
+# line (of the file's JobSet or Job; a Service beside it is not the policy's). The request sent is
+# test_data/e2e/examples/<stem>.json (`make fixtures`: the JobSet, or the file's Job).
 check_manifest() {
   local manifest="$BATS_FILE_TMPDIR/$1.yaml" seen=0 example stem stated response
   for example in examples/*.yaml; do
-    grep -q '^kind: JobSet' "$example" || continue
+    grep -q '^kind: JobSet$' "$example" || grep -q '^kind: Job$' "$example" || continue
     stem=$(basename "$example" .yaml)
     stated=$(sed -n 's/^# Expected verdict: \(.*\)\.$/\1/p' "$example")
     [ -n "$stated" ] || { echo "$example states no verdict"; return 1; }
@@ -101,7 +104,8 @@ check_manifest() {
     [ "$(jq -c '.warnings // []' <<<"$response")" = "[]" ]
     seen=$((seen + 1))
   done
-  [ "$seen" -eq 5 ]
+  # 5 JobSets and 1 plain Job (examples/jax-indexed-job.yaml).
+  [ "$seen" -eq 6 ]
 }
 
 @test "a multislice JobSet gets its facts stamped" {
@@ -136,6 +140,26 @@ check_manifest() {
   check_case reject-n1
 }
 
+@test "J: an opted-in Indexed Job gets its facts stamped on the pod template" {
+  check_case job-jax-facts
+}
+
+@test "J: an opted-in Job without a subdomain is rejected" {
+  check_case reject-j1
+}
+
+@test "a Job without the JAX annotation is accepted with no patch" {
+  check_case job-not-opted-in
+}
+
+@test "jaxEnv always does not reach a Job without the JAX annotation" {
+  check_case job-not-opted-in-jax-always
+}
+
+@test "jaxEnv never leaves an opted-in Job alone" {
+  check_case job-jax-env-never
+}
+
 @test "an unknown accelerator is accepted with a warning" {
   check_case warn-unknown-accelerator
 }
@@ -148,11 +172,11 @@ check_manifest() {
   check_case invalid-settings
 }
 
-@test "manifest: every example JobSet gets its stated verdict through the ClusterAdmissionPolicy" {
+@test "manifest: every example JobSet and Job gets its stated verdict through the ClusterAdmissionPolicy" {
   check_manifest cluster-admission-policy
 }
 
-@test "manifest: every example JobSet gets its stated verdict through the AdmissionPolicy" {
+@test "manifest: every example JobSet and Job gets its stated verdict through the AdmissionPolicy" {
   check_manifest admission-policy
 }
 

@@ -30,6 +30,16 @@ pub struct Facts {
     /// Parallelism of the replicated job.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pods_per_job: Option<u32>,
+    /// Only on an opted-in plain Indexed Job (SPEC §4.6), never on a JobSet's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job: Option<JobFacts>,
+}
+
+/// A plain Indexed Job's JAX run: one process per completion index.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JobFacts {
+    pub completions: u32,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -26,6 +26,9 @@ pub const JOBSET_COORDINATOR: &str = "jobset.sigs.k8s.io/coordinator";
 
 /// Set by the Job controller on each pod of an Indexed Job (annotation; also a label on current Kubernetes).
 pub const COMPLETION_INDEX: &str = "batch.kubernetes.io/job-completion-index";
+/// Set by the Job controller on each pod: the Job's name (label), also under the legacy key.
+pub const JOB_NAME: &str = "batch.kubernetes.io/job-name";
+pub const LEGACY_JOB_NAME: &str = "job-name";
 
 /// JobSet exclusive placement: on the JobSet or on `replicatedJobs[].template.metadata`.
 pub const EXCLUSIVE_TOPOLOGY: &str = "alpha.jobset.sigs.k8s.io/exclusive-topology";
@@ -52,10 +55,12 @@ pub const DEFAULT_GROUP: &str = "default";
 
 // --- The policy's own keys (SPEC §9).
 pub const PREFIX: &str = "multislice.kubewarden.io/";
-/// JobSet annotation that opts a JobSet into the JAX distributed env (SPEC §4.4).
+/// Annotation that opts a JobSet (SPEC §4.4) or a plain Indexed Job (§4.6) into the JAX
+/// distributed env.
 pub const JAX_OPT_IN: &str = "multislice.kubewarden.io/jax-distributed";
-/// The facts a JobSet admission hands to pod admission, as JSON (see `facts.rs`), on each
-/// replicated job's pod template.
+/// The facts a JobSet (or opted-in Job) admission hands to pod admission, as JSON (see
+/// `facts.rs`), on each pod template. On a pod outside a JobSet, its presence is what makes
+/// the pod an opted-in Job's.
 pub const FACTS: &str = "multislice.kubewarden.io/facts";
 
 // --- Env names (SPEC §4.2–§4.4).

@@ -6,6 +6,7 @@ pub mod admission;
 pub mod error;
 pub mod facts;
 pub mod groups;
+pub mod job;
 pub mod jobset;
 pub mod json;
 pub mod keys;

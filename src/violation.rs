@@ -17,6 +17,9 @@ pub enum Rule {
     X3,
     X4,
     N1,
+    J1,
+    J2,
+    J3,
 }
 
 impl fmt::Display for Rule {

@@ -2,6 +2,8 @@
 //! and profile, both in one process through the same wapc + wasmtime-provider host.
 //!
 //! usage: bench [--quick]
+//!        bench [--quick] --against OTHER.wasm   (this policy.wasm against another build,
+//!                                                rounds interleaved)
 mod memory;
 mod workloads;
 
@@ -42,6 +44,93 @@ fn per_call(timing: &Timing, mut call: impl FnMut()) -> Duration {
         .collect();
     samples.sort();
     samples[samples.len() / 2]
+}
+
+/// Median time per call of `a` and of `b`, their rounds interleaved so that drift in the
+/// machine's speed (the other core's load, frequency) falls on both alike.
+fn per_call_pair(
+    timing: &Timing,
+    mut a: impl FnMut(),
+    mut b: impl FnMut(),
+) -> (Duration, Duration) {
+    let per_round = {
+        let until = Instant::now() + timing.round;
+        let mut calls = 0u32;
+        while Instant::now() < until || calls < 5 {
+            a();
+            b();
+            calls += 1;
+        }
+        calls.max(1)
+    };
+    let round = |f: &mut dyn FnMut()| {
+        let start = Instant::now();
+        for _ in 0..per_round {
+            f();
+        }
+        start.elapsed() / per_round
+    };
+    let (mut sa, mut sb) = (Vec::new(), Vec::new());
+    for i in 0..timing.rounds {
+        // Alternate which goes first, so neither always runs on a warmer cache.
+        if i % 2 == 0 {
+            sa.push(round(&mut a));
+            sb.push(round(&mut b));
+        } else {
+            sb.push(round(&mut b));
+            sa.push(round(&mut a));
+        }
+    }
+    sa.sort();
+    sb.sort();
+    (sa[sa.len() / 2], sb[sb.len() / 2])
+}
+
+/// `--against OTHER.wasm`: this build against another, in one process: the fast paths, and
+/// the two mutations with targets.
+fn against(other: &Path, timing: &Timing) -> Result<()> {
+    let root = workspace_root();
+    let this = Policy::from_bytes(&std::fs::read(root.join("policy.wasm"))?)?.instance()?;
+    let other_bytes =
+        std::fs::read(other).with_context(|| format!("cannot read {}", other.display()))?;
+    let other = Policy::from_bytes(&other_bytes)?.instance()?;
+    println!("| case | this µs | other µs | this / other |");
+    println!("|---|---|---|---|");
+    let plain = multislice_host::fixtures::load_json(
+        &multislice_host::fixtures::pod_request_path("not-a-jobset-pod"),
+    )?;
+    let cases = [
+        ("non-JobSet pod (fast path)", plain),
+        (
+            "non-JobSet pod with 5 annotations (fast path)",
+            annotated_plain_pod()?,
+        ),
+        (
+            "pod of a Job not opted in (fast path)",
+            pod_request(&job_pod("not-opted-in")?),
+        ),
+        ("Job CREATE, not opted in", job_create("not-opted-in")?),
+        (
+            "JobSet TPU pod (mutation)",
+            pod_request(&tpu_pod_with_containers(1)?),
+        ),
+        ("JobSet CREATE, 64 rjobs", create(&jobset_with_rjobs(64)?)),
+    ];
+    for (name, request) in cases {
+        let payload = payload(&request);
+        let (a, b) = per_call_pair(
+            timing,
+            wasm_call(&this, &payload),
+            wasm_call(&other, &payload),
+        );
+        println!(
+            "| {name} | {} | {} | {:.2}× |",
+            micros(a),
+            micros(b),
+            a.as_secs_f64() / b.as_secs_f64()
+        );
+    }
+    Ok(())
 }
 
 fn wasm_call<'a>(instance: &'a Instance, payload: &'a [u8]) -> impl FnMut() + 'a {
@@ -102,6 +191,11 @@ fn main() -> Result<()> {
             round: Duration::from_millis(200),
         }
     };
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(i) = args.iter().position(|a| a == "--against") {
+        let other = args.get(i + 1).context("--against needs a .wasm path")?;
+        return against(Path::new(other), &timing);
+    }
     let root = workspace_root();
     let policy_bytes =
         std::fs::read(root.join("policy.wasm")).context("policy.wasm: run make policy.wasm")?;
@@ -135,6 +229,42 @@ fn main() -> Result<()> {
     println!(
         "{}",
         bench.row("non-JobSet pod (fast path)", &not_jobset_pod, Some(0.8))
+    );
+    println!(
+        "{}",
+        bench.row(
+            "non-JobSet pod with 5 annotations (fast path)",
+            &annotated_plain_pod()?,
+            Some(0.8)
+        )
+    );
+    println!(
+        "{}",
+        bench.row(
+            "pod of a Job not opted in (fast path)",
+            &pod_request(&job_pod("not-opted-in")?),
+            Some(0.8)
+        )
+    );
+    println!(
+        "{}",
+        bench.row(
+            "Job CREATE, not opted in (fast path)",
+            &job_create("not-opted-in")?,
+            Some(0.8)
+        )
+    );
+    println!(
+        "{}",
+        bench.row(
+            "opted-in Job pod (mutation)",
+            &pod_request(&job_pod("jax-gpu-4")?),
+            None
+        )
+    );
+    println!(
+        "{}",
+        bench.row("opted-in Job CREATE", &job_create("jax-gpu-4")?, None)
     );
     println!(
         "{}",

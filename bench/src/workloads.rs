@@ -62,6 +62,35 @@ pub fn tpu_pod_with_containers(n: usize) -> Result<Value> {
     Ok(pod)
 }
 
+/// A Deployment's pod as most clusters admit by the thousand: the fast-path fixture with the
+/// annotations tools commonly add, which the fast path must now look into for the facts.
+pub fn annotated_plain_pod() -> Result<Value> {
+    let mut request = fixtures::load_json(&fixtures::pod_request_path("not-a-jobset-pod"))?;
+    request["object"]["metadata"]["annotations"] = json!({
+        "kubectl.kubernetes.io/restartedAt": "2026-11-30T08:15:00Z",
+        "kubectl.kubernetes.io/default-container": "nginx",
+        "prometheus.io/scrape": "true",
+        "prometheus.io/port": "9102",
+        "cluster-autoscaler.kubernetes.io/safe-to-evict": "true",
+    });
+    Ok(request)
+}
+
+/// The first pod of a plain Job's fixture, as the Job controller submits it after the policy
+/// (native, the same code) admitted the Job.
+pub fn job_pod(name: &str) -> Result<Value> {
+    let request = job_create(name)?;
+    let verdict = jobset_multislice_policy::admission::evaluate(&payload(&request));
+    let admitted = verdict
+        .mutated_object
+        .unwrap_or_else(|| request["object"].clone());
+    Ok(controller::indexed_job_pods(&admitted)?[0].object.clone())
+}
+
+pub fn job_create(name: &str) -> Result<Value> {
+    fixtures::load_json(&fixtures::job_request_path(name))
+}
+
 pub fn pod_request(pod: &Value) -> Value {
     admission_request(Kind::Pod, "CREATE", pod, None)
 }

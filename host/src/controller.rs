@@ -186,73 +186,135 @@ pub fn jobset_pods(jobset: &Value) -> Result<Vec<SimPod>> {
                 jobset_keys.insert("jobset.sigs.k8s.io/coordinator".into(), json!(c));
             }
             let jobset_annotations = jobset_keys.clone();
-            let controller_uid = digest(&format!("uid/{namespace}/{job_name}"));
-            let uid = format!(
-                "{}-{}-{}-{}-{}",
-                &controller_uid[0..8],
-                &controller_uid[8..12],
-                &controller_uid[12..16],
-                &controller_uid[16..20],
-                &controller_uid[20..32]
-            );
+            let job = JobMeta {
+                name: &job_name,
+                namespace: &namespace,
+                subdomain: dns.then_some(subdomain.as_str()),
+            };
             for k in 0..completions {
-                let mut pod = template.clone();
-                let pod_obj = pod
-                    .as_object_mut()
-                    .ok_or_else(|| anyhow!("replicatedJobs[{i}] pod template is not an object"))?;
-                let metadata = pod_obj.entry("metadata").or_insert_with(|| json!({}));
-                let metadata = metadata
-                    .as_object_mut()
-                    .ok_or_else(|| anyhow!("pod template metadata is not an object"))?;
-                let mut job_labels = jobset_keys.clone();
-                let mut job_annotations = jobset_annotations.clone();
-                for (key, value) in [
-                    ("batch.kubernetes.io/controller-uid", uid.clone()),
-                    ("batch.kubernetes.io/job-name", job_name.clone()),
-                    ("controller-uid", uid.clone()),
-                    ("job-name", job_name.clone()),
-                    ("batch.kubernetes.io/job-completion-index", k.to_string()),
-                ] {
-                    job_labels.insert(key.into(), json!(value));
-                }
-                job_annotations.insert(
-                    "batch.kubernetes.io/job-completion-index".into(),
-                    json!(k.to_string()),
-                );
-                merge(metadata, "labels", &job_labels);
-                merge(metadata, "annotations", &job_annotations);
-                metadata.remove("name");
-                metadata.insert("generateName".into(), json!(format!("{job_name}-{k}-")));
-                metadata.insert("namespace".into(), json!(namespace));
-                metadata.insert(
-                    "ownerReferences".into(),
-                    json!([{
-                        "apiVersion": "batch/v1", "kind": "Job", "name": job_name, "uid": uid,
-                        "controller": true, "blockOwnerDeletion": true
-                    }]),
-                );
-                metadata.insert(
-                    "finalizers".into(),
-                    json!(["batch.kubernetes.io/job-tracking"]),
-                );
-                let spec = pod_obj.entry("spec").or_insert_with(|| json!({}));
-                let Some(spec) = spec.as_object_mut() else {
-                    bail!("pod template spec is not an object");
-                };
-                spec.insert("hostname".into(), json!(format!("{job_name}-{k}")));
-                if dns {
-                    spec.insert("subdomain".into(), json!(subdomain));
-                }
+                let object = job_pod(&template, &job, k, &jobset_keys, &jobset_annotations)
+                    .map_err(|e| anyhow!("replicatedJobs[{i}]: {e}"))?;
                 pods.push(SimPod {
                     hostname: format!("{job_name}-{k}"),
                     replicated_job: rjob_name.to_string(),
                     job_index: j,
                     completion_index: k,
-                    object: json!({"apiVersion": "v1", "kind": "Pod", "metadata": pod_obj["metadata"], "spec": pod_obj["spec"]}),
+                    object,
                 });
             }
         }
         global_offset += replicas[i];
     }
     Ok(pods)
+}
+
+/// The Job a pod is made for.
+struct JobMeta<'a> {
+    name: &'a str,
+    namespace: &'a str,
+    /// The pod's subdomain, when its hostname is to resolve.
+    subdomain: Option<&'a str>,
+}
+
+/// Pod `k` of an Indexed Job, as the Job controller submits it: the template with the Job's
+/// labels and annotations (`extra_*`: the JobSet controller's, for a JobSet's Job), the
+/// completion index, hostname `<job>-<k>`, owner reference and tracking finalizer.
+fn job_pod(
+    template: &Value,
+    job: &JobMeta,
+    k: u64,
+    extra_labels: &Map<String, Value>,
+    extra_annotations: &Map<String, Value>,
+) -> Result<Value> {
+    let controller_uid = digest(&format!("uid/{}/{}", job.namespace, job.name));
+    let uid = format!(
+        "{}-{}-{}-{}-{}",
+        &controller_uid[0..8],
+        &controller_uid[8..12],
+        &controller_uid[12..16],
+        &controller_uid[16..20],
+        &controller_uid[20..32]
+    );
+    let mut pod = template.clone();
+    let pod_obj = pod
+        .as_object_mut()
+        .ok_or_else(|| anyhow!("pod template is not an object"))?;
+    let metadata = pod_obj.entry("metadata").or_insert_with(|| json!({}));
+    let metadata = metadata
+        .as_object_mut()
+        .ok_or_else(|| anyhow!("pod template metadata is not an object"))?;
+    let mut labels = extra_labels.clone();
+    let mut annotations = extra_annotations.clone();
+    for (key, value) in [
+        ("batch.kubernetes.io/controller-uid", uid.clone()),
+        ("batch.kubernetes.io/job-name", job.name.to_string()),
+        ("controller-uid", uid.clone()),
+        ("job-name", job.name.to_string()),
+        ("batch.kubernetes.io/job-completion-index", k.to_string()),
+    ] {
+        labels.insert(key.into(), json!(value));
+    }
+    annotations.insert(
+        "batch.kubernetes.io/job-completion-index".into(),
+        json!(k.to_string()),
+    );
+    merge(metadata, "labels", &labels);
+    merge(metadata, "annotations", &annotations);
+    metadata.remove("name");
+    metadata.insert("generateName".into(), json!(format!("{}-{k}-", job.name)));
+    metadata.insert("namespace".into(), json!(job.namespace));
+    metadata.insert(
+        "ownerReferences".into(),
+        json!([{
+            "apiVersion": "batch/v1", "kind": "Job", "name": job.name, "uid": uid,
+            "controller": true, "blockOwnerDeletion": true
+        }]),
+    );
+    metadata.insert(
+        "finalizers".into(),
+        json!(["batch.kubernetes.io/job-tracking"]),
+    );
+    let spec = pod_obj.entry("spec").or_insert_with(|| json!({}));
+    let Some(spec) = spec.as_object_mut() else {
+        bail!("pod template spec is not an object");
+    };
+    spec.insert("hostname".into(), json!(format!("{}-{k}", job.name)));
+    if let Some(subdomain) = job.subdomain {
+        spec.insert("subdomain".into(), json!(subdomain));
+    }
+    Ok(
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": pod_obj["metadata"], "spec": pod_obj["spec"]}),
+    )
+}
+
+/// Every pod of a plain Indexed Job, as the Job controller creates them: `<job>-<k>` for
+/// k in 0..completions. The pod keeps the template's own subdomain, if any.
+pub fn indexed_job_pods(job: &Value) -> Result<Vec<SimPod>> {
+    let name = final_name(job);
+    let namespace = job
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .unwrap_or("default");
+    let spec = job.get("spec").ok_or_else(|| anyhow!("Job has no spec"))?;
+    let parallelism = count(spec.get("parallelism"), 1);
+    let completions = count(spec.get("completions"), parallelism);
+    let template = spec
+        .get("template")
+        .ok_or_else(|| anyhow!("Job has no pod template"))?;
+    let meta = JobMeta {
+        name: &name,
+        namespace,
+        subdomain: None,
+    };
+    (0..completions)
+        .map(|k| {
+            Ok(SimPod {
+                hostname: format!("{name}-{k}"),
+                replicated_job: String::new(),
+                job_index: 0,
+                completion_index: k,
+                object: job_pod(template, &meta, k, &Map::new(), &Map::new())?,
+            })
+        })
+        .collect()
 }

@@ -62,13 +62,29 @@ pub fn rule_request_path(name: &str) -> PathBuf {
         .join(format!("jobset-rule-{name}.json"))
 }
 
+/// Names of the plain Job fixtures (`test_data/jobs/<name>.yaml`).
+pub fn job_names() -> Result<Vec<String>> {
+    stems("jobs")
+}
+
+pub fn job_yaml(name: &str) -> Result<Value> {
+    load_yaml(&test_data().join("jobs").join(format!("{name}.yaml")))
+}
+
+pub fn job_request_path(name: &str) -> PathBuf {
+    test_data()
+        .join("requests")
+        .join(format!("job-{name}.json"))
+}
+
 pub fn pod_request_path(name: &str) -> PathBuf {
     test_data()
         .join("requests")
         .join(format!("pod-{name}.json"))
 }
 
-/// The JobSet CREATE that `e2e.bats` sends for `examples/<stem>.yaml`, as a v0.9 CRD serves it.
+/// The CREATE that `e2e.bats` sends for `examples/<stem>.yaml`: its JobSet, as a v0.9 CRD
+/// serves it, or its plain Job.
 pub fn example_request_path(stem: &str) -> PathBuf {
     test_data()
         .join("e2e")
@@ -86,6 +102,25 @@ pub fn example_jobsets() -> Result<Vec<(String, Value)>> {
             if let Some(stem) = path.file_stem() {
                 out.push((stem.to_string_lossy().into_owned(), doc));
             }
+        }
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(out)
+}
+
+/// The example plain Jobs (`examples/*.yaml` with a `batch/v1` Job among its documents, such
+/// as a Job and its headless Service), by file stem: the first Job of each file.
+pub fn example_jobs() -> Result<Vec<(String, Value)>> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(workspace_root().join("examples"))? {
+        let path = entry?.path();
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        let job = yaml_documents(&text)?
+            .into_iter()
+            .find(|d| d["apiVersion"] == "batch/v1" && d["kind"] == "Job");
+        if let (Some(job), Some(stem)) = (job, path.file_stem()) {
+            out.push((stem.to_string_lossy().into_owned(), job));
         }
     }
     out.sort_by(|a, b| a.0.cmp(&b.0));
@@ -115,6 +150,10 @@ pub fn generate_all() -> Result<Vec<(PathBuf, String)>> {
         let request = admission_request(Kind::JobSet, "CREATE", &jobset, None);
         out.push((rule_request_path(&name), pretty(&request)?));
     }
+    for name in job_names()? {
+        let request = admission_request(Kind::Job, "CREATE", &job_yaml(&name)?, None);
+        out.push((job_request_path(&name), pretty(&request)?));
+    }
     for name in stems("pods")? {
         let pod = load_yaml(&test_data().join("pods").join(format!("{name}.yaml")))?;
         let request = admission_request(Kind::Pod, "CREATE", &pod, None);
@@ -127,6 +166,10 @@ pub fn generate_all() -> Result<Vec<(PathBuf, String)>> {
             &as_served(&jobset, JobSetApi::V09),
             None,
         );
+        out.push((example_request_path(&stem), pretty(&request)?));
+    }
+    for (stem, job) in example_jobs()? {
+        let request = admission_request(Kind::Job, "CREATE", &job, None);
         out.push((example_request_path(&stem), pretty(&request)?));
     }
     Ok(out)

@@ -37,10 +37,20 @@ fn jobset_op_allowed(op: &str, seg: &[&str]) -> bool {
         && seg[..2] == ["spec", "replicatedJobs"]
         && is_index(seg[2])
         && seg[3..7] == ["template", "spec", "template", "metadata"];
-    if !prefix_ok {
-        return false;
-    }
-    match (&seg[7..], op) {
+    prefix_ok && facts_op_allowed(op, &seg[7..])
+}
+
+/// The same on a plain Job (SPEC §4.6), whose one pod template is `spec.template`.
+fn job_op_allowed(op: &str, seg: &[&str]) -> bool {
+    seg.len() >= 3
+        && seg[..3] == ["spec", "template", "metadata"]
+        && facts_op_allowed(op, &seg[3..])
+}
+
+/// Below a pod template's `metadata`: adding the annotations (or the metadata itself), or
+/// adding or replacing the policy's facts.
+fn facts_op_allowed(op: &str, below_metadata: &[&str]) -> bool {
+    match (below_metadata, op) {
         ([], "add") | (["annotations"], "add") => true,
         (["annotations", key], "add" | "replace") => *key == FACTS_KEY,
         _ => false,
@@ -91,6 +101,7 @@ pub fn disallowed_ops(before: &Value, patch: &Patch, kind: &str) -> Vec<String> 
             let seg: Vec<&str> = path.trim_start_matches('/').split('/').collect();
             let ok = match kind {
                 "JobSet" => jobset_op_allowed(name, &seg),
+                "Job" => job_op_allowed(name, &seg),
                 _ => pod_op_allowed(before, name, &seg),
             };
             (!ok).then(|| format!("{name} {path}"))

@@ -1,6 +1,6 @@
-//! `preview`: a JobSet file through the built policy and the simulated controllers, printed
-//! as a verdict, a patch and a table of every pod's resolved values.
-use crate::controller::{self, JobSetApi};
+//! `preview`: a JobSet or Job file through the built policy and the simulated controllers,
+//! printed as a verdict, a patch and a table of every pod's resolved values.
+use crate::controller::{self, JobSetApi, SimPod};
 use crate::env;
 use crate::host::{apply, Policy};
 use crate::request::{admission_request, Kind};
@@ -10,20 +10,7 @@ use serde_json::Value;
 use std::fmt::Write;
 
 /// The columns of the pod table, in order: each env variable the policy may set.
-pub const ENV_COLUMNS: [&str; 12] = [
-    "MEGASCALE_NUM_SLICES",
-    "MEGASCALE_SLICE_ID",
-    "MEGASCALE_COORDINATOR_ADDRESS",
-    "MEGASCALE_PORT",
-    "TPU_WORKER_ID",
-    "TPU_WORKER_HOSTNAMES",
-    "TPU_PROCESS_PORT",
-    "TPU_PROCESS_ADDRESSES",
-    "TPU_NAME",
-    "JAX_COORDINATOR_ADDRESS",
-    "JAX_NUM_PROCESSES",
-    "JAX_PROCESS_ID",
-];
+pub const ENV_COLUMNS: [&str; 12] = crate::invariants::POLICY_ENV;
 
 /// One row: a container of a pod, with its group and resolved env.
 #[derive(Debug, Clone)]
@@ -99,34 +86,37 @@ fn table(rows: &[PodRow]) -> String {
     out
 }
 
+/// `<group> <job-group-index>/<group-replicas>` of a JobSet pod; `-` for a plain Job's.
 fn group_of(pod: &Value) -> String {
+    let labels = pod.pointer("/metadata/labels");
     let label = |k: &str| {
-        pod.pointer("/metadata/labels")
+        labels
             .and_then(|l| l.get(format!("jobset.sigs.k8s.io/{k}")))
             .and_then(Value::as_str)
-            .unwrap_or("?")
-            .to_string()
     };
+    if label("jobset-name").is_none() {
+        return "-".to_string();
+    }
+    let or_unknown = |k: &str| label(k).unwrap_or("?");
     format!(
         "{} {}/{}",
-        label("group-name"),
-        label("job-group-index"),
-        label("group-replicas")
+        or_unknown("group-name"),
+        or_unknown("job-group-index"),
+        or_unknown("group-replicas")
     )
 }
 
-/// Admits a JobSet, then every pod the controllers would make from it. Returns the report
-/// and the rows (for tests).
-pub fn run_jobset(
+/// Admits the CREATE of `object` (a JobSet or a Job) and writes its verdict, message,
+/// warnings and patch. Returns the object as admitted, or `None` when it was rejected.
+fn admit_owner(
     policy: &Policy,
-    jobset: &Value,
+    kind: Kind,
+    title: &str,
+    object: &Value,
     settings: &Value,
-    api: JobSetApi,
-) -> Result<(String, Vec<PodRow>)> {
-    let mut out = String::new();
-    let served = controller::as_served(jobset, api);
-    let name = controller::final_name(&served);
-    let request = admission_request(Kind::JobSet, "CREATE", &served, None);
+    out: &mut String,
+) -> Result<Option<Value>> {
+    let request = admission_request(kind, "CREATE", object, None);
     let outcome = policy.validate(&request, settings)?;
     let verdict = if !outcome.accepted {
         "REJECTED"
@@ -135,7 +125,7 @@ pub fn run_jobset(
     } else {
         "accepted, unchanged"
     };
-    let _ = writeln!(out, "JobSet {name}: {verdict}");
+    let _ = writeln!(out, "{title}: {verdict}");
     if let Some(message) = &outcome.message {
         let _ = writeln!(out, "{message}");
     }
@@ -143,18 +133,41 @@ pub fn run_jobset(
         let _ = writeln!(out, "warning: {w}");
     }
     if !outcome.accepted {
-        return Ok((out, Vec::new()));
+        return Ok(None);
     }
-    let admitted = match &outcome.patch {
+    Ok(Some(match &outcome.patch {
         Some(p) => {
-            let _ = writeln!(out, "JobSet patch:\n{}", serde_yaml::to_string(p)?);
-            apply(&served, p)?
+            let _ = writeln!(
+                out,
+                "{} patch:\n{}",
+                kind_name(kind),
+                serde_yaml::to_string(p)?
+            );
+            apply(object, p)?
         }
-        None => served.clone(),
-    };
+        None => object.clone(),
+    }))
+}
+
+fn kind_name(kind: Kind) -> &'static str {
+    match kind {
+        Kind::JobSet => "JobSet",
+        Kind::Job => "Job",
+        Kind::Pod => "Pod",
+    }
+}
+
+/// Admits every simulated pod, writes their rejections and warnings, and returns a row per
+/// container with its resolved env.
+fn admit_pods(
+    policy: &Policy,
+    pods: Vec<SimPod>,
+    settings: &Value,
+    out: &mut String,
+) -> Result<Vec<PodRow>> {
     let mut rows = Vec::new();
     let mut pod_warnings = Vec::new();
-    for pod in controller::jobset_pods(&admitted)? {
+    for pod in pods {
         let request = admission_request(Kind::Pod, "CREATE", &pod.object, None);
         let outcome = policy.validate(&request, settings)?;
         if !outcome.accepted {
@@ -201,22 +214,65 @@ pub fn run_jobset(
         let _ = writeln!(out, "warning: {w}");
     }
     let _ = write!(out, "{}", table(&rows));
+    Ok(rows)
+}
+
+/// Admits a JobSet, then every pod the controllers would make from it. Returns the report
+/// and the rows (for tests).
+pub fn run_jobset(
+    policy: &Policy,
+    jobset: &Value,
+    settings: &Value,
+    api: JobSetApi,
+) -> Result<(String, Vec<PodRow>)> {
+    let mut out = String::new();
+    let served = controller::as_served(jobset, api);
+    let title = format!("JobSet {}", controller::final_name(&served));
+    let Some(admitted) = admit_owner(policy, Kind::JobSet, &title, &served, settings, &mut out)?
+    else {
+        return Ok((out, Vec::new()));
+    };
+    let rows = admit_pods(
+        policy,
+        controller::jobset_pods(&admitted)?,
+        settings,
+        &mut out,
+    )?;
     Ok((out, rows))
 }
 
-/// The preview of every JobSet in a YAML stream; other kinds are listed and skipped.
+/// Admits a plain Job (SPEC §4.6), then every pod the Job controller would make from it.
+pub fn run_job(policy: &Policy, job: &Value, settings: &Value) -> Result<(String, Vec<PodRow>)> {
+    let mut out = String::new();
+    let title = format!("Job {}", controller::final_name(job));
+    let Some(admitted) = admit_owner(policy, Kind::Job, &title, job, settings, &mut out)? else {
+        return Ok((out, Vec::new()));
+    };
+    let rows = admit_pods(
+        policy,
+        controller::indexed_job_pods(&admitted)?,
+        settings,
+        &mut out,
+    )?;
+    Ok((out, rows))
+}
+
+/// The preview of every JobSet and Job in a YAML stream; other kinds are listed and skipped.
 pub fn preview(policy: &Policy, yaml: &str, settings: &Value, api: JobSetApi) -> Result<String> {
     let mut out = String::new();
     for doc in yaml_documents(yaml)? {
         let kind = doc.get("kind").and_then(Value::as_str).unwrap_or("");
-        if kind != "JobSet" {
-            let _ = writeln!(
-                out,
-                "skipped a {kind:?} document: only JobSets are previewed\n"
-            );
-            continue;
-        }
-        let (report, _) = run_jobset(policy, &doc, settings, api)?;
+        let (report, _) = match kind {
+            "JobSet" => run_jobset(policy, &doc, settings, api)?,
+            "Job" => run_job(policy, &doc, settings)?,
+            _ => {
+                let _ = writeln!(
+                    out,
+                    "skipped a {kind:?} document: only JobSets and Jobs are previewed\n"
+                );
+                continue;
+            }
+        };
         let _ = writeln!(out, "{report}");
     }
     Ok(out)

@@ -6,6 +6,8 @@ use serde_json::{json, Value};
 pub enum Kind {
     JobSet,
     Pod,
+    /// `batch/v1` Job (SPEC §4.6).
+    Job,
 }
 
 impl Kind {
@@ -15,6 +17,7 @@ impl Kind {
                 json!({"group": "jobset.x-k8s.io", "version": "v1alpha2", "kind": "JobSet"})
             }
             Kind::Pod => json!({"group": "", "version": "v1", "kind": "Pod"}),
+            Kind::Job => json!({"group": "batch", "version": "v1", "kind": "Job"}),
         }
     }
 
@@ -24,13 +27,15 @@ impl Kind {
                 json!({"group": "jobset.x-k8s.io", "version": "v1alpha2", "resource": "jobsets"})
             }
             Kind::Pod => json!({"group": "", "version": "v1", "resource": "pods"}),
+            Kind::Job => json!({"group": "batch", "version": "v1", "resource": "jobs"}),
         }
     }
 
     fn user(self) -> Value {
         match self {
-            // JobSets are created by people (or Kueue, xpk); pods by the Job controller.
-            Kind::JobSet => {
+            // JobSets and plain Jobs are created by people (or Kueue, xpk); pods by the Job
+            // controller.
+            Kind::JobSet | Kind::Job => {
                 json!({"username": "alice@example.com", "groups": ["system:authenticated"]})
             }
             Kind::Pod => json!({

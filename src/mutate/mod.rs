@@ -2,6 +2,7 @@
 //! is wanted first and returns `None` when the object already has it, so an object that is
 //! already right gets no patch (idempotence), as kubewarden's pod-ndots policy does.
 pub mod env;
+pub mod job;
 pub mod jobset;
 pub mod resolve;
 

@@ -1,16 +1,18 @@
 //! Pod CREATE: the per-pod values of SPEC §4, from the labels the JobSet and Job controllers
 //! put on the pod and the facts the policy stamped at JobSet admission. Each env family has
 //! its own module over the shared [`place::PodPlace`]; [`wanted_env`] puts them together, for
-//! pod admission and for the JobSet CREATE warnings ([`contradictions`]).
+//! pod admission and for the JobSet CREATE warnings ([`contradictions`]). Pods of an
+//! opted-in plain Job (§4.6) get theirs from [`job`].
 pub mod contradictions;
 pub mod jax;
+pub mod job;
 pub mod multislice;
 pub mod place;
 pub mod tpu_host;
 
 use crate::error::{checked_add, checked_mul, InputError};
-use crate::facts::Facts;
-use crate::json::{self, map_str, Lazy, Object};
+use crate::facts::{Facts, JobFacts};
+use crate::json::{self, map_str, Lazy, Object, PathLike};
 use crate::keys;
 use crate::mutate::env::{plan_env, prepend_env, WantedVar};
 use crate::mutate::object_entry;
@@ -73,18 +75,22 @@ pub fn admit(mut object: Value, settings: &Settings) -> Result<PodOutcome, Input
     })
 }
 
+/// Env entries to put first in one container: (list, index in the list, entries).
+type EnvChange = (&'static str, usize, Vec<Value>);
+
 /// What pod admission adds: (map, key, value) metadata entries, and per container
 /// (list, index, env entries to put first).
+#[derive(Default)]
 struct PodPlan {
     metadata_adds: Vec<(&'static str, &'static str, String)>,
-    env_changes: Vec<(&'static str, usize, Vec<Value>)>,
+    env_changes: Vec<EnvChange>,
     warnings: Vec<String>,
 }
 
 fn apply(
     object: &mut Value,
     metadata_adds: Vec<(&'static str, &'static str, String)>,
-    env_changes: Vec<(&'static str, usize, Vec<Value>)>,
+    env_changes: Vec<EnvChange>,
 ) {
     let Some(root) = object.as_object_mut() else {
         return;
@@ -122,8 +128,21 @@ fn plan(object: &Value, settings: &Settings) -> Result<PodPlan, InputError> {
         Some(text) => Facts::from_annotation(text, "metadata.annotations")?,
         None => Facts::default(),
     };
+    let Some(jobset) = controller_value(labels, annotations, keys::JOBSET_NAME) else {
+        // Admission lets through only JobSet pods and pods with the policy's facts.
+        return match &facts.job {
+            Some(job) => {
+                let name = controller_value(labels, annotations, keys::JOB_NAME)
+                    .or_else(|| controller_value(labels, annotations, keys::LEGACY_JOB_NAME))
+                    // Under `manualSelector: true` the API server adds no name label, but the
+                    // Job controller always makes itself the pod's owner.
+                    .or_else(|| metadata.and_then(owning_job));
+                plan_job_pod(spec, labels, annotations, name, job, &facts, settings)
+            }
+            None => Ok(PodPlan::default()),
+        };
+    };
     let count = |key| controller_count(labels, annotations, key);
-    let jobset = controller_value(labels, annotations, keys::JOBSET_NAME).unwrap_or("");
     let replicated_job = controller_value(labels, annotations, keys::REPLICATED_JOB_NAME);
     let (Some(replicated_job), Some(job_index)) = (replicated_job, count(keys::JOB_INDEX)?) else {
         return Ok(PodPlan {
@@ -157,16 +176,7 @@ fn plan(object: &Value, settings: &Settings) -> Result<PodPlan, InputError> {
 
     let metadata_adds = group_metadata(labels, annotations, &facts, &place, &mut warnings)?;
     // A fieldRef reads the pod as the kubelet will see it: with the group keys added here.
-    let lookup = |path: &str| {
-        let (map, key) = resolve::metadata_key(path)?;
-        let own = if map == "labels" { labels } else { annotations };
-        map_str(own, key).map(str::to_string).or_else(|| {
-            metadata_adds
-                .iter()
-                .find(|(m, k, _)| *m == map && *k == key)
-                .map(|(_, _, v)| v.clone())
-        })
-    };
+    let lookup = |path: &str| field_ref(labels, annotations, &metadata_adds, path);
     let pod = PodEnv {
         spec,
         spec_path: "spec",
@@ -176,26 +186,120 @@ fn plan(object: &Value, settings: &Settings) -> Result<PodPlan, InputError> {
         annotations,
     };
     let env = wanted_env(&pod, settings, &lookup, &mut warnings)?;
+    let env_changes = env_changes(spec, &containers, env, &lookup, &mut warnings)?;
+    Ok(PodPlan {
+        metadata_adds,
+        env_changes,
+        warnings,
+    })
+}
 
-    // Compute first; build a mutated object only when something is missing.
-    let mut env_changes = Vec::new();
-    for (c, wanted) in containers.iter().zip(env) {
+/// Per container, the wanted variables it lacks, to put first; warnings for the ones it sets
+/// to something else. Computed first: a pod that has everything gets no change.
+fn env_changes(
+    spec: &Object,
+    containers: &[ContainerView],
+    wanted: Vec<Vec<WantedVar>>,
+    lookup: &dyn Fn(&str) -> Option<String>,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<EnvChange>, InputError> {
+    let mut changes = Vec::new();
+    for (c, wanted) in containers.iter().zip(wanted) {
         if wanted.is_empty() {
             continue;
         }
         let c_path = json::index(&json::join("spec", c.list), c.index);
         let container = container_object(spec, "spec", c)?;
         let label = format!("container {:?} ({c_path})", c.name);
-        let plan = plan_env(container, &c_path, &label, &wanted, &lookup)?;
+        let plan = plan_env(container, &c_path, &label, &wanted, lookup)?;
         warnings.extend(plan.warnings);
         if !plan.prepend.is_empty() {
-            env_changes.push((c.list, c.index, plan.prepend));
+            changes.push((c.list, c.index, plan.prepend));
         }
     }
+    Ok(changes)
+}
+
+/// The name of the Job that controls the pod, from `metadata.ownerReferences`.
+fn owning_job(metadata: &Object) -> Option<&str> {
+    metadata
+        .get("ownerReferences")?
+        .as_array()?
+        .iter()
+        .find(|r| {
+            r.get("kind") == Some(&Value::from("Job"))
+                && r.get("controller") == Some(&Value::Bool(true))
+        })?
+        .get("name")?
+        .as_str()
+}
+
+/// A pod of an opted-in plain Indexed Job (SPEC §4.6): the JAX env from the Job's `name` and
+/// the pod's completion index, which the Job controller put on it, and the completions
+/// stamped at Job CREATE. Nothing else is added. `jaxEnv: never` turns it off.
+fn plan_job_pod(
+    spec: &Object,
+    labels: Option<&Object>,
+    annotations: Option<&Object>,
+    name: Option<&str>,
+    job: &JobFacts,
+    facts: &Facts,
+    settings: &Settings,
+) -> Result<PodPlan, InputError> {
+    if settings.jax_env == JaxEnv::Never {
+        return Ok(PodPlan::default());
+    }
+    let index = controller_count(labels, annotations, keys::COMPLETION_INDEX)?;
+    let pod_subdomain = json::opt_str(spec, "subdomain", "spec")?.filter(|s| !s.is_empty());
+    let subdomain = facts.subdomain.as_deref().or(pod_subdomain);
+    let (Some(name), Some(completion_index), Some(subdomain)) = (name, index, subdomain) else {
+        return Ok(PodPlan {
+            warnings: vec![format!(
+                "pod of an opted-in Job: it lacks the {} label (or an owning Job), the {} label or annotation, or a subdomain, so it was not made by the Job controller from an admitted Indexed Job; left unchanged",
+                keys::JOB_NAME,
+                keys::COMPLETION_INDEX
+            )],
+            ..PodPlan::default()
+        });
+    };
+    let containers =
+        podspec::require_valid_chips(podspec::containers(spec, "spec", &settings.tpu_resource)?)?;
+    let place = job::JobPlace {
+        job: name,
+        subdomain,
+        completion_index,
+    };
+    let wanted = job::wanted_env(
+        &containers,
+        job,
+        &place,
+        settings.jax_coordinator_port,
+        "spec",
+    )?;
+    let lookup = |path: &str| field_ref(labels, annotations, &[], path);
+    let mut warnings = Vec::new();
+    let env_changes = env_changes(spec, &containers, wanted, &lookup, &mut warnings)?;
     Ok(PodPlan {
-        metadata_adds,
+        metadata_adds: Vec::new(),
         env_changes,
         warnings,
+    })
+}
+
+/// What a `fieldRef` to the pod's `path` reads: the pod's own label or annotation, else one
+/// that admission is adding (`adds`, as (map, key, value)).
+fn field_ref(
+    labels: Option<&Object>,
+    annotations: Option<&Object>,
+    adds: &[(&'static str, &'static str, String)],
+    path: &str,
+) -> Option<String> {
+    let (map, key) = resolve::metadata_key(path)?;
+    let own = if map == "labels" { labels } else { annotations };
+    map_str(own, key).map(str::to_string).or_else(|| {
+        adds.iter()
+            .find(|(m, k, _)| *m == map && *k == key)
+            .map(|(_, _, v)| v.clone())
     })
 }
 
@@ -205,12 +309,15 @@ fn container_object<'a>(
     spec_path: &str,
     c: &ContainerView,
 ) -> Result<&'a Object, InputError> {
-    let path = json::index(&json::join(spec_path, c.list), c.index);
+    // Built only for an error: this runs for every container of every sampled pod.
+    let path = Lazy(|| json::index(&json::join(spec_path, c.list), c.index));
     let item = spec
         .get(c.list)
         .and_then(|l| l.get(c.index))
-        .ok_or(InputError::Missing { path: path.clone() })?;
-    json::as_object(item, &path)
+        .ok_or_else(|| InputError::Missing {
+            path: path.render(),
+        })?;
+    json::as_object(item, path)
 }
 
 /// The group labels and annotations the pod lacks (SPEC §4.1). Values the controller set

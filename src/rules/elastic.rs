@@ -1,7 +1,9 @@
-//! ElasticJobSet UPDATEs (SPEC §5): JobSet lets an UPDATE change a replicated job's
+//! ElasticJobSet UPDATEs (SPEC §5), and elastic Indexed Jobs (§4.6): an UPDATE may change
 //! `parallelism` and `completions`, but the facts stamped at CREATE (process counts and ids,
-//! worker hostnames) would then be stale for pods whose values depend on parallelism.
+//! worker hostnames) would then be stale for pods whose values depend on them.
+use crate::facts::JobFacts;
 use crate::groups::jax_groups;
+use crate::job::JobView;
 use crate::jobset::{JobSetView, ReplicatedJob};
 use crate::settings::Settings;
 
@@ -59,4 +61,26 @@ pub fn stale_resizes(old: &JobSetView, new: &JobSetView, settings: &Settings) ->
         }
     }
     out
+}
+
+/// Why an UPDATE of a plain Job whose template carries `stamped` facts (SPEC §4.6) would
+/// leave its pods' JAX env stale, naming the field; `None` when it would not. The count was
+/// stamped at CREATE, and running JAX processes cannot learn a new one.
+pub fn stale_job_resize(stamped: &JobFacts, old: &JobView, new: &JobView) -> Option<String> {
+    let processes = stamped.completions;
+    if new.completions != old.completions {
+        Some(format!(
+            "spec.completions: changed from {} to {}, but the JAX env of this Job's pods was set at creation for {processes} processes and running JAX processes cannot learn a new count; delete the Job and create it again with completions and parallelism both {}",
+            show(old.completions),
+            show(new.completions),
+            show(new.completions),
+        ))
+    } else if new.parallelism != old.parallelism {
+        Some(format!(
+            "spec.parallelism: changed from {} to {}, but jax.distributed.initialize waits for all {processes} processes at once; keep parallelism equal to completions",
+            old.parallelism, new.parallelism,
+        ))
+    } else {
+        None
+    }
 }

@@ -2,6 +2,7 @@
 //! returns violations; warnings (suspicious but valid) come from their own functions.
 pub mod elastic;
 pub mod groups;
+pub mod job;
 pub mod network;
 pub mod placement;
 pub mod tpu;

@@ -3,12 +3,18 @@
 a webhook's matchConditions (`request`, `object`, `oldObject`), on the requests it would send.
 
 An evaluation error fails the test: with failurePolicy Fail the API server would reject the
-request. Run by `make e2e-tests`: python tests/cel/match_conditions.py
+request. Every request the conditions skip is also sent to the annotated policy with
+`kwctl run`, under each manifest's settings: the policy itself must accept it with no patch,
+so skipping it loses nothing. Run by `make e2e-tests` (which builds annotated-policy.wasm
+and needs kwctl on PATH): python tests/cel/match_conditions.py
 """
 import copy
 import json
 import pathlib
+import shutil
+import subprocess
 import sys
+import tempfile
 
 import cel
 import yaml
@@ -41,9 +47,71 @@ def without_labels(req, empty=False):
     return out
 
 
+def with_annotations(req, annotations):
+    """The same request with the object's annotations replaced."""
+    out = copy.deepcopy(req)
+    out["object"]["metadata"]["annotations"] = annotations
+    return out
+
+
+def bare(req):
+    """The same request with neither labels nor annotations on the object."""
+    out = copy.deepcopy(req)
+    out["object"]["metadata"].pop("labels", None)
+    out["object"]["metadata"].pop("annotations", None)
+    return out
+
+
+FACTS = "multislice.kubewarden.io/facts"
+JAX_OPT_IN = "multislice.kubewarden.io/jax-distributed"
+
+
+def job_pod(job_request, pod_request, index):
+    """The pod the Job controller creates for completion `index` of an admitted opted-in Job:
+    the template's labels and annotations (the facts the Job CREATE stamped among them), the
+    controller's job-name and completion-index labels and annotation, and no jobset-name
+    label. The envelope (kind, resource, user) is that of another pod CREATE."""
+    job = job_request["object"]
+    name = job["metadata"]["name"]
+    template = job["spec"]["template"]
+    meta = template.get("metadata", {})
+    out = copy.deepcopy(pod_request)
+    out["namespace"] = job["metadata"]["namespace"]
+    out["name"] = ""
+    out["object"] = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "generateName": f"{name}-{index}-",
+            "namespace": job["metadata"]["namespace"],
+            "labels": {**meta.get("labels", {}),
+                       "batch.kubernetes.io/job-name": name, "job-name": name,
+                       "batch.kubernetes.io/job-completion-index": str(index)},
+            "annotations": {**meta.get("annotations", {}),
+                            # What the Job CREATE stamps for job-jax-gpu-4.json.
+                            FACTS: '{"subdomain":"jax-train","job":{"completions":4}}',
+                            "batch.kubernetes.io/job-completion-index": str(index)},
+        },
+        "spec": {**template["spec"], "hostname": f"{name}-{index}"},
+    }
+    return out
+
+
 jobset = request("test_data/requests/jobset-tpu-4-slices.v09.json")
 jobset_pod = request("test_data/requests/pod-tpu-slice-pod.json")
 plain_pod = request("test_data/requests/pod-not-a-jobset-pod.json")
+opted_in_job = request("test_data/requests/job-jax-gpu-4.json")
+example_job = request("test_data/e2e/examples/jax-indexed-job.json")
+plain_job = request("test_data/requests/job-not-opted-in.json")
+jobset_child_job = request("test_data/requests/job-jobset-child.json")
+opted_in_job_pod = job_pod(opted_in_job, plain_pod, 0)
+
+
+def opted_out_update(req):
+    """An UPDATE whose new object drops the opt-in annotation (the old one still has it)."""
+    out = with_operation(req, "UPDATE")
+    del out["object"]["metadata"]["annotations"][JAX_OPT_IN]
+    return out
 
 # (name, AdmissionRequest, whether the API server must send it to the policy)
 CASES = [
@@ -55,6 +123,35 @@ CASES = [
     ("pod with an empty label map", without_labels(plain_pod, empty=True), False),
     ("pod DELETE, no object", with_operation(jobset_pod, "DELETE"), False),
     ("JobSet DELETE, no object", with_operation(jobset, "DELETE"), True),
+    # Plain Jobs (SPEC §4.6): only those opted into the JAX env, and not a JobSet's child.
+    ("opted-in Job CREATE", opted_in_job, True),
+    ("opted-in Job UPDATE", with_operation(opted_in_job, "UPDATE"), True),
+    ("the example Job (examples/jax-indexed-job.yaml) CREATE", example_job, True),
+    ("Job without the annotation CREATE", plain_job, False),
+    ("Job without the annotation UPDATE", with_operation(plain_job, "UPDATE"), False),
+    ("Job annotated \"false\" CREATE",
+     with_annotations(opted_in_job, {JAX_OPT_IN: "false"}), False),
+    ("Job annotated \"True\" (not exactly \"true\") CREATE",
+     with_annotations(opted_in_job, {JAX_OPT_IN: "True"}), False),
+    ("Job with unrelated annotations only",
+     with_annotations(opted_in_job, {"team": "ml"}), False),
+    ("Job with no labels and no annotations at all", bare(opted_in_job), False),
+    ("Job with an empty annotation map", with_annotations(opted_in_job, {}), False),
+    ("JobSet's child Job (opted in, jobset-name label) CREATE", jobset_child_job, False),
+    ("JobSet's child Job UPDATE", with_operation(jobset_child_job, "UPDATE"), False),
+    ("Job UPDATE that drops the annotation (the old Job opted in, as the policy checks)",
+     opted_out_update(opted_in_job), True),
+    ("Job DELETE, no object", with_operation(opted_in_job, "DELETE"), False),
+    # Pods of opted-in Jobs carry the facts annotation copied from the template.
+    ("pod of an opted-in Job (facts annotation, no jobset-name label)", opted_in_job_pod, True),
+    ("pod of an opted-in Job with no labels at all",
+     without_labels(opted_in_job_pod), True),
+    ("plain pod with unrelated annotations (the Job opt-in among them)",
+     with_annotations(plain_pod, {"prometheus.io/scrape": "true", JAX_OPT_IN: "true"}), False),
+    ("pod with an empty annotation map", with_annotations(plain_pod, {}), False),
+    ("pod with no labels and no annotations at all", bare(plain_pod), False),
+    ("pod of an opted-in Job DELETE, no object", with_operation(opted_in_job_pod, "DELETE"),
+     False),
 ]
 
 
@@ -68,6 +165,27 @@ def sent(conditions, req):
             raise TypeError(f"{condition['name']} gave {result!r}, not a bool")
         results.append(result)
     return all(results)
+
+
+def kwctl_run(req, settings):
+    """The policy's own AdmissionResponse for `req`, from `kwctl run` on the annotated module
+    (with the Sigstore trust config next to kwctl, when there is one, as e2e.bats does)."""
+    kwctl = shutil.which("kwctl")
+    if kwctl is None:
+        raise RuntimeError("kwctl is not on PATH (.ci/run adds ../shared/tools)")
+    command = [kwctl, "run"]
+    trust = pathlib.Path(kwctl).parent / "sigstore-trust-config.json"
+    if trust.is_file():
+        command += ["--sigstore-trust-config", str(trust)]
+    with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
+        json.dump(req, f)
+        f.flush()
+        command += ["--request-path", f.name, "--settings-json", json.dumps(settings),
+                    str(ROOT / "annotated-policy.wasm")]
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"kwctl run failed: {done.stderr.strip()}")
+    return json.loads(done.stdout)
 
 
 def main():
@@ -94,6 +212,10 @@ def main():
               f"{manifest}: timeoutSeconds {timeout} lies in (2, 30]")
     names = [c["name"] for c in conditions]
     check(len(set(names)) == len(names), "condition names are unique")
+    metadata_rules = yaml.safe_load((ROOT / "policy-metadata.yml").read_text())["rules"]
+    for manifest, spec in zip(MANIFESTS, specs):
+        check(spec.get("rules") == metadata_rules,
+              f"{manifest} has the rules of policy-metadata.yml")
 
     for name, req, expected in CASES:
         try:
@@ -103,6 +225,17 @@ def main():
             continue
         check(got == expected, f"{name}: {'sent' if got else 'skipped'}, "
               f"expected {'sent' if expected else 'skipped'}")
+        if got:
+            continue
+        # What the API server skips, the policy would have accepted unchanged.
+        for manifest, spec in zip(MANIFESTS, specs):
+            try:
+                response = kwctl_run(req, spec.get("settings") or {})
+            except Exception as error:
+                check(False, f"{name}: {manifest}: {error}")
+                continue
+            check(response.get("allowed") is True and not response.get("patch"),
+                  f"{name}: the policy under {manifest}'s settings accepts it unchanged")
 
     # The evaluator is not lenient: a condition that reads a missing field errors.
     try:

@@ -22,7 +22,9 @@ const MEGASCALE: [&str; 3] = [
     "MEGASCALE_COORDINATOR_ADDRESS",
 ];
 
-fn admit_checked(
+/// Admits the CREATE of `object`, and checks that the response is deterministic, the patch
+/// touches only what the policy may, loses nothing, and is not repeated on readmission.
+pub fn admit_checked(
     admit: &dyn Fn(&Value, &Value) -> Admitted,
     kind: Kind,
     object: &Value,
@@ -41,10 +43,10 @@ fn admit_checked(
         return Ok(object.clone());
     };
     let patch = diff(object, &mutated);
-    let name = if kind == Kind::JobSet {
-        "JobSet"
-    } else {
-        "Pod"
+    let name = match kind {
+        Kind::JobSet => "JobSet",
+        Kind::Job => "Job",
+        Kind::Pod => "Pod",
     };
     let bad = disallowed_ops(object, &patch, name);
     if !bad.is_empty() {

@@ -2,6 +2,7 @@
 //! purpose. Shared by the native property tests and the ones that run the wasm module.
 #![allow(dead_code)]
 pub mod invariants;
+pub mod jobs;
 #[path = "../wasm/oracle.rs"]
 pub mod oracle;
 

@@ -24,10 +24,12 @@ fn settings() -> Vec<(&'static str, Value)> {
             "strict-accelerators",
             json!({"rejectUnknownAccelerators": true}),
         ),
+        ("jax-never", json!({"jaxEnv": "never"})),
     ]
 }
 
-/// Every request sent, named: JobSet CREATE and UPDATE, and pods of JobSets and plain pods.
+/// Every request sent, named: JobSet CREATE and UPDATE, plain Job CREATE and UPDATE (SPEC
+/// §4.6), and pods of JobSets, of opted-in Jobs, and plain pods.
 fn requests(harness: &Policy) -> Vec<(String, Value)> {
     let mut out = Vec::new();
     for name in [
@@ -80,6 +82,51 @@ fn requests(harness: &Policy) -> Vec<(String, Value)> {
         for pod in controller::jobset_pods(&admitted).unwrap() {
             out.push((
                 format!("Pod CREATE {}", pod.hostname),
+                admission_request(Kind::Pod, "CREATE", &pod.object, None),
+            ));
+        }
+    }
+    // Every plain Job fixture: opted in (stamped, or rejected by J1-J3), not opted in, and a
+    // JobSet's child.
+    for name in fixtures::job_names().unwrap() {
+        out.push((
+            format!("Job CREATE {name}"),
+            load_json(&fixtures::job_request_path(name.as_str())).unwrap(),
+        ));
+    }
+    // Job UPDATEs of the admitted opted-in Job: one that changes nothing the policy judges,
+    // and an elastic resize (rejected while the JAX env is on).
+    let request = load_json(&fixtures::job_request_path("jax-gpu-4")).unwrap();
+    let outcome = harness.validate(&request, &json!({})).unwrap();
+    let job = match &outcome.patch {
+        Some(p) => apply(&request["object"], p).unwrap(),
+        None => request["object"].clone(),
+    };
+    let mut relabelled = job.clone();
+    relabelled["metadata"]["labels"] = json!({"team": "ml"});
+    out.push((
+        "Job UPDATE labels only".into(),
+        admission_request(Kind::Job, "UPDATE", &relabelled, Some(&job)),
+    ));
+    let mut resized = job.clone();
+    resized["spec"]["completions"] = json!(8);
+    resized["spec"]["parallelism"] = json!(8);
+    out.push((
+        "Job UPDATE elastic resize".into(),
+        admission_request(Kind::Job, "UPDATE", &resized, Some(&job)),
+    ));
+    // Pods as the Job controller makes them from the admitted opted-in Jobs (default
+    // settings), so they carry the facts the Job admission stamped.
+    for name in ["jax-gpu-4", "tpu7x-two-containers"] {
+        let request = load_json(&fixtures::job_request_path(name)).unwrap();
+        let outcome = harness.validate(&request, &json!({})).unwrap();
+        let admitted = match &outcome.patch {
+            Some(p) => apply(&request["object"], p).unwrap(),
+            None => request["object"].clone(),
+        };
+        for pod in controller::indexed_job_pods(&admitted).unwrap() {
+            out.push((
+                format!("Pod CREATE of Job {}", pod.hostname),
                 admission_request(Kind::Pod, "CREATE", &pod.object, None),
             ));
         }

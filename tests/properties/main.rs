@@ -126,3 +126,19 @@ proptest! {
         prop_assert!(result.is_ok(), "{}", result.unwrap_err());
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// SPEC §4.5 and §4.6 over generated opted-in Jobs and every pod of each: nothing lost,
+    /// only allowed paths, idempotent, deterministic, and each JAX process's env.
+    #[test]
+    fn mutation_invariants_hold_for_every_generated_job(
+        shape in gen::jobs::job_shape(),
+        settings in 0..SETTINGS.len(),
+    ) {
+        let settings: Value = serde_json::from_str(SETTINGS[settings]).unwrap();
+        let result = gen::jobs::check_job(&admit_native, &shape, &settings);
+        prop_assert!(result.is_ok(), "{}", result.unwrap_err());
+    }
+}

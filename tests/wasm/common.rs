@@ -43,9 +43,29 @@ pub fn run(jobset_request: &Value, settings: &Value) -> (Outcome, Value, Vec<Adm
     let outcome = validate(jobset_request, settings);
     assert!(outcome.accepted, "JobSet rejected: {:?}", outcome.message);
     let admitted = patched(jobset, &outcome);
-    let pods = controller::jobset_pods(&admitted)
-        .expect("controller simulation")
-        .into_iter()
+    let pods = admit_pods(
+        controller::jobset_pods(&admitted).expect("controller simulation"),
+        settings,
+    );
+    (outcome, admitted, pods)
+}
+
+/// Admits a plain Job CREATE, then every pod the Job controller makes from the admitted Job.
+pub fn run_job(job_request: &Value, settings: &Value) -> (Outcome, Value, Vec<AdmittedPod>) {
+    let job = &job_request["object"];
+    let outcome = validate(job_request, settings);
+    assert!(outcome.accepted, "Job rejected: {:?}", outcome.message);
+    let admitted = patched(job, &outcome);
+    let pods = admit_pods(
+        controller::indexed_job_pods(&admitted).expect("Job controller simulation"),
+        settings,
+    );
+    (outcome, admitted, pods)
+}
+
+/// Admits each simulated pod's CREATE; every one must be accepted.
+fn admit_pods(sims: Vec<SimPod>, settings: &Value) -> Vec<AdmittedPod> {
+    sims.into_iter()
         .map(|sim| {
             let request = admission_request(Kind::Pod, "CREATE", &sim.object, None);
             let outcome = validate(&request, settings);
@@ -57,8 +77,7 @@ pub fn run(jobset_request: &Value, settings: &Value) -> (Outcome, Value, Vec<Adm
             let pod = patched(&sim.object, &outcome);
             AdmittedPod { sim, outcome, pod }
         })
-        .collect();
-    (outcome, admitted, pods)
+        .collect()
 }
 
 pub fn fixture_request(name: &str, api: JobSetApi) -> Value {

@@ -8,6 +8,7 @@ mod bad_input;
 mod common;
 mod e2e_cases;
 mod env_features;
+mod jobs;
 mod operations;
 mod properties;
 mod real_jax;

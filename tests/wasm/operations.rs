@@ -84,12 +84,16 @@ fn a_pod_outside_any_jobset_is_accepted_untouched() {
 #[case::pod_update(Kind::Pod, "UPDATE")]
 #[case::pod_delete(Kind::Pod, "DELETE")]
 #[case::pod_connect(Kind::Pod, "CONNECT")]
+#[case::job_update(Kind::Job, "UPDATE")]
+#[case::job_delete(Kind::Job, "DELETE")]
 fn other_operations_are_accepted_without_a_patch(#[case] kind: Kind, #[case] operation: &str) {
-    // An unstamped TPU JobSet and one of its pods: CREATE would mutate both.
+    // An unstamped TPU JobSet, one of its pods, and an unstamped opted-in Job: CREATE would
+    // mutate each.
     let jobset = fixture_request("tpu-4-slices", JobSetApi::V08)["object"].clone();
     let object = match kind {
         Kind::JobSet => jobset,
         Kind::Pod => controller::jobset_pods(&jobset).unwrap()[0].object.clone(),
+        Kind::Job => crate::jobs::job_request("jax-gpu-4")["object"].clone(),
     };
     let request = admission_request(kind, operation, &object, Some(&object));
     let outcome = validate(&request, &no_settings());

@@ -48,3 +48,15 @@ proptest! {
         prop_assert!(result.is_ok(), "{}", result.unwrap_err());
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+    /// The Job invariants of tests/properties, through the module.
+    #[test]
+    fn job_invariants_through_the_module(shape in gen::jobs::job_shape(), never in any::<bool>()) {
+        let settings = if never { serde_json::json!({"jaxEnv": "never"}) } else { serde_json::json!({}) };
+        let result = gen::jobs::check_job(&admit_wasm, &shape, &settings);
+        prop_assert!(result.is_ok(), "{}", result.unwrap_err());
+    }
+}

@@ -108,14 +108,18 @@ fn containers(pod: &Value) -> Vec<Value> {
         .collect()
 }
 
-/// One real JAX process per JAX process of the fixture: each TPU container of a TPU pod, else
-/// the pod's first container that carries the JAX env.
+/// One real JAX process per JAX process of the fixture's JobSet.
 fn jax_processes(fixture: &str, net: u8) -> (Value, usize) {
     let (_, admitted, pods) = run(&fixture_request(fixture, JobSetApi::V09), &no_settings());
-    let subdomain = subdomain_of(&admitted);
-    let hosts = addresses(&pods, &subdomain, net);
+    jax_processes_of(&pods, &subdomain_of(&admitted), net)
+}
+
+/// One real JAX process per JAX process of the admitted pods: each TPU container of a TPU
+/// pod, else the pod's first container that carries the JAX env.
+fn jax_processes_of(pods: &[AdmittedPod], subdomain: &str, net: u8) -> (Value, usize) {
+    let hosts = addresses(pods, subdomain, net);
     let mut processes = Vec::new();
-    for p in &pods {
+    for p in pods {
         let host = format!("{}.{subdomain}", p.sim.hostname);
         let tpu = oracle::tpu_container_names(&p.pod["spec"]);
         for c in containers(&p.pod) {
@@ -150,8 +154,12 @@ fn jax_processes(fixture: &str, net: u8) -> (Value, usize) {
 /// Starts the processes of `fixture` and checks that each completes and sees exactly 0..N-1.
 fn initialize_for_real(fixture: &str, net: u8) {
     let (spec, n) = jax_processes(fixture, net);
+    run_processes(fixture, &spec, n);
+}
+
+fn run_processes(fixture: &str, spec: &Value, n: usize) {
     assert!(n > 1, "{fixture}: {n} JAX processes");
-    let out = run_python("processes.py", &spec, &format!("processes-{fixture}"));
+    let out = run_python("processes.py", spec, &format!("processes-{fixture}"));
     let summary: Value = serde_json::from_str(out.lines().last().unwrap_or("")).unwrap();
     let results = summary["results"].as_array().unwrap();
     let all: Vec<u64> = (0..n as u64).collect();
@@ -195,6 +203,20 @@ fn real_jax_initializes_on_the_injected_env() {
     {
         initialize_for_real(fixture, 100 + i as u8);
     }
+}
+
+/// SPEC §4.6: the 4 pods of an opted-in plain Indexed Job, as the Job controller makes them,
+/// initialise one JAX run on nothing but the env the policy injected.
+#[test]
+fn real_jax_initializes_on_a_plain_indexed_job() {
+    let (_, admitted, pods) = run_job(&crate::jobs::job_request("jax-gpu-4"), &no_settings());
+    let subdomain = admitted["spec"]["template"]["spec"]["subdomain"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (spec, n) = jax_processes_of(&pods, &subdomain, 120);
+    assert_eq!(n, 4);
+    run_processes("job-jax-gpu-4", &spec, n);
 }
 
 /// Feeds every TPU container's env of `fixture` under tpuWorkerEnv to JAX's GkeTpuCluster.

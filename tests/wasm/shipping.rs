@@ -3,7 +3,7 @@
 use crate::common::*;
 use jobset_multislice_policy::settings::KEYS;
 use multislice_host::controller::{as_served, JobSetApi};
-use multislice_host::fixtures::load_yaml;
+use multislice_host::fixtures::{self, load_yaml};
 use multislice_host::request::{admission_request, Kind};
 use multislice_host::workspace_root;
 use serde_json::{json, Value};
@@ -87,7 +87,8 @@ fn the_questions_ui_and_the_readme_cover_every_setting() {
         );
     }
     for rule in [
-        "G1", "G2", "G3", "G4", "T1", "T2", "T3", "T4", "X1", "X2", "X3", "X4", "N1",
+        "G1", "G2", "G3", "G4", "T1", "T2", "T3", "T4", "X1", "X2", "X3", "X4", "N1", "J1", "J2",
+        "J3",
     ] {
         assert!(
             readme.contains(&format!("#### {rule} — ")),
@@ -97,27 +98,28 @@ fn the_questions_ui_and_the_readme_cover_every_setting() {
 }
 
 #[test]
-fn every_example_jobset_gets_the_verdict_its_comment_states() {
+fn every_example_jobset_and_job_gets_the_verdict_its_comment_states() {
+    let jobsets = fixtures::example_jobsets()
+        .unwrap()
+        .into_iter()
+        .map(|(stem, doc)| (stem, Kind::JobSet, as_served(&doc, JobSetApi::V09)));
+    let jobs = fixtures::example_jobs()
+        .unwrap()
+        .into_iter()
+        .map(|(stem, doc)| (stem, Kind::Job, doc));
     let mut seen = 0;
-    for entry in std::fs::read_dir(workspace_root().join("examples")).unwrap() {
-        let path = entry.unwrap().path();
+    for (stem, kind, object) in jobsets.chain(jobs) {
+        let path = workspace_root()
+            .join("examples")
+            .join(format!("{stem}.yaml"));
         let source = std::fs::read_to_string(&path).unwrap();
-        let doc = load_yaml(&path).unwrap();
-        if doc["kind"] != "JobSet" {
-            continue;
-        }
         let stated = source
             .lines()
             .find_map(|l| l.strip_prefix("# Expected verdict: "))
             .unwrap_or_else(|| panic!("{} states no verdict", path.display()))
             .trim_end_matches('.');
         let outcome = validate(
-            &admission_request(
-                Kind::JobSet,
-                "CREATE",
-                &as_served(&doc, JobSetApi::V09),
-                None,
-            ),
+            &admission_request(kind, "CREATE", &object, None),
             &no_settings(),
         );
         let verdict = match (outcome.accepted, outcome.mutated_object.is_some()) {
@@ -134,11 +136,11 @@ fn every_example_jobset_gets_the_verdict_its_comment_states() {
         );
         seen += 1;
     }
-    assert_eq!(seen, 5);
+    assert_eq!(seen, 6, "5 JobSets and 1 Job");
 }
 
 #[test]
-fn example_policies_bind_both_rules_with_valid_settings() {
+fn example_policies_bind_every_rule_with_valid_settings() {
     let meta = yaml("policy-metadata.yml");
     for file in [
         "examples/cluster-admission-policy.yaml",

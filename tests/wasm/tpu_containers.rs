@@ -6,20 +6,7 @@ use multislice_host::controller::JobSetApi;
 use multislice_host::env::{get, resolve};
 use serde_json::{json, Value};
 
-const POLICY_VARS: [&str; 12] = [
-    "MEGASCALE_NUM_SLICES",
-    "MEGASCALE_SLICE_ID",
-    "MEGASCALE_COORDINATOR_ADDRESS",
-    "MEGASCALE_PORT",
-    "TPU_WORKER_ID",
-    "TPU_WORKER_HOSTNAMES",
-    "TPU_PROCESS_PORT",
-    "TPU_PROCESS_ADDRESSES",
-    "TPU_NAME",
-    "JAX_COORDINATOR_ADDRESS",
-    "JAX_NUM_PROCESSES",
-    "JAX_PROCESS_ID",
-];
+use multislice_host::invariants::POLICY_ENV as POLICY_VARS;
 
 /// Every container of every pod, as (pod hostname, container name, container).
 fn each_container(pods: &[AdmittedPod]) -> Vec<(String, String, Value, Value)> {

@@ -1,0 +1,111 @@
+//! A read-only view over a raw `batch/v1` Job that opted into the JAX env (SPEC §4.6): what
+//! rules J1–J3 and the stamping need, each read naming its JSON path.
+use crate::error::InputError;
+use crate::facts::{Facts, JobFacts};
+use crate::json::{self, map_str, Object};
+use crate::keys;
+use crate::podspec::{self, ContainerView};
+use serde_json::Value;
+
+#[derive(Debug)]
+pub struct JobView<'a> {
+    /// Empty when the Job is created with `generateName`: its pods carry the name instead.
+    pub name: &'a str,
+    /// `spec.parallelism`; the Job default is 1.
+    pub parallelism: u32,
+    pub completions: Option<u32>,
+    pub completion_mode: Option<&'a str>,
+    /// `spec.template.spec.subdomain`, when set and not empty.
+    pub subdomain: Option<&'a str>,
+    pub pod_annotations: Option<&'a Object>,
+    /// `spec.template.spec`, whose containers' own env the warnings read.
+    pub pod_spec: &'a Object,
+    pub containers: Vec<ContainerView<'a>>,
+}
+
+impl JobView<'_> {
+    /// What Job CREATE stamped on the pod template (SPEC §4.6), if it did: only such a Job's
+    /// pods got a JAX env that a resize could make stale. Facts the policy cannot read count
+    /// as none.
+    pub fn stamped(&self) -> Option<JobFacts> {
+        let text = map_str(self.pod_annotations, keys::FACTS)?;
+        Facts::from_annotation(text, "spec.template.metadata.annotations")
+            .ok()?
+            .job
+    }
+}
+
+impl<'a> JobView<'a> {
+    pub fn parse(object: &'a Value, tpu_resource: &str) -> Result<Self, InputError> {
+        let root = json::as_object(object, "object")?;
+        let name = match json::opt_object(root, "metadata", "")? {
+            Some(m) => json::opt_str(m, "name", "metadata")?.unwrap_or(""),
+            None => "",
+        };
+        let spec = required(root, "spec", "")?;
+        let template = required(spec, "template", "spec")?;
+        let pod_annotations = match json::opt_object(template, "metadata", "spec.template")? {
+            Some(m) => json::opt_string_map(m, "annotations", "spec.template.metadata")?,
+            None => None,
+        };
+        let pod_spec = required(template, "spec", "spec.template")?;
+        Ok(JobView {
+            name,
+            parallelism: json::opt_count(spec, "parallelism", "spec")?.unwrap_or(1),
+            completions: json::opt_count(spec, "completions", "spec")?,
+            completion_mode: json::opt_str(spec, "completionMode", "spec")?,
+            subdomain: json::opt_str(pod_spec, "subdomain", "spec.template.spec")?
+                .filter(|s| !s.is_empty()),
+            pod_annotations,
+            pod_spec,
+            containers: podspec::containers(pod_spec, "spec.template.spec", tpu_resource)?,
+        })
+    }
+}
+
+fn required<'a>(obj: &'a Object, key: &str, path: &str) -> Result<&'a Object, InputError> {
+    json::opt_object(obj, key, path)?.ok_or_else(|| InputError::Missing {
+        path: json::join(path, key),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn reads_what_the_rules_need_with_job_defaults() {
+        let job = json!({
+            "metadata": {"generateName": "train-"},
+            "spec": {"completions": 4, "completionMode": "Indexed", "template": {
+                "metadata": {"annotations": {"a": "b"}},
+                "spec": {"subdomain": "", "containers": [{"name": "jax"}]}}}
+        });
+        let view = JobView::parse(&job, "google.com/tpu").unwrap();
+        assert_eq!(view.name, "");
+        assert_eq!(view.parallelism, 1);
+        assert_eq!(view.completions, Some(4));
+        assert_eq!(view.completion_mode, Some("Indexed"));
+        assert_eq!(view.subdomain, None);
+        assert_eq!(view.containers.len(), 1);
+    }
+
+    #[test]
+    fn wrong_shapes_name_their_field() {
+        let no_template = json!({"spec": {"completions": 4}});
+        assert_eq!(
+            JobView::parse(&no_template, "google.com/tpu")
+                .unwrap_err()
+                .to_string(),
+            "spec.template: is required"
+        );
+        let bad = json!({"spec": {"parallelism": "two", "template": {"spec": {}}}});
+        assert_eq!(
+            JobView::parse(&bad, "google.com/tpu")
+                .unwrap_err()
+                .to_string(),
+            "spec.parallelism: expected a whole number, found the string \"two\""
+        );
+    }
+}

@@ -1,0 +1,151 @@
+//! Pods of an opted-in plain Indexed Job (SPEC §4.6). The Job is a JAX group of its own, its
+//! pods numbered by completion index, so §4.4's numbering ([`super::jax`]) applies unchanged
+//! with the coordinator at index 0: no swap.
+use super::jax::{self, JaxGroup, Processes};
+use super::place::tpu_order;
+use crate::error::InputError;
+use crate::facts::JobFacts;
+use crate::json;
+use crate::mutate::env::WantedVar;
+use crate::podspec::ContainerView;
+
+/// Where the Job controller puts a pod of the Job.
+#[derive(Debug, Clone, Copy)]
+pub struct JobPlace<'a> {
+    pub job: &'a str,
+    pub subdomain: &'a str,
+    pub completion_index: u32,
+}
+
+impl JobPlace<'_> {
+    /// The pod with completion index 0: the Job controller gives it the hostname `<job>-0`.
+    pub fn coordinator(&self) -> String {
+        format!("{}-0.{}", self.job, self.subdomain)
+    }
+}
+
+/// The JAX variables of each container, in container order. With two or more TPU containers,
+/// each is a JAX process of its own (k, as in §4.4) and the other containers get none;
+/// otherwise the pod is one process and every container gets its env.
+pub fn wanted_env(
+    containers: &[ContainerView],
+    job: &JobFacts,
+    place: &JobPlace,
+    port: u16,
+    spec_path: &str,
+) -> Result<Vec<Vec<WantedVar>>, InputError> {
+    let order = tpu_order(containers);
+    let n = u32::try_from(order.len()).map_err(|_| InputError::Overflow {
+        path: json::join(spec_path, "containers"),
+        limit: u32::MAX,
+    })?;
+    let coordinator = place.coordinator();
+    let group = JaxGroup {
+        pods: job.completions,
+        coordinator: &coordinator,
+        coordinator_pod: 0,
+        port,
+    };
+    let mut out = vec![Vec::new(); containers.len()];
+    if n >= 2 {
+        let per_k = jax::vars(
+            &group,
+            place.completion_index,
+            Processes::PerTpuContainer(n),
+        )?;
+        for (&i, vars) in order.iter().zip(per_k) {
+            out[i] = vars;
+        }
+    } else if let Some(vars) = jax::vars(&group, place.completion_index, Processes::PerPod)?.pop() {
+        out.fill(vars);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn c(list: &'static str, index: usize, chips: u32) -> ContainerView<'static> {
+        ContainerView {
+            list,
+            index,
+            name: "c",
+            tpu_chips: Ok(chips),
+        }
+    }
+
+    fn values(wanted: &[Vec<WantedVar>]) -> Vec<Vec<String>> {
+        wanted
+            .iter()
+            .map(|vars| {
+                vars.iter()
+                    .map(|v| format!("{}={}", v.name, v.value))
+                    .collect()
+            })
+            .collect()
+    }
+
+    const PLACE: JobPlace = JobPlace {
+        job: "train",
+        subdomain: "svc",
+        completion_index: 3,
+    };
+
+    #[test]
+    fn a_gpu_pod_is_one_process_and_every_container_gets_it() {
+        let containers = [c("containers", 0, 0), c("containers", 1, 0)];
+        let wanted = wanted_env(
+            &containers,
+            &JobFacts { completions: 4 },
+            &PLACE,
+            6666,
+            "spec",
+        )
+        .unwrap();
+        let one = vec![
+            "JAX_COORDINATOR_ADDRESS=train-0.svc:6666".to_string(),
+            "JAX_NUM_PROCESSES=4".to_string(),
+            "JAX_PROCESS_ID=3".to_string(),
+        ];
+        assert_eq!(values(&wanted), vec![one.clone(), one]);
+    }
+
+    #[test]
+    fn two_tpu_containers_are_two_processes_and_a_sidecar_gets_none() {
+        let containers = [
+            c("containers", 0, 2),
+            c("containers", 1, 0),
+            c("containers", 2, 2),
+        ];
+        let wanted = wanted_env(
+            &containers,
+            &JobFacts { completions: 4 },
+            &PLACE,
+            1234,
+            "spec",
+        )
+        .unwrap();
+        let process = |id: u32| {
+            vec![
+                "JAX_COORDINATOR_ADDRESS=train-0.svc:1234".to_string(),
+                "JAX_NUM_PROCESSES=8".to_string(),
+                format!("JAX_PROCESS_ID={id}"),
+            ]
+        };
+        assert_eq!(values(&wanted), vec![process(6), vec![], process(7)]);
+    }
+
+    #[test]
+    fn counts_beyond_u32_are_errors_not_wraps() {
+        let containers = [c("containers", 0, 2), c("containers", 1, 2)];
+        let job = JobFacts {
+            completions: u32::MAX,
+        };
+        let err = wanted_env(&containers, &job, &PLACE, 1, "spec").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "metadata.annotations: the total over its group is larger than 4294967295"
+        );
+    }
+}

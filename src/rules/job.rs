@@ -1,0 +1,103 @@
+//! J1–J3: what an opted-in plain Indexed Job needs for its pods to form one JAX run (SPEC §4.6).
+use crate::job::JobView;
+use crate::violation::{Rule, Violation};
+
+/// Every J rule, in the order a rejection lists them.
+pub fn check(job: &JobView) -> Vec<Violation> {
+    [j1(job), j2(job), j3(job)].into_iter().flatten().collect()
+}
+
+/// J1: the pods need DNS names, or no process can reach the coordinator `<job>-0`.
+pub fn j1(job: &JobView) -> Option<Violation> {
+    job.subdomain.is_none().then(|| {
+        Violation::new(
+            Rule::J1,
+            "spec.template.spec.subdomain",
+            "is not set, so the Job's pods get no DNS names and no JAX process can reach the coordinator, the pod with completion index 0",
+            "set it to the name of a headless Service (clusterIP: None) that selects the Job's pods, and create that Service",
+        )
+    })
+}
+
+/// J2: the JAX process id is the completion index, which only Indexed Jobs have.
+pub fn j2(job: &JobView) -> Option<Violation> {
+    let problem = match job.completion_mode {
+        Some("Indexed") => return None,
+        Some(mode) => format!("is {mode:?}"),
+        None => "is not set, and a Job defaults to NonIndexed".to_string(),
+    };
+    Some(Violation::new(
+        Rule::J2,
+        "spec.completionMode",
+        problem,
+        "set it to Indexed: each pod's JAX process id is its completion index",
+    ))
+}
+
+/// J3: `jax.distributed.initialize` waits for every process, so all must run at once.
+pub fn j3(job: &JobView) -> Option<Violation> {
+    match job.completions {
+        None => Some(Violation::new(
+            Rule::J3,
+            "spec.completions",
+            "is not set",
+            format!(
+                "set completions and parallelism both to the number of JAX processes (parallelism is {})",
+                job.parallelism
+            ),
+        )),
+        Some(c) if c != job.parallelism => Some(Violation::new(
+            Rule::J3,
+            "spec.parallelism",
+            format!("is {} but completions is {c}", job.parallelism),
+            format!("every JAX process must run at once, set both to {c}"),
+        )),
+        Some(_) => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+    use serde_json::{json, Value};
+
+    fn job(spec: Value) -> Value {
+        let mut spec = spec;
+        spec["template"] = json!({"spec": {"subdomain": "svc", "containers": [{"name": "jax"}]}});
+        json!({"metadata": {"name": "train"}, "spec": spec})
+    }
+
+    fn rules_broken(object: &Value) -> Vec<Rule> {
+        let view = JobView::parse(object, "google.com/tpu").unwrap();
+        check(&view).into_iter().map(|v| v.rule).collect()
+    }
+
+    #[rstest]
+    #[case::indexed_and_all_at_once(json!({"completionMode": "Indexed", "completions": 4, "parallelism": 4}), vec![])]
+    #[case::one_process_by_default_parallelism(json!({"completionMode": "Indexed", "completions": 1}), vec![])]
+    #[case::non_indexed(json!({"completionMode": "NonIndexed", "completions": 4, "parallelism": 4}), vec![Rule::J2])]
+    #[case::mode_unset(json!({"completions": 4, "parallelism": 4}), vec![Rule::J2])]
+    #[case::fewer_running_than_completions(json!({"completionMode": "Indexed", "completions": 4, "parallelism": 2}), vec![Rule::J3])]
+    #[case::no_completions(json!({"completionMode": "Indexed", "parallelism": 2}), vec![Rule::J3])]
+    fn judges_the_job_spec(#[case] spec: Value, #[case] broken: Vec<Rule>) {
+        assert_eq!(rules_broken(&job(spec)), broken);
+    }
+
+    #[test]
+    fn no_subdomain_breaks_j1_and_says_to_make_the_service() {
+        let mut object =
+            job(json!({"completionMode": "Indexed", "completions": 2, "parallelism": 2}));
+        object["spec"]["template"]["spec"]
+            .as_object_mut()
+            .unwrap()
+            .remove("subdomain");
+        let view = JobView::parse(&object, "google.com/tpu").unwrap();
+        let v = check(&view);
+        assert_eq!(v.len(), 1);
+        assert_eq!(
+            v[0].to_string(),
+            "[J1] spec.template.spec.subdomain: is not set, so the Job's pods get no DNS names and no JAX process can reach the coordinator, the pod with completion index 0; set it to the name of a headless Service (clusterIP: None) that selects the Job's pods, and create that Service"
+        );
+    }
+}
