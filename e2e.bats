@@ -160,6 +160,30 @@ check_manifest() {
   check_case job-jax-env-never
 }
 
+@test "a JobSet queued by Kueue without suspend is stamped; T3 and T4 wait for Kueue" {
+  check_case jobset-queued-by-kueue-without-suspend
+}
+
+@test "a GKE super-slice (no topology selector, no exclusive-topology) is accepted" {
+  check_case jobset-gke-super-slice
+}
+
+@test "a tpu7x JobSet of two TPU containers per pod is accepted" {
+  check_case jobset-tpu7x-two-tpu-containers
+}
+
+@test "a template env that contradicts the policy earns a warning at kubectl apply" {
+  check_case jobset-template-env-contradicts-warning
+}
+
+@test "each TPU container of a tpu7x pod gets its own MEGASCALE_PORT" {
+  check_case pod-tpu7x-port-per-tpu-container
+}
+
+@test "tpuWorkerEnv numbers each TPU container of a tpu7x pod" {
+  check_case pod-tpu7x-tpu-worker-env
+}
+
 @test "an unknown accelerator is accepted with a warning" {
   check_case warn-unknown-accelerator
 }
