@@ -119,9 +119,16 @@ bench/baseline.wasm: bench/baseline/src/lib.rs bench/baseline/Cargo.toml Cargo.l
 	cargo build --target=wasm32-wasip1 --release -p baseline-policy
 	cp $(CARGO_TARGET_DIR)/wasm32-wasip1/release/baseline_policy.wasm bench/baseline.wasm
 
+# The bench binaries are built as part of the whole workspace, not with `-p`: cargo then
+# resolves wasmtime's features as `cargo test --workspace` does and reuses that build, where
+# `cargo run -p multislice-bench` compiled a second wasmtime (about 10 minutes cold).
+.PHONY: bench-bins
+bench-bins:
+	cargo build -q --workspace --all-targets
+
 .PHONY: bench
-bench: policy.wasm bench/baseline.wasm
-	cargo run -q -p multislice-bench -- $(BENCH_ARGS)
+bench: policy.wasm bench/baseline.wasm bench-bins
+	$(CARGO_TARGET_DIR)/debug/multislice-bench $(BENCH_ARGS)
 
 bench/annotated-baseline.wasm: bench/baseline.wasm bench/baseline/metadata.yml
 	kwctl annotate -m bench/baseline/metadata.yml -o bench/annotated-baseline.wasm bench/baseline.wasm
@@ -129,9 +136,9 @@ bench/annotated-baseline.wasm: bench/baseline.wasm bench/baseline/metadata.yml
 # The policy and the baseline inside policy-server, loaded by wrk (Debian's), and the same
 # requests through `kwctl bench`; BENCH_SERVER_ARGS=--quick for a short run (CI).
 .PHONY: bench-server
-bench-server: kubewarden-tools annotated-policy.wasm bench/annotated-baseline.wasm
+bench-server: kubewarden-tools annotated-policy.wasm bench/annotated-baseline.wasm bench-bins
 	@command -v wrk >/dev/null || { echo "wrk is not installed: make e2e-deps" >&2; exit 1; }
-	cargo run -q -p multislice-bench --bin bench-server -- $(BENCH_SERVER_ARGS)
+	$(CARGO_TARGET_DIR)/debug/bench-server $(BENCH_SERVER_ARGS)
 
 # Fuzzes the validate entry point (raw bytes) and structured JobSets and pods, each for
 # FUZZ_SECONDS, seeded from test_data/. cargo fuzz needs nightly flags; RUSTC_BOOTSTRAP lets
