@@ -11,7 +11,7 @@ pub mod place;
 pub mod tpu_host;
 
 use crate::error::{checked_add, checked_mul, InputError};
-use crate::facts::{Facts, JobFacts};
+use crate::facts::Facts;
 use crate::json::{self, map_str, Lazy, Object, PathLike};
 use crate::keys;
 use crate::mutate::env::{plan_env, prepend_env, WantedVar};
@@ -136,8 +136,8 @@ fn plan(object: &Value, settings: &Settings) -> Result<PodPlan, InputError> {
                     .or_else(|| controller_value(labels, annotations, keys::LEGACY_JOB_NAME))
                     // Under `manualSelector: true` the API server adds no name label, but the
                     // Job controller always makes itself the pod's owner.
-                    .or_else(|| metadata.and_then(owning_job));
-                plan_job_pod(spec, labels, annotations, name, job, &facts, settings)
+                    .or_else(|| metadata.and_then(job::owning_job));
+                job::plan_pod(spec, labels, annotations, name, job, &facts, settings)
             }
             None => Ok(PodPlan::default()),
         };
@@ -218,72 +218,6 @@ fn env_changes(
         }
     }
     Ok(changes)
-}
-
-/// The name of the Job that controls the pod, from `metadata.ownerReferences`.
-fn owning_job(metadata: &Object) -> Option<&str> {
-    metadata
-        .get("ownerReferences")?
-        .as_array()?
-        .iter()
-        .find(|r| {
-            r.get("kind") == Some(&Value::from("Job"))
-                && r.get("controller") == Some(&Value::Bool(true))
-        })?
-        .get("name")?
-        .as_str()
-}
-
-/// A pod of an opted-in plain Indexed Job (SPEC §4.6): the JAX env from the Job's `name` and
-/// the pod's completion index, which the Job controller put on it, and the completions
-/// stamped at Job CREATE. Nothing else is added. `jaxEnv: never` turns it off.
-fn plan_job_pod(
-    spec: &Object,
-    labels: Option<&Object>,
-    annotations: Option<&Object>,
-    name: Option<&str>,
-    job: &JobFacts,
-    facts: &Facts,
-    settings: &Settings,
-) -> Result<PodPlan, InputError> {
-    if settings.jax_env == JaxEnv::Never {
-        return Ok(PodPlan::default());
-    }
-    let index = controller_count(labels, annotations, keys::COMPLETION_INDEX)?;
-    let pod_subdomain = json::opt_str(spec, "subdomain", "spec")?.filter(|s| !s.is_empty());
-    let subdomain = facts.subdomain.as_deref().or(pod_subdomain);
-    let (Some(name), Some(completion_index), Some(subdomain)) = (name, index, subdomain) else {
-        return Ok(PodPlan {
-            warnings: vec![format!(
-                "pod of an opted-in Job: it lacks the {} label (or an owning Job), the {} label or annotation, or a subdomain, so it was not made by the Job controller from an admitted Indexed Job; left unchanged",
-                keys::JOB_NAME,
-                keys::COMPLETION_INDEX
-            )],
-            ..PodPlan::default()
-        });
-    };
-    let containers =
-        podspec::require_valid_chips(podspec::containers(spec, "spec", &settings.tpu_resource)?)?;
-    let place = job::JobPlace {
-        job: name,
-        subdomain,
-        completion_index,
-    };
-    let wanted = job::wanted_env(
-        &containers,
-        job,
-        &place,
-        settings.jax_coordinator_port,
-        "spec",
-    )?;
-    let lookup = |path: &str| field_ref(labels, annotations, &[], path);
-    let mut warnings = Vec::new();
-    let env_changes = env_changes(spec, &containers, wanted, &lookup, &mut warnings)?;
-    Ok(PodPlan {
-        metadata_adds: Vec::new(),
-        env_changes,
-        warnings,
-    })
 }
 
 /// What a `fieldRef` to the pod's `path` reads: the pod's own label or annotation, else one

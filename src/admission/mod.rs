@@ -1,13 +1,13 @@
 //! Dispatch on kind and operation (SPEC §5), and the cheap path for pods outside a JobSet.
+mod job;
+
 use crate::error::InputError;
-use crate::facts::JobFacts;
 use crate::groups;
-use crate::job::JobView;
 use crate::jobset::JobSetView;
 use crate::mutate;
 use crate::pods;
 use crate::rules::{self, Findings, Moment};
-use crate::settings::{JaxEnv, Settings};
+use crate::settings::Settings;
 use crate::violation::{self, Violation};
 use kubewarden_policy_sdk::response::ValidationResponse;
 use kubewarden_policy_sdk::settings::SettingsValidationResponse;
@@ -77,28 +77,6 @@ struct FactsHead {
 struct LabelsHead {
     #[serde(rename = "jobset.sigs.k8s.io/jobset-name", default)]
     jobset_name: Option<IgnoredAny>,
-}
-
-/// Just enough of a Job to see whether it opted into the JAX env (SPEC §4.6) and is not a
-/// JobSet's child: every other Job passes without being parsed.
-#[derive(Deserialize)]
-struct JobHead<'a> {
-    #[serde(borrow, default)]
-    metadata: Option<JobMetadataHead<'a>>,
-}
-
-#[derive(Deserialize)]
-struct JobMetadataHead<'a> {
-    #[serde(default)]
-    labels: Option<LabelsHead>,
-    #[serde(borrow, default)]
-    annotations: Option<OptInHead<'a>>,
-}
-
-#[derive(Deserialize)]
-struct OptInHead<'a> {
-    #[serde(rename = "multislice.kubewarden.io/jax-distributed", borrow, default)]
-    jax_distributed: Option<Cow<'a, str>>,
 }
 
 /// The decision for one request, before it is serialized for the host.
@@ -195,7 +173,7 @@ pub fn evaluate(payload: &[u8]) -> Verdict {
     // A Job UPDATE is judged when either side opted in: dropping the annotation in the same
     // UPDATE as a resize leaves the stamped template, which new pods copy, just as stale.
     let served_job =
-        || is_opted_in_job(raw_object) || request.old_object.is_some_and(is_opted_in_job);
+        || job::is_opted_in(raw_object) || request.old_object.is_some_and(job::is_opted_in);
     if is_pod && !is_served_pod(raw_object) || is_job && !served_job() {
         return Verdict::accept();
     }
@@ -220,11 +198,11 @@ pub fn evaluate(payload: &[u8]) -> Verdict {
         return if is_jobset_update {
             admit_jobset_update(&object, old.as_ref(), &settings)
         } else {
-            admit_job_update(&object, old.as_ref(), &settings)
+            job::admit_update(&object, old.as_ref(), &settings)
         };
     }
     let result = if is_job {
-        admit_job_create(object, &settings)
+        job::admit_create(object, &settings)
     } else if is_pod {
         pods::admit(object, &settings).map(|o| Verdict::with(o.mutated, o.warnings))
     } else {
@@ -243,24 +221,6 @@ fn is_served_pod(raw: &RawValue) -> bool {
         }),
         Err(_) => true,
     }
-}
-
-/// An opted-in plain Job: the annotation says `"true"` and no JobSet owns it (a JobSet's
-/// child Jobs are served through their JobSet). A Job whose metadata cannot even be read this
-/// far is not opted in: it has nothing the policy could act on.
-fn is_opted_in_job(raw: &RawValue) -> bool {
-    let Ok(head) = serde_json::from_str::<JobHead>(raw.get()) else {
-        return false;
-    };
-    let Some(metadata) = head.metadata else {
-        return false;
-    };
-    let opted_in = metadata
-        .annotations
-        .and_then(|a| a.jax_distributed)
-        .is_some_and(|v| v == "true");
-    let jobset_child = metadata.labels.is_some_and(|l| l.jobset_name.is_some());
-    opted_in && !jobset_child
 }
 
 fn parse_settings(raw: Option<&RawValue>) -> Result<Settings, Vec<String>> {
@@ -357,58 +317,6 @@ fn admit_jobset_update(object: &Value, old: Option<&Value>, settings: &Settings)
             warnings: new_warnings,
             ..Verdict::reject(lines.collect::<Vec<_>>().join("\n"), 400)
         }
-    }
-}
-
-/// Job CREATE of an opted-in plain Job (SPEC §4.6): J1–J3, then the facts its pods need.
-/// `jaxEnv: never` turns the JAX env off for Jobs too.
-fn admit_job_create(mut object: Value, settings: &Settings) -> Result<Verdict, InputError> {
-    if settings.jax_env == JaxEnv::Never {
-        return Ok(Verdict::accept());
-    }
-    let (annotation, warnings) = {
-        let view = JobView::parse(&object, &settings.tpu_resource)?;
-        let violations = rules::job::check(&view);
-        if !violations.is_empty() {
-            return Ok(rejection(&violations, Vec::new()));
-        }
-        // J3 holds, so completions is set and equals parallelism.
-        let completions = view.completions.unwrap_or(view.parallelism);
-        let job = JobFacts { completions };
-        let warnings = pods::contradictions::job_warnings(&view, &job, settings)?;
-        let facts = mutate::job::facts(&view, job);
-        (mutate::job::change(&view, &facts), warnings)
-    };
-    let Some(annotation) = annotation else {
-        return Ok(Verdict::with(None, warnings));
-    };
-    mutate::job::apply(&mut object, annotation);
-    Ok(Verdict::with(Some(object), warnings))
-}
-
-/// Job UPDATE of a plain Job never mutates: the stamp is written once, at CREATE. An
-/// elastic Indexed Job may change `completions` together with `parallelism`; when Job CREATE
-/// stamped the old Job's template, its pods' JAX env counts the old size, and such an UPDATE
-/// is rejected. A Job that was never stamped (created without the annotation, under
-/// `jaxEnv: never`, or before the policy served Jobs) has no env to go stale.
-fn admit_job_update(object: &Value, old: Option<&Value>, settings: &Settings) -> Verdict {
-    if settings.jax_env == JaxEnv::Never {
-        return Verdict::accept();
-    }
-    // An old object that cannot be read has nothing to compare.
-    let Some(old) = old.and_then(|o| JobView::parse(o, &settings.tpu_resource).ok()) else {
-        return Verdict::accept();
-    };
-    let Some(stamped) = old.stamped() else {
-        return Verdict::accept();
-    };
-    let new = match JobView::parse(object, &settings.tpu_resource) {
-        Ok(v) => v,
-        Err(e) => return e.into(),
-    };
-    match rules::elastic::stale_job_resize(&stamped, &old, &new) {
-        Some(problem) => Verdict::reject(problem, 400),
-        None => Verdict::accept(),
     }
 }
 

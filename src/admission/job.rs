@@ -1,0 +1,105 @@
+//! Plain `batch/v1` Jobs (SPEC §4.6): the cheap opt-in check, Job CREATE and Job UPDATE.
+use super::{rejection, LabelsHead, Verdict};
+use crate::error::InputError;
+use crate::facts::JobFacts;
+use crate::job::JobView;
+use crate::mutate;
+use crate::pods;
+use crate::rules;
+use crate::settings::{JaxEnv, Settings};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::Value;
+use std::borrow::Cow;
+
+/// Just enough of a Job to see whether it opted into the JAX env (SPEC §4.6) and is not a
+/// JobSet's child: every other Job passes without being parsed.
+#[derive(Deserialize)]
+struct JobHead<'a> {
+    #[serde(borrow, default)]
+    metadata: Option<JobMetadataHead<'a>>,
+}
+
+#[derive(Deserialize)]
+struct JobMetadataHead<'a> {
+    #[serde(default)]
+    labels: Option<LabelsHead>,
+    #[serde(borrow, default)]
+    annotations: Option<OptInHead<'a>>,
+}
+
+#[derive(Deserialize)]
+struct OptInHead<'a> {
+    #[serde(rename = "multislice.kubewarden.io/jax-distributed", borrow, default)]
+    jax_distributed: Option<Cow<'a, str>>,
+}
+
+/// An opted-in plain Job: the annotation says `"true"` and no JobSet owns it (a JobSet's
+/// child Jobs are served through their JobSet). A Job whose metadata cannot even be read this
+/// far is not opted in: it has nothing the policy could act on.
+pub(super) fn is_opted_in(raw: &RawValue) -> bool {
+    let Ok(head) = serde_json::from_str::<JobHead>(raw.get()) else {
+        return false;
+    };
+    let Some(metadata) = head.metadata else {
+        return false;
+    };
+    let opted_in = metadata
+        .annotations
+        .and_then(|a| a.jax_distributed)
+        .is_some_and(|v| v == "true");
+    let jobset_child = metadata.labels.is_some_and(|l| l.jobset_name.is_some());
+    opted_in && !jobset_child
+}
+
+/// Job CREATE of an opted-in plain Job (SPEC §4.6): J1–J3, then the facts its pods need.
+/// `jaxEnv: never` turns the JAX env off for Jobs too.
+pub(super) fn admit_create(mut object: Value, settings: &Settings) -> Result<Verdict, InputError> {
+    if settings.jax_env == JaxEnv::Never {
+        return Ok(Verdict::accept());
+    }
+    let (annotation, warnings) = {
+        let view = JobView::parse(&object, &settings.tpu_resource)?;
+        let violations = rules::job::check(&view);
+        if !violations.is_empty() {
+            return Ok(rejection(&violations, Vec::new()));
+        }
+        // J3 holds, so completions is set and equals parallelism.
+        let completions = view.completions.unwrap_or(view.parallelism);
+        let job = JobFacts { completions };
+        let warnings = pods::contradictions::job_warnings(&view, &job, settings)?;
+        let facts = mutate::job::facts(&view, job);
+        (mutate::job::change(&view, &facts), warnings)
+    };
+    let Some(annotation) = annotation else {
+        return Ok(Verdict::with(None, warnings));
+    };
+    mutate::job::apply(&mut object, annotation);
+    Ok(Verdict::with(Some(object), warnings))
+}
+
+/// Job UPDATE of a plain Job never mutates: the stamp is written once, at CREATE. An
+/// elastic Indexed Job may change `completions` together with `parallelism`; when Job CREATE
+/// stamped the old Job's template, its pods' JAX env counts the old size, and such an UPDATE
+/// is rejected. A Job that was never stamped (created without the annotation, under
+/// `jaxEnv: never`, or before the policy served Jobs) has no env to go stale.
+pub(super) fn admit_update(object: &Value, old: Option<&Value>, settings: &Settings) -> Verdict {
+    if settings.jax_env == JaxEnv::Never {
+        return Verdict::accept();
+    }
+    // An old object that cannot be read has nothing to compare.
+    let Some(old) = old.and_then(|o| JobView::parse(o, &settings.tpu_resource).ok()) else {
+        return Verdict::accept();
+    };
+    let Some(stamped) = old.stamped() else {
+        return Verdict::accept();
+    };
+    let new = match JobView::parse(object, &settings.tpu_resource) {
+        Ok(v) => v,
+        Err(e) => return e.into(),
+    };
+    match rules::elastic::stale_job_resize(&stamped, &old, &new) {
+        Some(problem) => Verdict::reject(problem, 400),
+        None => Verdict::accept(),
+    }
+}
