@@ -21,6 +21,17 @@ pub struct ContainerView<'a> {
 }
 
 impl ContainerView<'_> {
+    /// A container named "c" at `list[index]` with `chips` TPU chips, for unit tests.
+    #[cfg(test)]
+    pub fn for_test(list: &'static str, index: usize, chips: u32) -> ContainerView<'static> {
+        ContainerView {
+            list,
+            index,
+            name: "c",
+            tpu_chips: Ok(chips),
+        }
+    }
+
     pub fn is_tpu(&self) -> bool {
         !matches!(self.tpu_chips, Ok(0))
     }

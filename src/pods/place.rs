@@ -53,12 +53,7 @@ mod tests {
     use super::*;
 
     fn c(list: &'static str, index: usize, chips: u32) -> ContainerView<'static> {
-        ContainerView {
-            list,
-            index,
-            name: "c",
-            tpu_chips: Ok(chips),
-        }
+        ContainerView::for_test(list, index, chips)
     }
 
     #[test]
