@@ -168,3 +168,22 @@ fixtures:
 clean:
 	cargo clean
 	rm -f policy.wasm annotated-policy.wasm bench/baseline.wasm bench/annotated-baseline.wasm
+
+# A real control plane on loopback (cluster/, README "A real control plane"): etcd,
+# kube-apiserver, kube-controller-manager, kube-scheduler and JobSet, each built with the `go`
+# client from its Go module into ~/.cache/jobset-multislice-policy/cluster/<module>@<version>.
+.PHONY: cluster-deps
+cluster-deps:
+	@bash cluster/deps.sh >/dev/null
+
+# The policy as the API server's webhook, the pods made by the real controllers and bound by
+# the real scheduler; prints `N passed, N failed`.
+.PHONY: cluster-test
+cluster-test: policy.wasm cluster-deps jax-venv
+	JAX_PYTHON=$(JAX_PYTHON) cargo test -q -p multislice-cluster --test cluster
+
+# make cluster-preview FILE=my.yaml [SETTINGS=settings.yaml]: one JSON report on stdout.
+.PHONY: cluster-preview
+cluster-preview: policy.wasm cluster-deps
+	@cargo run -q -p multislice-cluster --bin cluster-preview -- $(FILE) \
+		--settings "$(SETTINGS)" --queue-flavor "$(QUEUE_FLAVOR)"

@@ -59,6 +59,9 @@ pub struct SimPod {
     pub object: Value,
 }
 
+const EXCLUSIVE_TOPOLOGY: &str = "alpha.jobset.sigs.k8s.io/exclusive-topology";
+const NODE_SELECTOR_STRATEGY: &str = "alpha.jobset.sigs.k8s.io/node-selector-strategy";
+
 fn count(v: Option<&Value>, default: u64) -> u64 {
     v.and_then(Value::as_u64).unwrap_or(default)
 }
@@ -174,7 +177,13 @@ pub fn jobset_pods(jobset: &Value) -> Result<Vec<SimPod>> {
             put("job-index", j.to_string());
             put("job-global-index", (global_offset + j).to_string());
             put("global-replicas", global_replicas.to_string());
-            put("job-key", digest(&format!("{namespace}/{job_name}")));
+            // jobHashKey: the SHA-1 of "<namespace>/<job name>", in hex.
+            put(
+                "job-key",
+                sha1_smol::Sha1::from(format!("{namespace}/{job_name}"))
+                    .digest()
+                    .to_string(),
+            );
             put("restart-attempt", "0".into());
             if let Some(g) = &group {
                 put("group-name", g.clone());
@@ -185,7 +194,17 @@ pub fn jobset_pods(jobset: &Value) -> Result<Vec<SimPod>> {
             if let Some(c) = &coordinator {
                 jobset_keys.insert("jobset.sigs.k8s.io/coordinator".into(), json!(c));
             }
-            let jobset_annotations = jobset_keys.clone();
+            let mut jobset_annotations = jobset_keys.clone();
+            // Exclusive placement goes on as annotations only: the JobSet's, then the
+            // replicated job's over it (labelAndAnnotateObject).
+            for meta in [&jobset["metadata"], &rjob["template"]["metadata"]] {
+                if let Some(topology) = meta["annotations"].get(EXCLUSIVE_TOPOLOGY) {
+                    jobset_annotations.insert(EXCLUSIVE_TOPOLOGY.into(), topology.clone());
+                    if let Some(strategy) = meta["annotations"].get(NODE_SELECTOR_STRATEGY) {
+                        jobset_annotations.insert(NODE_SELECTOR_STRATEGY.into(), strategy.clone());
+                    }
+                }
+            }
             let job = JobMeta {
                 name: &job_name,
                 namespace: &namespace,

@@ -9,6 +9,7 @@ pub mod invariants;
 pub mod preview;
 pub mod request;
 pub mod server;
+pub mod webhook;
 
 pub use host::{Instance, Outcome, Policy, SettingsOutcome};
 

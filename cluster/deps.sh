@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# make cluster-deps: builds each control-plane component from its Go module (through the Go
+# module proxy, with the ordinary `go` client) into
+#   ~/.cache/jobset-multislice-policy/cluster/<module>@<version>/
+# One small module of ours per component (cluster/deps/<component>/go.mod) pins it, since
+# they depend on different k8s.io versions. A component already built is not built again.
+# Prints the directory of each component, one `name=dir` line each, on stdout.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+cache="${CLUSTER_CACHE:-$HOME/.cache/jobset-multislice-policy/cluster}"
+mkdir -p "$cache"
+
+# The version of `module` that cluster/deps/<component>/go.mod requires.
+required() { (cd "$here/deps/$1" && go list -m -f '{{.Version}}' "$2"); }
+
+# build <component> <module> <package> <binary> [ldflags]
+build() {
+  local component=$1 module=$2 package=$3 binary=$4 ldflags=${5:-}
+  local version dir
+  version=$(required "$component" "$module")
+  [ -n "$version" ] || { echo "cluster/deps/$component/go.mod requires no $module" >&2; exit 1; }
+  dir="$cache/${module//\//_}@$version"
+  if [ ! -x "$dir/$binary" ] || [ "$here/deps/$component/go.sum" -nt "$dir/$binary" ]; then
+    echo "building $binary from $module@$version" >&2
+    local start=$SECONDS
+    (cd "$here/deps/$component" &&
+      go build -mod=readonly -trimpath -ldflags "-s -w $ldflags" -o "$dir/$binary.tmp" "$package")
+    mv "$dir/$binary.tmp" "$dir/$binary"
+    echo "built $binary in $((SECONDS - start)) s" >&2
+  fi
+  echo "$binary=$dir/$binary"
+}
+
+k8s=$(required kubernetes k8s.io/kubernetes)
+minor=${k8s#v1.}; minor=${minor%%.*}
+# Without a version the binaries say v0.0.0-master, which controllers such as Kueue refuse.
+k8s_version="-X k8s.io/component-base/version.gitVersion=$k8s -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean"
+
+build etcd go.etcd.io/etcd/server/v3 jobset-multislice-policy/cluster/etcd etcd
+for cmd in kube-apiserver kube-controller-manager kube-scheduler; do
+  build kubernetes k8s.io/kubernetes "k8s.io/kubernetes/cmd/$cmd" "$cmd" "$k8s_version"
+done
+build jobset sigs.k8s.io/jobset sigs.k8s.io/jobset jobset-manager
+if [ "${CLUSTER_KUEUE:-1}" = 1 ]; then
+  build kueue sigs.k8s.io/kueue sigs.k8s.io/kueue/cmd/kueue kueue-manager
+fi

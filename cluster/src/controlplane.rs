@@ -1,0 +1,575 @@
+//! A real control plane on 127.0.0.1: etcd, kube-apiserver, kube-controller-manager,
+//! kube-scheduler and the JobSet controller with its webhooks, all built from their Go modules
+//! (`make cluster-deps`), and the policy as a URL webhook served by the host crate. Nothing
+//! listens beyond loopback; every process has a hard lifetime; the logs stay when asked to.
+use crate::kube_api::Cluster;
+use crate::pki::Pki;
+use crate::procs::{free_port, Process};
+use anyhow::{anyhow, bail, Context, Result};
+use multislice_host::webhook::{WebhookConfig, WebhookServer};
+use multislice_host::{workspace_root, Policy};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The policy's name in examples/cluster-admission-policy.yaml; Kubewarden names its webhook
+/// configuration `clusterwide-<name>` and the webhook `clusterwide-<name>.kubewarden.admission`.
+pub const POLICY_MANIFEST: &str = "examples/cluster-admission-policy.yaml";
+/// The namespace Kubewarden's controller keeps out of every policy (its own).
+pub const KUBEWARDEN_NAMESPACE: &str = "kubewarden";
+
+/// The Go-built components, as `cluster/deps.sh` reports them.
+#[derive(Debug, Clone)]
+pub struct Binaries {
+    pub paths: BTreeMap<String, PathBuf>,
+}
+
+impl Binaries {
+    /// Runs `cluster/deps.sh` (it builds only what its cache lacks) and reads its report.
+    pub fn build() -> Result<Binaries> {
+        let script = workspace_root().join("cluster/deps.sh");
+        let out = std::process::Command::new("bash")
+            .arg(&script)
+            .stderr(std::process::Stdio::inherit())
+            .output()
+            .context("cannot run cluster/deps.sh")?;
+        if !out.status.success() {
+            bail!("cluster/deps.sh failed");
+        }
+        let paths = String::from_utf8(out.stdout)?
+            .lines()
+            .filter_map(|l| l.split_once('='))
+            .map(|(k, v)| (k.to_string(), PathBuf::from(v)))
+            .collect();
+        Ok(Binaries { paths })
+    }
+
+    pub fn get(&self, name: &str) -> Result<&Path> {
+        self.paths
+            .get(name)
+            .map(PathBuf::as_path)
+            .ok_or_else(|| anyhow!("{name} was not built by cluster/deps.sh"))
+    }
+}
+
+/// Where a Go module of ours (`cluster/deps/<component>`) finds `module` in the module cache,
+/// for its CRDs and manifests.
+pub fn module_dir(component: &str, module: &str) -> Result<PathBuf> {
+    let out = std::process::Command::new("go")
+        .args(["list", "-m", "-f", "{{.Dir}}", module])
+        .current_dir(workspace_root().join("cluster/deps").join(component))
+        .output()
+        .context("cannot run go")?;
+    if !out.status.success() {
+        bail!(
+            "go list -m {module}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Ok(PathBuf::from(String::from_utf8(out.stdout)?.trim()))
+}
+
+/// The version of `module` that `cluster/deps/<component>/go.mod` requires.
+pub fn module_version(component: &str, module: &str) -> Result<String> {
+    let out = std::process::Command::new("go")
+        .args(["list", "-m", "-f", "{{.Version}}", module])
+        .current_dir(workspace_root().join("cluster/deps").join(component))
+        .output()?;
+    Ok(String::from_utf8(out.stdout)?.trim().to_string())
+}
+
+pub struct Options {
+    /// The policy's settings (the manifest's `spec.settings` when `None`).
+    pub settings: Option<Value>,
+    /// Every process is killed after this, whatever happens to the test.
+    pub lifetime: Duration,
+    /// Whether to install our webhook at all (the unprotected runs go without it).
+    pub webhook: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            settings: None,
+            lifetime: Duration::from_secs(40 * 60),
+            webhook: true,
+        }
+    }
+}
+
+pub struct ControlPlane {
+    pub dir: PathBuf,
+    pub pki: Pki,
+    pub cluster: Cluster,
+    pub webhook_name: String,
+    /// One JSON line per review our webhook answered.
+    pub reviews: PathBuf,
+    pub settings: Value,
+    processes: Vec<Process>,
+    webhook: Option<WebhookServer>,
+    started: Instant,
+    lifetime: Duration,
+    keep: bool,
+}
+
+impl ControlPlane {
+    pub async fn start(binaries: &Binaries, options: Options) -> Result<ControlPlane> {
+        let dir = std::env::temp_dir().join(format!(
+            "jobset-multislice-cluster-{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)?
+                .as_millis()
+        ));
+        let logs = dir.join("logs");
+        std::fs::create_dir_all(&logs)?;
+        eprintln!("control plane in {}", dir.display());
+        let pki = Pki::create(&dir.join("pki"))?;
+        let lifetime = options.lifetime;
+        let mut processes = Vec::new();
+
+        let (etcd_port, peer_port, api_port) = (free_port()?, free_port()?, free_port()?);
+        processes.push(Process::spawn(
+            "etcd",
+            binaries.get("etcd")?,
+            &args(&[
+                "--name=default",
+                &format!("--data-dir={}", dir.join("etcd").display()),
+                &format!("--listen-client-urls=http://127.0.0.1:{etcd_port}"),
+                &format!("--advertise-client-urls=http://127.0.0.1:{etcd_port}"),
+                &format!("--listen-peer-urls=http://127.0.0.1:{peer_port}"),
+                &format!("--initial-advertise-peer-urls=http://127.0.0.1:{peer_port}"),
+                &format!("--initial-cluster=default=http://127.0.0.1:{peer_port}"),
+                "--unsafe-no-fsync",
+                "--log-level=warn",
+            ]),
+            &[],
+            &logs,
+            lifetime,
+        )?);
+
+        processes.push(Process::spawn(
+            "kube-apiserver",
+            binaries.get("kube-apiserver")?,
+            &apiserver_args(&pki, etcd_port, api_port),
+            &[],
+            &logs,
+            lifetime,
+        )?);
+        let kubeconfig = dir.join("kubeconfig");
+        std::fs::write(&kubeconfig, kubeconfig_yaml(&pki, api_port))?;
+        let cluster = Cluster::connect(&kubeconfig).await?;
+        let mut plane = ControlPlane {
+            dir: dir.clone(),
+            pki,
+            cluster,
+            webhook_name: String::new(),
+            reviews: dir.join("reviews.jsonl"),
+            settings: json!({}),
+            processes,
+            webhook: None,
+            started: Instant::now(),
+            lifetime,
+            keep: false,
+        };
+        plane.wait_ready().await?;
+
+        // What the fixtures name, and what JobSet reads before its webhooks run.
+        for (name, value) in [("low", 100), ("medium", 1000), ("high", 10000)] {
+            plane
+                .cluster
+                .apply(&json!({
+                    "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                    "metadata": {"name": name}, "value": value,
+                }))
+                .await?;
+        }
+        plane
+            .cluster
+            .apply(&json!({"apiVersion": "v1", "kind": "Namespace",
+                           "metadata": {"name": KUBEWARDEN_NAMESPACE}}))
+            .await?;
+
+        let jobset_dir = module_dir("jobset", "sigs.k8s.io/jobset")?;
+        for crd in crd_files(&jobset_dir.join("config/components/crd/bases"))? {
+            plane.cluster.apply_yaml_file(&crd).await?;
+        }
+        plane
+            .cluster
+            .wait_crd_established("jobsets.jobset.x-k8s.io")
+            .await?;
+
+        let kubeconfig_arg = format!("--kubeconfig={}", kubeconfig.display());
+        let controller_manager = Process::spawn(
+            "kube-controller-manager",
+            binaries.get("kube-controller-manager")?,
+            &args(&[
+                &kubeconfig_arg,
+                "--leader-elect=false",
+                "--bind-address=127.0.0.1",
+                &format!("--secure-port={}", free_port()?),
+                // No node-lifecycle controller: the fake nodes have no kubelet to heartbeat.
+                "--controllers=job-controller,garbage-collector-controller,namespace-controller,ttl-after-finished-controller",
+                &format!("--root-ca-file={}", plane.pki.ca_cert().display()),
+            ]),
+            &[],
+            &logs,
+            lifetime,
+        )?;
+        plane.processes.push(controller_manager);
+        let scheduler = Process::spawn(
+            "kube-scheduler",
+            binaries.get("kube-scheduler")?,
+            &args(&[
+                &kubeconfig_arg,
+                "--leader-elect=false",
+                "--bind-address=127.0.0.1",
+                &format!("--secure-port={}", free_port()?),
+            ]),
+            &[],
+            &logs,
+            lifetime,
+        )?;
+        plane.processes.push(scheduler);
+
+        if options.webhook {
+            plane.install_policy(options.settings).await?;
+        }
+        plane
+            .start_jobset(binaries, &jobset_dir, &kubeconfig, &logs)
+            .await?;
+        Ok(plane)
+    }
+
+    /// How long this control plane has left before its processes' lifetimes run out.
+    pub fn remaining(&self) -> Duration {
+        self.lifetime.saturating_sub(self.started.elapsed())
+    }
+
+    /// Keep the folder with the logs after the run (when a test failed).
+    pub fn keep_logs(&mut self) {
+        self.keep = true;
+    }
+
+    /// Fails with the log's tail when a process has exited.
+    pub fn check_alive(&mut self) -> Result<()> {
+        for p in &mut self.processes {
+            if let Some(status) = p.exited() {
+                bail!("{} exited ({status}):\n{}", p.name, p.tail(30));
+            }
+        }
+        Ok(())
+    }
+
+    async fn wait_ready(&mut self) -> Result<()> {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            self.check_alive()?;
+            if self.cluster.get_raw("/readyz").await.is_ok() {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                bail!("kube-apiserver not ready within 120 s");
+            }
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+    }
+
+    /// Our webhook: the host crate serves policy.wasm, with the configuration Kubewarden's
+    /// controller makes for the example ClusterAdmissionPolicy.
+    async fn install_policy(&mut self, settings: Option<Value>) -> Result<()> {
+        let manifest =
+            multislice_host::fixtures::load_yaml(&workspace_root().join(POLICY_MANIFEST))?;
+        let settings = settings.unwrap_or_else(|| match &manifest["spec"]["settings"] {
+            Value::Null => json!({}),
+            s => s.clone(),
+        });
+        let policy = Arc::new(Policy::load(&multislice_host::default_wasm_path())?);
+        let outcome = policy.validate_settings(&settings)?;
+        if !outcome.valid {
+            bail!("the policy refuses its settings: {:?}", outcome.message);
+        }
+        let name = manifest["metadata"]["name"]
+            .as_str()
+            .ok_or_else(|| anyhow!("{POLICY_MANIFEST} has no name"))?;
+        let unique = format!("clusterwide-{name}");
+        let server = WebhookServer::start(WebhookConfig {
+            policy,
+            settings: settings.clone(),
+            policy_id: unique.clone(),
+            cert: self.pki.serving_cert(),
+            key: self.pki.serving_key(),
+            log: Some(self.reviews.clone()),
+            lifetime: self.lifetime,
+        })?;
+        let url = format!("https://{}/validate/{unique}", server.addr());
+        let configuration = kubewarden_webhook_configuration(
+            &manifest,
+            &unique,
+            &url,
+            &self.pki.ca_bundle_base64()?,
+        )?;
+        self.webhook_name = configuration["webhooks"][0]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        self.cluster.apply(&configuration).await?;
+        self.webhook = Some(server);
+        self.settings = settings;
+        Ok(())
+    }
+
+    async fn start_jobset(
+        &mut self,
+        binaries: &Binaries,
+        module: &Path,
+        kubeconfig: &Path,
+        logs: &Path,
+    ) -> Result<()> {
+        let port = free_port()?;
+        let config = self.dir.join("jobset-config.yaml");
+        std::fs::write(
+            &config,
+            serde_json::to_string(&json!({
+                "apiVersion": "config.jobset.x-k8s.io/v1alpha1",
+                "kind": "Configuration",
+                "leaderElection": {"leaderElect": false},
+                // Our CA signs its serving certificate; it must not rotate its own.
+                "internalCertManagement": {"enable": false},
+                "webhook": {"port": port, "host": "127.0.0.1",
+                            "certDir": self.pki.cert_dir().display().to_string()},
+                "metrics": {"bindAddress": "0"},
+                "health": {"healthProbeBindAddress": format!("127.0.0.1:{}", free_port()?)},
+            }))?,
+        )?;
+        let process = Process::spawn(
+            "jobset",
+            binaries.get("jobset-manager")?,
+            &args(&[
+                &format!("--config={}", config.display()),
+                &format!("--kubeconfig={}", kubeconfig.display()),
+                "--zap-log-level=info",
+            ]),
+            &[("KUBECONFIG", kubeconfig.display().to_string())],
+            logs,
+            self.lifetime,
+        )?;
+        self.processes.push(process);
+        let ca = self.pki.ca_bundle_base64()?;
+        for configuration in jobset_webhook_configurations(module, port, &ca)? {
+            self.cluster.apply(&configuration).await?;
+        }
+        // Its webhooks answer once its manager has started: a dry-run JobSet goes through them.
+        let probe = json!({
+            "apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+            "metadata": {"name": "webhook-probe", "namespace": "default"},
+            "spec": {"replicatedJobs": [{"name": "w", "template": {"spec": {"template": {"spec": {
+                "restartPolicy": "Never",
+                "containers": [{"name": "c", "image": "busybox"}]}}}}}]},
+        });
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            self.check_alive()?;
+            match self.cluster.create(&probe, true).await {
+                Ok(created) if created.status < 300 => return Ok(()),
+                Ok(created) if Instant::now() > deadline => {
+                    bail!("JobSet's webhooks not ready within 120 s: {}", created.body)
+                }
+                Err(e) if Instant::now() > deadline => return Err(e),
+                _ => tokio::time::sleep(Duration::from_millis(500)).await,
+            }
+        }
+    }
+
+    /// The reviews our webhook answered, in order.
+    pub fn reviews(&self) -> Result<Vec<Value>> {
+        let text = std::fs::read_to_string(&self.reviews).unwrap_or_default();
+        text.lines()
+            .map(|l| serde_json::from_str(l).map_err(Into::into))
+            .collect()
+    }
+
+    pub fn log_of(&self, name: &str) -> String {
+        std::fs::read_to_string(self.dir.join("logs").join(format!("{name}.log")))
+            .unwrap_or_default()
+    }
+
+    pub fn spawn_process(&mut self, process: Process) {
+        self.processes.push(process);
+    }
+
+    pub fn logs_dir(&self) -> PathBuf {
+        self.dir.join("logs")
+    }
+
+    pub fn kubeconfig(&self) -> PathBuf {
+        self.dir.join("kubeconfig")
+    }
+
+    pub fn lifetime(&self) -> Duration {
+        self.remaining()
+    }
+}
+
+impl Drop for ControlPlane {
+    fn drop(&mut self) {
+        self.webhook = None;
+        while let Some(p) = self.processes.pop() {
+            drop(p);
+        }
+        if self.keep {
+            eprintln!("logs kept in {}", self.dir.join("logs").display());
+        } else {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+fn args(list: &[&str]) -> Vec<String> {
+    list.iter().map(|s| s.to_string()).collect()
+}
+
+fn apiserver_args(pki: &Pki, etcd_port: u16, port: u16) -> Vec<String> {
+    let p = |path: PathBuf| path.display().to_string();
+    args(&[
+        &format!("--etcd-servers=http://127.0.0.1:{etcd_port}"),
+        "--bind-address=127.0.0.1",
+        "--advertise-address=127.0.0.1",
+        &format!("--secure-port={port}"),
+        &format!("--tls-cert-file={}", p(pki.serving_cert())),
+        &format!("--tls-private-key-file={}", p(pki.serving_key())),
+        &format!("--client-ca-file={}", p(pki.ca_cert())),
+        &format!("--service-account-issuer=https://127.0.0.1:{port}"),
+        &format!("--service-account-key-file={}", p(pki.sa_pub())),
+        &format!("--service-account-signing-key-file={}", p(pki.sa_key())),
+        // Addresses are only allocated from this range (headless Services take none); nothing
+        // is ever sent there, and there is no kube-proxy.
+        "--service-cluster-ip-range=10.96.0.0/16",
+        "--authorization-mode=RBAC",
+        // xpk's TPU pods are privileged.
+        "--allow-privileged=true",
+        // TaintNodesByCondition would taint every fake node not-ready (no kubelet clears it);
+        // the ServiceAccount plugin would make every pod wait for its namespace's default
+        // ServiceAccount and mount a token no container here reads.
+        "--disable-admission-plugins=TaintNodesByCondition,ServiceAccount",
+        // As GKE: a pod that requests google.com/tpu or nvidia.com/gpu tolerates its taint.
+        "--enable-admission-plugins=ExtendedResourceToleration",
+        "--enable-priority-and-fairness=false",
+        "--profiling=false",
+        "--endpoint-reconciler-type=none",
+        "--v=1",
+    ])
+}
+
+fn kubeconfig_yaml(pki: &Pki, port: u16) -> String {
+    format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: local\n  cluster:\n    server: https://127.0.0.1:{port}\n    certificate-authority: {ca}\nusers:\n- name: admin\n  user:\n    client-certificate: {cert}\n    client-key: {key}\ncontexts:\n- name: local\n  context:\n    cluster: local\n    user: admin\ncurrent-context: local\n",
+        ca = pki.ca_cert().display(),
+        cert = pki.admin_cert().display(),
+        key = pki.admin_key().display(),
+    )
+}
+
+fn crd_files(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("cannot read {}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+/// The MutatingWebhookConfiguration Kubewarden's controller makes for a mutating
+/// ClusterAdmissionPolicy (kubewarden-controller's policy_subreconciler_webhook.go), with a URL
+/// on loopback where a cluster has the policy-server Service.
+pub fn kubewarden_webhook_configuration(
+    manifest: &Value,
+    unique_name: &str,
+    url: &str,
+    ca_bundle: &str,
+) -> Result<Value> {
+    let spec = &manifest["spec"];
+    if spec["mutating"] != json!(true) {
+        bail!("{POLICY_MANIFEST} is not a mutating policy");
+    }
+    // The controller puts its own namespace's exclusion first, then the policy's expressions.
+    let mut expressions = vec![json!({
+        "key": "kubernetes.io/metadata.name", "operator": "NotIn",
+        "values": [KUBEWARDEN_NAMESPACE],
+    })];
+    if let Some(own) = spec["namespaceSelector"]["matchExpressions"].as_array() {
+        expressions.extend(own.iter().cloned());
+    }
+    let mut webhook = json!({
+        "name": format!("{unique_name}.kubewarden.admission"),
+        "clientConfig": {"url": url, "caBundle": ca_bundle},
+        "rules": spec["rules"],
+        "failurePolicy": spec.get("failurePolicy").cloned().unwrap_or(json!("Fail")),
+        "namespaceSelector": {"matchExpressions": expressions},
+        "sideEffects": spec.get("sideEffects").cloned().unwrap_or(json!("None")),
+        "timeoutSeconds": spec.get("timeoutSeconds").cloned().unwrap_or(json!(10)),
+        "admissionReviewVersions": ["v1"],
+    });
+    for key in ["matchPolicy", "objectSelector", "matchConditions"] {
+        if let Some(v) = spec.get(key) {
+            webhook[key] = v.clone();
+        }
+    }
+    Ok(json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "MutatingWebhookConfiguration",
+        "metadata": {
+            "name": unique_name,
+            "labels": {"app.kubernetes.io/part-of": "kubewarden"},
+            "annotations": {
+                "kubewardenPolicyName": manifest["metadata"]["name"],
+                "kubewardenPolicyNamespace": "",
+            },
+        },
+        "webhooks": [webhook],
+    }))
+}
+
+/// JobSet's webhook configurations from its module (config/components/webhook, with its
+/// patches), under their released names (kustomize's `jobset-` prefix), pointed at its
+/// webhook server on loopback.
+pub fn jobset_webhook_configurations(module: &Path, port: u16, ca: &str) -> Result<Vec<Value>> {
+    let dir = module.join("config/components/webhook");
+    let text = std::fs::read_to_string(dir.join("manifests.yaml"))?;
+    let mut out = Vec::new();
+    for mut doc in multislice_host::preview::yaml_documents(&text)? {
+        let patch_file = match doc["kind"].as_str() {
+            Some("MutatingWebhookConfiguration") => "mutating-patch.yaml",
+            Some("ValidatingWebhookConfiguration") => "validating-patch.yaml",
+            _ => continue,
+        };
+        let patch_path = dir.join("patches").join(patch_file);
+        if patch_path.is_file() {
+            let ops = multislice_host::fixtures::load_yaml(&patch_path)?;
+            let patch: json_patch::Patch = serde_json::from_value(ops)?;
+            json_patch::patch(&mut doc, &patch)
+                .map_err(|e| anyhow!("{}: {e}", patch_path.display()))?;
+        }
+        let name = doc["metadata"]["name"].as_str().unwrap_or_default();
+        doc["metadata"]["name"] = json!(format!("jobset-{name}"));
+        for webhook in doc["webhooks"].as_array_mut().into_iter().flatten() {
+            let path = webhook["clientConfig"]["service"]["path"]
+                .as_str()
+                .unwrap_or("/")
+                .to_string();
+            webhook["clientConfig"] =
+                json!({"url": format!("https://127.0.0.1:{port}{path}"), "caBundle": ca});
+        }
+        out.push(doc);
+    }
+    if out.len() != 2 {
+        bail!(
+            "JobSet's module has {} webhook configurations, not 2",
+            out.len()
+        );
+    }
+    Ok(out)
+}

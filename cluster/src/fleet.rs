@@ -1,0 +1,280 @@
+//! Fake nodes for the objects a test applies: Node objects with no kubelet, marked Ready, that
+//! carry the labels GKE puts on its node pools and the resources the pods ask for. Each Job
+//! (one slice of a JobSet's replicated job) gets a node pool of its own with one node per pod,
+//! so the real scheduler binds every pod and JobSet's exclusive placement runs for real.
+//!
+//! As on GKE, TPU and GPU nodes are tainted for their resource and the API server's
+//! ExtendedResourceToleration plugin gives the pods that request it the toleration, so a CPU
+//! pod never takes a TPU host.
+use crate::kube_api::Cluster;
+use anyhow::Result;
+use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
+
+pub const TPU: &str = "google.com/tpu";
+pub const GPU: &str = "nvidia.com/gpu";
+pub const NODEPOOL: &str = "cloud.google.com/gke-nodepool";
+const EXCLUSIVE: &str = "alpha.jobset.sigs.k8s.io/exclusive-topology";
+
+/// A node pool: `nodes` nodes with these labels and this much of each resource.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pool {
+    pub name: String,
+    pub nodes: usize,
+    pub labels: BTreeMap<String, String>,
+    pub tpu: u64,
+    pub gpu: u64,
+    /// Millicores and bytes one pod asks for; a node offers more.
+    pub cpu_milli: u64,
+    pub memory: u64,
+    pub cordoned: bool,
+}
+
+/// The pools that fit the JobSets and Jobs among `objects` (others are ignored). `prefix`
+/// keeps the pool names of two calls apart.
+pub fn pools_for(objects: &[Value], prefix: &str) -> Vec<Pool> {
+    let mut pools = Vec::new();
+    for object in objects {
+        match object["kind"].as_str() {
+            Some("JobSet") => {
+                let exclusive_all = object["metadata"]["annotations"][EXCLUSIVE].as_str();
+                for rjob in object["spec"]["replicatedJobs"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                {
+                    let replicas = rjob["replicas"].as_u64().unwrap_or(1);
+                    let job = &rjob["template"];
+                    let exclusive = job["metadata"]["annotations"][EXCLUSIVE]
+                        .as_str()
+                        .or(exclusive_all);
+                    for r in 0..replicas {
+                        let name = format!(
+                            "{prefix}{}-{}-{r}",
+                            object["metadata"]["name"].as_str().unwrap_or("jobset"),
+                            rjob["name"].as_str().unwrap_or("rjob")
+                        );
+                        pools.push(pool_for_job(&name, &job["spec"], exclusive));
+                    }
+                }
+            }
+            Some("Job") => {
+                let name = format!(
+                    "{prefix}{}",
+                    object["metadata"]["name"]
+                        .as_str()
+                        .or(object["metadata"]["generateName"].as_str())
+                        .unwrap_or("job")
+                        .trim_end_matches('-')
+                );
+                pools.push(pool_for_job(&name, &object["spec"], None));
+            }
+            _ => {}
+        }
+    }
+    pools
+}
+
+/// A pool name that fits a label value (63 characters), still apart from every other.
+fn label_safe(name: &str) -> String {
+    if name.len() <= 63 {
+        return name.to_string();
+    }
+    let hash = name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    });
+    let cut: String = name.chars().take(46).collect();
+    format!("{}-{:016x}", cut.trim_end_matches('-'), hash)
+}
+
+fn pool_for_job(name: &str, job_spec: &Value, exclusive_key: Option<&str>) -> Pool {
+    let name = &label_safe(name);
+    let parallelism = job_spec["parallelism"].as_u64().unwrap_or(1);
+    let pods = job_spec["completions"]
+        .as_u64()
+        .map_or(parallelism, |c| c.min(parallelism))
+        .max(1);
+    let pod = &job_spec["template"]["spec"];
+    let mut labels: BTreeMap<String, String> = pod["nodeSelector"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
+        .collect();
+    for term in pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+        ["nodeSelectorTerms"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .take(1)
+    {
+        for expression in term["matchExpressions"].as_array().into_iter().flatten() {
+            let key = expression["key"].as_str().unwrap_or_default().to_string();
+            let value = match expression["operator"].as_str() {
+                Some("In") => expression["values"][0].as_str().unwrap_or("true"),
+                Some("Exists") => "true",
+                _ => continue,
+            };
+            labels.entry(key).or_insert_with(|| value.to_string());
+        }
+    }
+    for key in [Some(NODEPOOL), exclusive_key].into_iter().flatten() {
+        if key != "kubernetes.io/hostname" {
+            labels
+                .entry(key.to_string())
+                .or_insert_with(|| name.to_string());
+        }
+    }
+    let (mut cpu, mut memory, mut tpu, mut gpu) = (0, 0, 0, 0);
+    for c in pod["containers"].as_array().into_iter().flatten() {
+        cpu += resource(c, "cpu");
+        memory += resource(c, "memory");
+        tpu += resource(c, TPU);
+        gpu += resource(c, GPU);
+    }
+    for c in pod["initContainers"].as_array().into_iter().flatten() {
+        cpu = cpu.max(resource(c, "cpu"));
+        memory = memory.max(resource(c, "memory"));
+        tpu = tpu.max(resource(c, TPU));
+        gpu = gpu.max(resource(c, GPU));
+    }
+    Pool {
+        name: name.to_string(),
+        nodes: pods as usize,
+        labels,
+        tpu,
+        gpu,
+        cpu_milli: cpu,
+        memory,
+        cordoned: false,
+    }
+}
+
+/// A container's request for `name` (its limit when it sets no request), in millicores for
+/// cpu and in bytes or units otherwise.
+fn resource(container: &Value, name: &str) -> u64 {
+    let r = &container["resources"];
+    let value = r["requests"][name].clone();
+    let value = if value.is_null() {
+        r["limits"][name].clone()
+    } else {
+        value
+    };
+    match value {
+        Value::Number(n) => {
+            let units = n.as_f64().unwrap_or(0.0);
+            if name == "cpu" {
+                (units * 1000.0) as u64
+            } else {
+                units as u64
+            }
+        }
+        Value::String(s) => quantity(&s, name == "cpu"),
+        _ => 0,
+    }
+}
+
+/// A Kubernetes quantity ("500m", "4", "16Gi", "1G") in millis (cpu) or units.
+pub fn quantity(s: &str, milli: bool) -> u64 {
+    let s = s.trim();
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    let (number, suffix) = s.split_at(split);
+    let number: f64 = number.parse().unwrap_or(0.0);
+    let factor: f64 = match suffix {
+        "m" => 0.001,
+        "k" => 1e3,
+        "M" => 1e6,
+        "G" => 1e9,
+        "T" => 1e12,
+        "Ki" => 1024.0,
+        "Mi" => 1024.0 * 1024.0,
+        "Gi" => 1024.0 * 1024.0 * 1024.0,
+        "Ti" => 1024.0 * 1024.0 * 1024.0 * 1024.0,
+        _ => 1.0,
+    };
+    let units = number * factor;
+    if milli {
+        (units * 1000.0).round() as u64
+    } else {
+        units.round() as u64
+    }
+}
+
+/// The Node object of node `index` of a pool (its status goes in with `status`).
+pub fn node(pool: &Pool, index: usize) -> Value {
+    let name = format!("{}-{index}", pool.name);
+    let mut labels: Map<String, Value> = pool
+        .labels
+        .iter()
+        .map(|(k, v)| (k.clone(), json!(v)))
+        .collect();
+    labels.insert("kubernetes.io/hostname".into(), json!(name));
+    labels.insert("kubernetes.io/os".into(), json!("linux"));
+    labels.insert("kubernetes.io/arch".into(), json!("amd64"));
+    let mut taints = Vec::new();
+    if pool.tpu > 0 {
+        taints.push(json!({"key": TPU, "value": "present", "effect": "NoSchedule"}));
+    }
+    if pool.gpu > 0 {
+        taints.push(json!({"key": GPU, "value": "present", "effect": "NoSchedule"}));
+    }
+    json!({
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name, "labels": labels},
+        "spec": {"taints": taints, "unschedulable": pool.cordoned},
+    })
+}
+
+pub fn status(pool: &Pool) -> Value {
+    // Room for the pod and more, but exactly one pod's accelerators: two slices' pods never
+    // share a host.
+    let cpu = (pool.cpu_milli + 1000).max(96_000);
+    let memory = (pool.memory + (1 << 30)).max(384 << 30);
+    let mut resources = json!({
+        "cpu": format!("{cpu}m"),
+        "memory": memory.to_string(),
+        "pods": "110",
+        "ephemeral-storage": "1000Gi",
+    });
+    if pool.tpu > 0 {
+        resources[TPU] = json!(pool.tpu.to_string());
+    }
+    if pool.gpu > 0 {
+        resources[GPU] = json!(pool.gpu.to_string());
+    }
+    json!({
+        "capacity": resources,
+        "allocatable": resources,
+        "conditions": [{
+            "type": "Ready", "status": "True", "reason": "KubeletReady",
+            "message": "a fake node of the cluster tests (no kubelet)",
+        }],
+        "addresses": [{"type": "InternalIP", "address": "127.0.0.1"}],
+    })
+}
+
+/// Creates every node of the pools, Ready.
+pub async fn provision(cluster: &Cluster, pools: &[Pool]) -> Result<usize> {
+    let mut count = 0;
+    for pool in pools {
+        for i in 0..pool.nodes {
+            let node = node(pool, i);
+            cluster.apply(&node).await?;
+            cluster.patch_status(&node, &status(pool)).await?;
+            count += 1;
+        }
+    }
+    Ok(count)
+}
+
+/// Deletes every node of the pools.
+pub async fn remove(cluster: &Cluster, pools: &[Pool]) -> Result<()> {
+    for pool in pools {
+        for i in 0..pool.nodes {
+            cluster.delete_now(&node(pool, i)).await?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,14 @@
+//! A real control plane on loopback for the policy's tests and `make cluster-preview`: etcd,
+//! kube-apiserver, kube-controller-manager, kube-scheduler and the JobSet controller, built
+//! from their Go modules, with the policy served as a URL webhook by the host crate. Fake nodes
+//! and a small node agent stand in for kubelets; everything else is the real component.
+pub mod agent;
+pub mod controlplane;
+pub mod fleet;
+pub mod kube_api;
+pub mod pki;
+pub mod procs;
+pub mod run;
+
+pub use controlplane::{Binaries, ControlPlane, Options};
+pub use kube_api::{Cluster, Created};

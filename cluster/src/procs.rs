@@ -1,0 +1,86 @@
+//! The control plane's processes: each started under coreutils' `timeout`, so it dies by itself
+//! after its lifetime even when the test process is killed, with its output in a log file, and
+//! stopped when dropped.
+use anyhow::{Context, Result};
+use std::net::{Ipv4Addr, TcpListener};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+pub struct Process {
+    pub name: String,
+    pub log: PathBuf,
+    child: Child,
+}
+
+impl Process {
+    pub fn spawn(
+        name: &str,
+        binary: &Path,
+        args: &[String],
+        env: &[(&str, String)],
+        logs: &Path,
+        lifetime: Duration,
+    ) -> Result<Process> {
+        let log = logs.join(format!("{name}.log"));
+        let file = std::fs::File::create(&log)?;
+        let mut command = Command::new("timeout");
+        command
+            .arg("--signal=TERM")
+            .arg("--kill-after=5")
+            .arg(lifetime.as_secs().to_string())
+            .arg(binary)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(file.try_clone()?)
+            .stderr(file);
+        for (key, value) in env {
+            command.env(key, value);
+        }
+        let child = command
+            .spawn()
+            .with_context(|| format!("cannot start {}", binary.display()))?;
+        Ok(Process {
+            name: name.to_string(),
+            log,
+            child,
+        })
+    }
+
+    /// Whether it has exited, and how.
+    pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.try_wait().ok().flatten()
+    }
+
+    /// The last lines of its log.
+    pub fn tail(&self, lines: usize) -> String {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let all: Vec<&str> = text.lines().collect();
+        all[all.len().saturating_sub(lines)..].join("\n")
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        // SIGTERM to `timeout` is passed on to the component; then reap it.
+        let _ = Command::new("kill")
+            .arg("-TERM")
+            .arg(self.child.id().to_string())
+            .status();
+        for _ in 0..50 {
+            if self.exited().is_some() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A port on 127.0.0.1 that was free a moment ago.
+pub fn free_port() -> Result<u16> {
+    Ok(TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?
+        .local_addr()?
+        .port())
+}

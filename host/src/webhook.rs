@@ -1,0 +1,257 @@
+//! The policy served as an HTTPS admission webhook on loopback, for a real kube-apiserver: the
+//! same `policy.wasm` and waPC host as the tests, compiled once at start. It answers
+//! `POST /validate/<id>` with an AdmissionReview as policy-server does (the JSON patch that the
+//! host derives from the mutated object, base64, `patchType: JSONPatch`), and can log every
+//! review it answers, one JSON line each, so a test can compare what the real controllers sent.
+//!
+//! Bounded on purpose: it listens on 127.0.0.1 only, stops by itself after its lifetime, each
+//! connection serves a bounded number of requests, and an idle connection is closed.
+use crate::Policy;
+use anyhow::{anyhow, bail, Context, Result};
+use base64::Engine as _;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Requests one connection may carry before the server closes it (the API server reconnects).
+const REQUESTS_PER_CONNECTION: usize = 10_000;
+/// An idle keep-alive connection is closed after this.
+const IDLE: Duration = Duration::from_secs(30);
+/// The largest AdmissionReview accepted (the API server's own request limit is 3 MiB).
+const MAX_BODY: usize = 8 << 20;
+
+/// What the webhook serves: the policy, its settings, and the id in its path.
+pub struct WebhookConfig {
+    pub policy: Arc<Policy>,
+    pub settings: Value,
+    /// The `<id>` of `/validate/<id>` (Kubewarden's `clusterwide-<policy>`).
+    pub policy_id: String,
+    pub cert: PathBuf,
+    pub key: PathBuf,
+    /// Where to append one JSON line per answered review (`null` to keep none).
+    pub log: Option<PathBuf>,
+    /// The server stops accepting after this, whatever else happens.
+    pub lifetime: Duration,
+}
+
+/// A running webhook server; it stops when dropped.
+pub struct WebhookServer {
+    addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+}
+
+impl WebhookServer {
+    /// Binds 127.0.0.1 on a free port and serves in background threads.
+    pub fn start(config: WebhookConfig) -> Result<WebhookServer> {
+        let tls = Arc::new(server_tls(&config.cert, &config.key)?);
+        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?;
+        listener.set_nonblocking(true)?;
+        let addr = listener.local_addr()?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let log = match &config.log {
+            Some(path) => Some(Arc::new(Mutex::new(
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)
+                    .with_context(|| format!("cannot open {}", path.display()))?,
+            ))),
+            None => None,
+        };
+        let shared = Arc::new(Shared {
+            policy: config.policy,
+            settings: config.settings,
+            path: format!("/validate/{}", config.policy_id),
+            log,
+        });
+        let deadline = Instant::now() + config.lifetime;
+        let stopping = stop.clone();
+        std::thread::spawn(move || {
+            while !stopping.load(Ordering::Relaxed) && Instant::now() < deadline {
+                match listener.accept() {
+                    Ok((stream, _)) => {
+                        let (tls, shared) = (tls.clone(), shared.clone());
+                        std::thread::spawn(move || {
+                            if let Err(e) = serve_connection(stream, tls, &shared) {
+                                eprintln!("webhook: connection: {e:#}");
+                            }
+                        });
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                        std::thread::sleep(Duration::from_millis(5))
+                    }
+                    Err(e) => eprintln!("webhook: accept: {e}"),
+                }
+            }
+        });
+        Ok(WebhookServer { addr, stop })
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+}
+
+impl Drop for WebhookServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+struct Shared {
+    policy: Arc<Policy>,
+    settings: Value,
+    path: String,
+    log: Option<Arc<Mutex<std::fs::File>>>,
+}
+
+fn server_tls(cert: &Path, key: &Path) -> Result<rustls::ServerConfig> {
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
+        .with_context(|| format!("cannot read {}", cert.display()))?
+        .collect::<Result<_, _>>()?;
+    let key = PrivateKeyDer::from_pem_file(key)
+        .with_context(|| format!("cannot read {}", key.display()))?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?
+        .with_no_client_auth()
+        .with_single_cert(certs, key)?;
+    // HTTP/1.1 only, as JobSet's and Kueue's webhook servers also choose.
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(config)
+}
+
+fn serve_connection(
+    stream: TcpStream,
+    tls: Arc<rustls::ServerConfig>,
+    shared: &Shared,
+) -> Result<()> {
+    stream.set_nonblocking(false)?;
+    stream.set_read_timeout(Some(IDLE))?;
+    let connection = rustls::ServerConnection::new(tls)?;
+    let mut tls_stream = rustls::StreamOwned::new(connection, stream);
+    for _ in 0..REQUESTS_PER_CONNECTION {
+        let Some((path, body)) = read_request(&mut tls_stream)? else {
+            return Ok(());
+        };
+        let (status, reply) = if path.split('?').next() == Some(shared.path.as_str()) {
+            match answer(shared, &body) {
+                Ok(reply) => (200, reply),
+                Err(e) => (400, json!({"error": format!("{e:#}")})),
+            }
+        } else {
+            (404, json!({"error": format!("no policy at {path}")}))
+        };
+        let bytes = serde_json::to_vec(&reply)?;
+        write!(
+            tls_stream,
+            "HTTP/1.1 {status} {}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+            if status == 200 { "OK" } else { "Error" },
+            bytes.len()
+        )?;
+        tls_stream.write_all(&bytes)?;
+        tls_stream.flush()?;
+    }
+    Ok(())
+}
+
+/// One HTTP/1.1 request's path and body; `None` when the peer closed the connection.
+fn read_request(stream: &mut impl Read) -> Result<Option<(String, Vec<u8>)>> {
+    let mut reader = BufReader::new(stream);
+    let mut line = String::new();
+    match reader.read_line(&mut line) {
+        Ok(0) => return Ok(None),
+        Ok(_) => {}
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::WouldBlock
+                    | std::io::ErrorKind::TimedOut
+                    | std::io::ErrorKind::UnexpectedEof
+                    | std::io::ErrorKind::ConnectionReset
+            ) =>
+        {
+            return Ok(None)
+        }
+        Err(e) => return Err(e.into()),
+    }
+    let path = line
+        .split_whitespace()
+        .nth(1)
+        .ok_or_else(|| anyhow!("bad request line {line:?}"))?
+        .to_string();
+    let mut length = 0usize;
+    for _ in 0..200 {
+        let mut header = String::new();
+        reader.read_line(&mut header)?;
+        let header = header.trim_end();
+        if header.is_empty() {
+            break;
+        }
+        if let Some((name, value)) = header.split_once(':') {
+            if name.eq_ignore_ascii_case("content-length") {
+                length = value.trim().parse()?;
+            }
+        }
+    }
+    if length > MAX_BODY {
+        bail!("request body of {length} bytes");
+    }
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body)?;
+    // Nothing may stay buffered: the API server waits for our answer before sending more.
+    if !reader.buffer().is_empty() {
+        bail!("pipelined requests are not supported");
+    }
+    Ok(Some((path, body)))
+}
+
+/// The AdmissionReview answer to one AdmissionReview request.
+fn answer(shared: &Shared, body: &[u8]) -> Result<Value> {
+    let review: Value = serde_json::from_slice(body).context("not JSON")?;
+    let request = review
+        .get("request")
+        .ok_or_else(|| anyhow!("an AdmissionReview without request"))?;
+    let outcome = shared.policy.validate(request, &shared.settings)?;
+    let mut response = json!({
+        "uid": request.get("uid").cloned().unwrap_or(Value::Null),
+        "allowed": outcome.accepted,
+    });
+    if let Some(message) = &outcome.message {
+        response["status"] = json!({"message": message, "code": outcome.code.unwrap_or(400)});
+    }
+    if let Some(patch) = outcome.patch.as_ref().filter(|p| !p.0.is_empty()) {
+        response["patchType"] = json!("JSONPatch");
+        response["patch"] =
+            json!(base64::engine::general_purpose::STANDARD.encode(serde_json::to_vec(patch)?));
+    }
+    if !outcome.warnings.is_empty() {
+        response["warnings"] = json!(outcome.warnings);
+    }
+    if let Some(log) = &shared.log {
+        let line = json!({
+            "kind": request.pointer("/kind/kind"),
+            "operation": request.get("operation"),
+            "namespace": request.get("namespace"),
+            "name": request.get("name"),
+            "object": request.get("object"),
+            "allowed": outcome.accepted,
+            "message": outcome.message,
+            "warnings": outcome.warnings,
+            "patch": outcome.patch_json(),
+        });
+        let mut file = log.lock().map_err(|_| anyhow!("log lock poisoned"))?;
+        writeln!(file, "{line}")?;
+    }
+    Ok(json!({
+        "apiVersion": review.get("apiVersion").cloned().unwrap_or(json!("admission.k8s.io/v1")),
+        "kind": "AdmissionReview",
+        "response": response,
+    }))
+}
