@@ -170,8 +170,10 @@ async fn shapes_run(plane: &ControlPlane) -> anyhow::Result<ShapesRun> {
     Ok((results, by_shape))
 }
 
-/// Shapes run together, then removed with their nodes.
-const BATCH: usize = 6;
+/// Shapes run together, then removed with their nodes. One at a time: a shape's pods that
+/// select no node pool of their own (no exclusive placement) take any node that fits, and
+/// would take another shape's.
+const BATCH: usize = 1;
 
 async fn run_batch(plane: &ControlPlane, shapes: &[Shape], b: usize) -> anyhow::Result<ShapesRun> {
     let pools: Vec<Pool> = shapes
@@ -382,7 +384,14 @@ async fn check_submitted(
     f.eq(pods.len() as u64, expected, &format!("{what}: pods"));
     for p in pods {
         f.check(p["spec"]["nodeName"].is_string(), || {
-            format!("{what}: pod {} is not bound", p["metadata"]["name"])
+            let why = p["status"]["conditions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|c| c["type"] == "PodScheduled")
+                .and_then(|c| c["message"].as_str())
+                .unwrap_or("no scheduling condition yet");
+            format!("{what}: pod {} is not bound: {why}", p["metadata"]["name"])
         });
     }
     let template = shape
@@ -484,6 +493,17 @@ fn check_jobset_pods(f: &mut Failures, what: &str, jobset: &Value, pods: &[Value
                 }
             };
             let cname = c["name"].as_str().unwrap_or_default();
+            // A variable the template sets itself is the user's and stays (SPEC §4.5).
+            let own = own_env(jobset, &rjob, cname);
+            let mut expect = |f: &mut Failures, var: &str, want: Option<&str>| {
+                if !own.contains(var) {
+                    f.eq(
+                        get(&env, var),
+                        want,
+                        &format!("{what}: {pod_name}/{cname} {var}"),
+                    );
+                }
+            };
             match (&want.multislice, oracle::is_tpu_container(&c)) {
                 (Some((num, id, coordinator)), true) => {
                     f.eq(
@@ -518,7 +538,9 @@ fn check_jobset_pods(f: &mut Failures, what: &str, jobset: &Value, pods: &[Value
                             .or_default()
                             .insert(slice.to_string());
                     }
-                    if let Some(c) = get(&env, "MEGASCALE_COORDINATOR_ADDRESS") {
+                    if let Some(c) = get(&env, "MEGASCALE_COORDINATOR_ADDRESS")
+                        .filter(|_| !own.contains("MEGASCALE_COORDINATOR_ADDRESS"))
+                    {
                         coordinators
                             .entry(want.group.clone())
                             .or_default()
@@ -568,7 +590,9 @@ fn check_jobset_pods(f: &mut Failures, what: &str, jobset: &Value, pods: &[Value
             (0..jobs.len() as u64).collect(),
             &format!("{what}: group {group}: slice ids"),
         );
-        let coordinator = &coordinators[group];
+        let Some(coordinator) = coordinators.get(group) else {
+            continue;
+        };
         f.eq(
             coordinator.len(),
             1,
@@ -609,6 +633,22 @@ fn check_jobset_pods(f: &mut Failures, what: &str, jobset: &Value, pods: &[Value
             );
         }
     }
+}
+
+/// The env names a replicated job's template sets in one of its containers.
+fn own_env(jobset: &Value, rjob: &str, container: &str) -> BTreeSet<String> {
+    let spec = jobset["spec"]["replicatedJobs"]
+        .as_array()
+        .and_then(|rs| rs.iter().find(|r| r["name"] == rjob))
+        .map(|r| r["template"]["spec"]["template"]["spec"].clone())
+        .unwrap_or_default();
+    ["containers", "initContainers"]
+        .iter()
+        .flat_map(|l| spec[l].as_array().cloned().unwrap_or_default())
+        .filter(|c| c["name"] == container)
+        .flat_map(|c| c["env"].as_array().cloned().unwrap_or_default())
+        .filter_map(|e| e["name"].as_str().map(str::to_string))
+        .collect()
 }
 
 /// Whether a container is a JAX process of its pod: each TPU container of a TPU pod, else the
@@ -750,6 +790,8 @@ fn subset(want: &Value, got: &Value, path: &str, missing: &mut Vec<String>) {
                 }
             }
         }
+        // The API server drops empty strings (omitempty), as it does `serviceAccountName: ""`.
+        (Value::String(w), Value::Null) if w.is_empty() => {}
         (w, g) if same_value(w, g) => {}
         (w, g) => missing.push(format!("{path}: {w} became {g}")),
     }
