@@ -5,6 +5,19 @@ CARGO_TARGET_DIR ?= target
 WASM_OUT := $(CARGO_TARGET_DIR)/wasm32-wasip1/release/jobset_multislice_policy.wasm
 EXAMPLE ?= examples/multislice-v5p.yaml
 
+# Kubewarden's own binaries (README "Kubewarden's own tools"): named by KWCTL and POLICY_SERVER
+# (a path, or a name on PATH), else on PATH, else in ../shared/tools. .ci/kubewarden finds
+# them, and runs the steps that need them or prints one `skipped:` line for each; the resolved
+# paths are exported to everything the recipes start (e2e.bats, the tests, bench-server).
+KUBEWARDEN := .ci/kubewarden
+KWCTL ?= kwctl
+POLICY_SERVER ?= policy-server
+override KWCTL := $(shell $(KUBEWARDEN) which kwctl '$(KWCTL)')
+override POLICY_SERVER := $(shell $(KUBEWARDEN) which policy-server '$(POLICY_SERVER)')
+# The Sigstore trust config that keeps them offline (../shared/tools has one).
+SIGSTORE_TRUST_CONFIG := $(shell $(KUBEWARDEN) trust-config)
+export KWCTL POLICY_SERVER SIGSTORE_TRUST_CONFIG
+
 .PHONY: wasm-target
 wasm-target:
 	@rustup target list --installed | grep -qx wasm32-wasip1 || rustup target add wasm32-wasip1
@@ -13,8 +26,11 @@ policy.wasm: $(SOURCE_FILES) Cargo.toml Cargo.lock | wasm-target
 	cargo build --target=wasm32-wasip1 --release -p jobset-multislice-policy
 	cp $(WASM_OUT) policy.wasm
 
+# What a user asks for by name (this, push, artifacthub) fails where kwctl is missing, saying
+# what to install.
 annotated-policy.wasm: policy.wasm policy-metadata.yml README.md
-	kwctl annotate -m policy-metadata.yml -u README.md -o annotated-policy.wasm policy.wasm
+	@$(KUBEWARDEN) require kwctl "make annotated-policy.wasm"
+	$(KWCTL) annotate -m policy-metadata.yml -u README.md -o annotated-policy.wasm policy.wasm
 
 # Real JAX for the tests (CPU wheels from PyPI), in a venv outside the clone, cached like the
 # cargo target dir. The venv's name carries the pin, so a changed pin makes a new one.
@@ -79,32 +95,46 @@ $(VENV_STAMP):
 lint-workflows: $(VENV_STAMP)
 	$(VENV)/bin/actionlint .github/workflows/*.yml
 
-.PHONY: kubewarden-tools
-kubewarden-tools:
-	@command -v kwctl >/dev/null && command -v policy-server >/dev/null || \
-		{ echo "kwctl and policy-server must be on PATH (.ci/run adds ../shared/tools)" >&2; exit 1; }
+# The host crate's `evaluate`: the matchConditions test sends requests through it (the waPC
+# harness) where kwctl is not installed.
+EVALUATE := $(CARGO_TARGET_DIR)/debug/evaluate
+CEL_HOST := $(if $(shell $(KUBEWARDEN) which kwctl >/dev/null && echo found),kwctl,harness)
+.PHONY: evaluate-bin
+evaluate-bin:
+	cargo build -q -p multislice-host --bin evaluate
 
-# kwctl run on the annotated policy and on the example manifests (e2e.bats), the policy inside
-# policy-server compared with the waPC harness, and the manifests' matchConditions in CEL.
+# kwctl run on the annotated policy and on the example manifests (e2e.bats), `make artifacthub`
+# (e2e.bats' `artifacthub` tag), the policy inside policy-server compared with the waPC harness,
+# and the manifests' matchConditions in CEL. Each step that needs kwctl or policy-server runs
+# where they are installed and prints one `skipped:` line where they are not (an error under
+# KUBEWARDEN_REQUIRED=1); the CEL test always runs, through kwctl or the waPC harness.
 .PHONY: e2e-tests
-e2e-tests: kubewarden-tools annotated-policy.wasm $(VENV_STAMP)
-	bats e2e.bats
-	cargo test --test policy_server
-	$(VENV)/bin/python tests/cel/match_conditions.py
+e2e-tests: policy.wasm evaluate-bin $(VENV_STAMP)
+	@$(KUBEWARDEN) step "kwctl annotate" kwctl -- $(MAKE) --no-print-directory annotated-policy.wasm
+	@$(KUBEWARDEN) step "e2e.bats" kwctl -- bats --filter-tags '!artifacthub' e2e.bats
+	@$(KUBEWARDEN) step "the make artifacthub check" kwctl -- bats --filter-tags artifacthub e2e.bats
+	@$(KUBEWARDEN) step "the policy-server comparison" policy-server kwctl -- \
+		cargo test -p jobset-multislice-policy --test policy_server
+	@$(KUBEWARDEN) step "the matchConditions test, through $(if $(filter kwctl,$(CEL_HOST)),kwctl run,the waPC harness)" -- \
+		$(VENV)/bin/python tests/cel/match_conditions.py --host $(CEL_HOST) \
+		--evaluate $(EVALUATE) --wasm policy.wasm
 
 REGISTRY ?= ghcr.io/kubewarden/policies/jobset-multislice
 TAG ?= v$(VERSION)
 
 # Pushes the annotated policy to an OCI registry (kwctl uses the docker credentials).
-.PHONY: push
-push: annotated-policy.wasm
-	kwctl push annotated-policy.wasm $(REGISTRY):$(TAG)
+.PHONY: push need-kwctl-push
+push: need-kwctl-push annotated-policy.wasm
+	$(KWCTL) push annotated-policy.wasm $(REGISTRY):$(TAG)
+need-kwctl-push:
+	@$(KUBEWARDEN) require kwctl "make push"
 
 # Regenerates artifacthub-pkg.yml with kwctl (version from io.kubewarden.policy.version). When
 # nothing but kwctl's createdAt would change, the committed file is left as it is.
 .PHONY: artifacthub
 artifacthub:
-	kwctl scaffold artifacthub --metadata-path policy-metadata.yml --questions-path questions-ui.yml \
+	@$(KUBEWARDEN) require kwctl "make artifacthub"
+	$(KWCTL) scaffold artifacthub --metadata-path policy-metadata.yml --questions-path questions-ui.yml \
 		--output artifacthub-pkg.yml.new
 	@sed '/^createdAt:/d' artifacthub-pkg.yml.new > artifacthub-pkg.yml.new.cmp; \
 	 sed '/^createdAt:/d' artifacthub-pkg.yml > artifacthub-pkg.yml.cmp 2>/dev/null; \
@@ -131,14 +161,18 @@ bench: policy.wasm bench/baseline.wasm bench-bins
 	$(CARGO_TARGET_DIR)/debug/multislice-bench $(BENCH_ARGS)
 
 bench/annotated-baseline.wasm: bench/baseline.wasm bench/baseline/metadata.yml
-	kwctl annotate -m bench/baseline/metadata.yml -o bench/annotated-baseline.wasm bench/baseline.wasm
+	@$(KUBEWARDEN) require kwctl "make bench/annotated-baseline.wasm"
+	$(KWCTL) annotate -m bench/baseline/metadata.yml -o bench/annotated-baseline.wasm bench/baseline.wasm
 
 # The policy and the baseline inside policy-server, loaded by wrk (Debian's), and the same
-# requests through `kwctl bench`; BENCH_SERVER_ARGS=--quick for a short run (CI).
+# requests through `kwctl bench`; BENCH_SERVER_ARGS=--quick for a short run (CI). Where kwctl
+# or policy-server is missing, each step prints one `skipped:` line (see e2e-tests).
 .PHONY: bench-server
-bench-server: kubewarden-tools annotated-policy.wasm bench/annotated-baseline.wasm bench-bins
-	@command -v wrk >/dev/null || { echo "wrk is not installed: make e2e-deps" >&2; exit 1; }
-	$(CARGO_TARGET_DIR)/debug/bench-server $(BENCH_SERVER_ARGS)
+bench-server: policy.wasm bench/baseline.wasm bench-bins
+	@$(KUBEWARDEN) step "kwctl annotate" kwctl -- \
+		$(MAKE) --no-print-directory annotated-policy.wasm bench/annotated-baseline.wasm
+	@$(KUBEWARDEN) step "$(strip bench-server $(BENCH_SERVER_ARGS))" policy-server kwctl -- \
+		$(CARGO_TARGET_DIR)/debug/bench-server $(BENCH_SERVER_ARGS)
 
 # Fuzzes the validate entry point (raw bytes) and structured JobSets and pods, each for
 # FUZZ_SECONDS, seeded from test_data/. cargo fuzz needs nightly flags; RUSTC_BOOTSTRAP lets

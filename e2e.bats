@@ -6,6 +6,10 @@
 # tests/wasm/e2e_cases.rs also runs through the same module. To add a case: add its entry to
 # cases.json (name, request file, settings, and the exact allowed/patch/message/code/warnings)
 # and a `@test` below that calls `check_case <name>`; the harness test fails until both exist.
+# Any other `@test` must be listed in e2e_cases.rs, with its harness twin or as kwctl-only.
+#
+# kwctl is $KWCTL, else on PATH, else in ../shared/tools (.ci/kubewarden finds it). `make
+# e2e-tests` runs the tests tagged `artifacthub` as a step of their own.
 
 bats_require_minimum_version 1.5.0
 
@@ -13,7 +17,14 @@ CASES=test_data/e2e/cases.json
 POLICY=annotated-policy.wasm
 
 setup_file() {
-  command -v kwctl >/dev/null || { echo "kwctl is not on PATH" >&2; return 1; }
+  KWCTL="$("$BATS_TEST_DIRNAME/.ci/kubewarden" which kwctl)" || {
+    echo "kwctl is not installed: $KWCTL (see README \"Kubewarden's own tools\")" >&2
+    return 1
+  }
+  # The Sigstore trust config, when there is one, so that kwctl does not reach for the
+  # network to fetch one.
+  SIGSTORE_TRUST_CONFIG="$("$BATS_TEST_DIRNAME/.ci/kubewarden" trust-config)"
+  export KWCTL SIGSTORE_TRUST_CONFIG
   # Copies of the example policy manifests whose module is the policy built here.
   for manifest in cluster-admission-policy admission-policy; do
     sed "s|^  module: .*|  module: file://$PWD/$POLICY|" "examples/$manifest.yaml" \
@@ -21,15 +32,12 @@ setup_file() {
   done
 }
 
-# kwctl with the Sigstore trust config next to it, when there is one, so that it does not
-# reach for the network to fetch one.
+# kwctl with the Sigstore trust config, when there is one.
 kw() {
-  local trust
-  trust="$(dirname "$(command -v kwctl)")/sigstore-trust-config.json"
-  if [ -f "$trust" ]; then
-    kwctl "$1" --sigstore-trust-config "$trust" "${@:2}"
+  if [ -n "$SIGSTORE_TRUST_CONFIG" ]; then
+    "$KWCTL" "$1" --sigstore-trust-config "$SIGSTORE_TRUST_CONFIG" "${@:2}"
   else
-    kwctl "$@"
+    "$KWCTL" "$@"
   fi
 }
 
@@ -224,14 +232,16 @@ check_manifest() {
   [ -z "$(jq -r '.patch | @base64d' <<<"$cluster" | grep TPU_WORKER_ID)" ]
 }
 
+# bats test_tags=artifacthub
 @test "artifacthub-pkg.yml is exactly what kwctl generates, but for createdAt" {
-  kwctl scaffold artifacthub --metadata-path policy-metadata.yml \
+  "$KWCTL" scaffold artifacthub --metadata-path policy-metadata.yml \
     --questions-path questions-ui.yml --output "$BATS_TEST_TMPDIR/generated.yml"
   diff <(sed '/^createdAt:/d' artifacthub-pkg.yml) \
     <(sed '/^createdAt:/d' "$BATS_TEST_TMPDIR/generated.yml")
   grep -q '^createdAt: ' artifacthub-pkg.yml
 }
 
+# bats test_tags=artifacthub
 @test "make artifacthub leaves the committed artifacthub-pkg.yml unchanged" {
   local before
   before=$(sha256sum artifacthub-pkg.yml)

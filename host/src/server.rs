@@ -91,17 +91,43 @@ impl Verdict {
     }
 }
 
-/// The policy-server binary: `POLICY_SERVER`, else `policy-server` on PATH.
+/// The policy-server binary (see [`kubewarden_binary`]).
 pub fn binary() -> Result<PathBuf> {
-    if let Some(path) = std::env::var_os("POLICY_SERVER") {
-        return Ok(PathBuf::from(path));
-    }
-    find_on_path("policy-server").ok_or_else(|| {
-        anyhow!(
-            "policy-server is not on PATH: put Kubewarden's binaries there \
-             (.ci/run adds ../shared/tools) or name it with POLICY_SERVER"
-        )
+    kubewarden_binary("POLICY_SERVER", "policy-server")
+}
+
+/// The kwctl binary (see [`kubewarden_binary`]).
+pub fn kwctl() -> Result<PathBuf> {
+    kubewarden_binary("KWCTL", "kwctl")
+}
+
+/// One of Kubewarden's own binaries, found as `.ci/kubewarden which` finds it (README
+/// "Kubewarden's own tools"): the environment variable `var` when it holds a path, else its
+/// value (default `name`) on PATH, else in `../shared/tools`.
+pub fn kubewarden_binary(var: &str, name: &str) -> Result<PathBuf> {
+    let value = std::env::var(var)
+        .ok()
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| name.to_string());
+    let found = if value.contains('/') {
+        Some(PathBuf::from(&value)).filter(|p| p.is_file())
+    } else {
+        find_on_path(&value).or_else(|| Some(shared_tools().join(&value)).filter(|p| p.is_file()))
+    };
+    found.ok_or_else(|| {
+        let looked = if value.contains('/') {
+            format!("{var}={value} is not a file")
+        } else {
+            format!("{value} is neither on PATH nor in ../shared/tools")
+        };
+        anyhow!("{name} is not installed ({looked}); see README \"Kubewarden's own tools\"")
     })
+}
+
+/// `../shared/tools` beside the clone, where CI machines may keep Kubewarden's binaries and
+/// the Sigstore trust config.
+fn shared_tools() -> PathBuf {
+    crate::workspace_root().join("../shared/tools")
 }
 
 /// The first executable of that name in PATH.
@@ -118,17 +144,21 @@ fn free_port() -> Result<u16> {
     Ok(listener.local_addr()?.port())
 }
 
-/// The Sigstore trust config beside the binary, so that policy-server does not reach for the
-/// network to fetch one (see shared/tools/README.md).
-fn trust_config(binary: &Path) -> Option<PathBuf> {
+/// The Sigstore trust config that keeps kwctl and policy-server off the network (see
+/// shared/tools/README.md): `SIGSTORE_TRUST_CONFIG`, else one beside the binary, else the one
+/// in `../shared/tools`, as `.ci/kubewarden trust-config` finds it.
+pub fn trust_config(binary: &Path) -> Option<PathBuf> {
     std::env::var_os("SIGSTORE_TRUST_CONFIG")
+        .filter(|v| !v.is_empty())
         .map(PathBuf::from)
-        .or_else(|| {
+        .into_iter()
+        .chain(
             binary
                 .parent()
-                .map(|d| d.join("sigstore-trust-config.json"))
-        })
-        .filter(|p| p.is_file())
+                .map(|d| d.join("sigstore-trust-config.json")),
+        )
+        .chain([shared_tools().join("sigstore-trust-config.json")])
+        .find(|p| p.is_file())
 }
 
 impl PolicyServer {

@@ -3,13 +3,23 @@
 a webhook's matchConditions (`request`, `object`, `oldObject`), on the requests it would send.
 
 An evaluation error fails the test: with failurePolicy Fail the API server would reject the
-request. Every request the conditions skip is also sent to the annotated policy with
-`kwctl run`, under each manifest's settings: the policy itself must accept it with no patch,
-so skipping it loses nothing. Run by `make e2e-tests` (which builds annotated-policy.wasm
-and needs kwctl on PATH): python tests/cel/match_conditions.py
+request. Every request the conditions skip is also sent to the policy under each manifest's
+settings: the policy itself must accept it with no patch, so skipping it loses nothing. The
+policy runs in one of two hosts, and the script says which:
+
+- kwctl (`kwctl run` on annotated-policy.wasm), where kwctl is installed: named by KWCTL, else
+  on PATH, else in ../shared/tools;
+- the waPC harness (the host crate's `evaluate` on policy.wasm), where it is not: the same
+  wasmtime host `make test` runs the module in.
+
+Run by `make e2e-tests`, which builds what each host needs and passes `--host`:
+  python tests/cel/match_conditions.py [--host auto|kwctl|harness] [--evaluate EVALUATE]
+      [--wasm policy.wasm]
 """
+import argparse
 import copy
 import json
+import os
 import pathlib
 import shutil
 import subprocess
@@ -167,28 +177,128 @@ def sent(conditions, req):
     return all(results)
 
 
-def kwctl_run(req, settings):
-    """The policy's own AdmissionResponse for `req`, from `kwctl run` on the annotated module
-    (with the Sigstore trust config next to kwctl, when there is one, as e2e.bats does)."""
-    kwctl = shutil.which("kwctl")
-    if kwctl is None:
-        raise RuntimeError("kwctl is not on PATH (.ci/run adds ../shared/tools)")
-    command = [kwctl, "run"]
-    trust = pathlib.Path(kwctl).parent / "sigstore-trust-config.json"
-    if trust.is_file():
-        command += ["--sigstore-trust-config", str(trust)]
-    with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
-        json.dump(req, f)
-        f.flush()
-        command += ["--request-path", f.name, "--settings-json", json.dumps(settings),
-                    str(ROOT / "annotated-policy.wasm")]
-        done = subprocess.run(command, capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f"kwctl run failed: {done.stderr.strip()}")
-    return json.loads(done.stdout)
+def find_kwctl():
+    """kwctl as the Makefile finds it: KWCTL (a path, or a name on PATH), else kwctl on PATH,
+    else ../shared/tools/kwctl. None when there is none."""
+    value = os.environ.get("KWCTL") or "kwctl"
+    if "/" in value:
+        return value if os.access(value, os.X_OK) else None
+    found = shutil.which(value)
+    if found:
+        return found
+    shared = ROOT.parent / "shared" / "tools" / value
+    return str(shared) if os.access(shared, os.X_OK) else None
+
+
+def trust_config(kwctl):
+    """The Sigstore trust config that keeps kwctl off the network, as e2e.bats finds it."""
+    candidates = [os.environ.get("SIGSTORE_TRUST_CONFIG"),
+                  pathlib.Path(kwctl).parent / "sigstore-trust-config.json",
+                  ROOT.parent / "shared" / "tools" / "sigstore-trust-config.json"]
+    return next((str(c) for c in candidates if c and pathlib.Path(c).is_file()), None)
+
+
+class Kwctl:
+    """`kwctl run` on the annotated module: the AdmissionResponse, as e2e.bats reads it."""
+
+    def __init__(self, kwctl):
+        self.kwctl = kwctl
+        self.trust = trust_config(kwctl)
+        self.module = ROOT / "annotated-policy.wasm"
+
+    def describe(self):
+        return f"kwctl run ({self.kwctl}) on {self.module.name}"
+
+    def verdicts(self, runs):
+        """(allowed, patched) or an error string, for each (request, settings) of `runs`."""
+        out = []
+        for req, settings in runs:
+            command = [self.kwctl, "run"]
+            if self.trust:
+                command += ["--sigstore-trust-config", self.trust]
+            with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
+                json.dump(req, f)
+                f.flush()
+                command += ["--request-path", f.name, "--settings-json", json.dumps(settings),
+                            str(self.module)]
+                done = subprocess.run(command, capture_output=True, text=True, check=False)
+            if done.returncode != 0:
+                out.append(f"kwctl run failed: {done.stderr.strip()}")
+                continue
+            response = json.loads(done.stdout)
+            out.append((response.get("allowed") is True, bool(response.get("patch"))))
+        return out
+
+
+class Harness:
+    """The host crate's `evaluate` on policy.wasm: the policy's own `validate` response, sent
+    `{"request": …, "settings": …}` as kwctl sends it; a patch is a `mutated_object`."""
+
+    def __init__(self, evaluate, wasm):
+        self.evaluate = pathlib.Path(evaluate)
+        self.wasm = pathlib.Path(wasm)
+
+    def describe(self):
+        return f"the waPC harness ({self.evaluate}) on {self.wasm}"
+
+    def verdicts(self, runs):
+        if not self.evaluate.is_file():
+            raise RuntimeError(f"{self.evaluate} is missing: build it with "
+                               "`cargo build -p multislice-host --bin evaluate`")
+        if not self.wasm.is_file():
+            raise RuntimeError(f"{self.wasm} is missing: build it with `make policy.wasm`")
+        with tempfile.TemporaryDirectory() as tmp:
+            files = []
+            for i, (req, settings) in enumerate(runs):
+                path = pathlib.Path(tmp) / f"payload-{i}.json"
+                path.write_text(json.dumps({"request": req, "settings": settings}))
+                files.append(str(path))
+            # One process for every payload: the module is compiled once.
+            done = subprocess.run([str(self.evaluate), "--wasm", str(self.wasm), *files],
+                                  capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"evaluate failed: {done.stderr.strip()}")
+        answers = dict(line.split("\t", 1) for line in done.stdout.splitlines() if "\t" in line)
+        out = []
+        for path in files:
+            answer = answers.get(path)
+            if answer is None or answer.startswith("HOST ERROR"):
+                out.append(f"evaluate: {answer or 'no answer'}")
+                continue
+            response = json.loads(answer)
+            out.append((response.get("accepted") is True,
+                        response.get("mutated_object") is not None))
+        return out
+
+
+def policy_host(args):
+    """The host the policy runs in, and why that one."""
+    kwctl = find_kwctl()
+    if args.host == "kwctl" or (args.host == "auto" and kwctl):
+        if not kwctl:
+            raise SystemExit("error: --host kwctl, but kwctl is not installed "
+                             "(README \"Kubewarden's own tools\")")
+        return Kwctl(kwctl)
+    return Harness(args.evaluate, args.wasm)
+
+
+def parse_args():
+    target = os.environ.get("CARGO_TARGET_DIR") or str(ROOT / "target")
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--host", choices=["auto", "kwctl", "harness"], default="auto",
+                        help="where the policy runs: kwctl when installed (auto), or the waPC "
+                             "harness")
+    parser.add_argument("--evaluate", default=str(pathlib.Path(target) / "debug" / "evaluate"),
+                        help="the host crate's evaluate binary (the harness)")
+    parser.add_argument("--wasm", default=str(ROOT / "policy.wasm"),
+                        help="the module the harness loads")
+    return parser.parse_args()
 
 
 def main():
+    args = parse_args()
+    host = policy_host(args)
+    print(f"host: the policy runs in {host.describe()}")
     passed = failed = 0
 
     def check(ok, what):
@@ -217,6 +327,7 @@ def main():
         check(spec.get("rules") == metadata_rules,
               f"{manifest} has the rules of policy-metadata.yml")
 
+    skipped = []
     for name, req, expected in CASES:
         try:
             got = sent(conditions, req)
@@ -225,17 +336,26 @@ def main():
             continue
         check(got == expected, f"{name}: {'sent' if got else 'skipped'}, "
               f"expected {'sent' if expected else 'skipped'}")
-        if got:
+        if not got:
+            skipped.append((name, req))
+
+    # What the API server skips, the policy would have accepted unchanged.
+    runs = [(name, manifest, req, spec.get("settings") or {})
+            for name, req in skipped for manifest, spec in zip(MANIFESTS, specs)]
+    try:
+        verdicts = host.verdicts([(req, settings) for _, _, req, settings in runs])
+    except RuntimeError as error:
+        check(False, f"the policy's host cannot run: {error}")
+        verdicts = []
+    for (name, manifest, _, _), verdict in zip(runs, verdicts):
+        if isinstance(verdict, str):
+            check(False, f"{name}: {manifest}: {verdict}")
             continue
-        # What the API server skips, the policy would have accepted unchanged.
-        for manifest, spec in zip(MANIFESTS, specs):
-            try:
-                response = kwctl_run(req, spec.get("settings") or {})
-            except Exception as error:
-                check(False, f"{name}: {manifest}: {error}")
-                continue
-            check(response.get("allowed") is True and not response.get("patch"),
-                  f"{name}: the policy under {manifest}'s settings accepts it unchanged")
+        allowed, patched = verdict
+        check(allowed and not patched,
+              f"{name}: the policy under {manifest}'s settings accepts it unchanged")
+    check(len(runs) > 0 and len(verdicts) == len(runs),
+          "some requests are skipped, and the policy judged each of them")
 
     # The evaluator is not lenient: a condition that reads a missing field errors.
     try:
@@ -245,7 +365,7 @@ def main():
     except Exception:
         check(True, "reading a missing field is an error")
 
-    print(f"{passed} passed, {failed} failed")
+    print(f"{passed} passed, {failed} failed (the policy in {host.describe()})")
     return 1 if failed else 0
 
 

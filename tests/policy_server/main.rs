@@ -2,8 +2,11 @@
 //! several settings, answers every AdmissionReview exactly as the waPC harness answers the
 //! same request (allowed, status message and code, decoded patch, warnings).
 //!
-//! Needs `policy-server` on PATH and `annotated-policy.wasm`, so `cargo test` does not build
-//! it by default (`test = false` in Cargo.toml): `make e2e-tests` runs it.
+//! Needs policy-server (`POLICY_SERVER`, else on PATH, else in ../shared/tools) and
+//! `annotated-policy.wasm` (kwctl), so `cargo test` does not build it by default (`test =
+//! false` in Cargo.toml): `make e2e-tests` runs it where both are installed, and prints one
+//! `skipped:` line where they are not. A kwctl-only test: it tests the host, and the answers it
+//! compares are the harness's own, which `make test` checks.
 use multislice_host::controller::{self, JobSetApi};
 use multislice_host::fixtures::{self, load_json};
 use multislice_host::host::apply;

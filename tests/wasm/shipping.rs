@@ -1,12 +1,15 @@
 //! What a user installs from is kept consistent: versions, rules, the mutation flag, the
-//! questions UI, the README's tables and the examples.
+//! questions UI, the README's tables and the examples. These are also the waPC twins of what
+//! e2e.bats checks with kwctl (`kwctl scaffold artifacthub`, the manifests' settings), so
+//! that they hold where kwctl is not installed.
 use crate::common::*;
 use jobset_multislice_policy::settings::KEYS;
-use multislice_host::controller::{as_served, JobSetApi};
-use multislice_host::fixtures::{self, load_yaml};
+use multislice_host::controller::JobSetApi;
+use multislice_host::fixtures::{self, load_json, load_yaml};
 use multislice_host::request::{admission_request, Kind};
+use multislice_host::server::Verdict;
 use multislice_host::workspace_root;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 fn yaml(path: &str) -> Value {
     load_yaml(&workspace_root().join(path)).unwrap()
@@ -31,6 +34,53 @@ fn nested_yaml(v: &Value) -> Value {
         .remove(0)
 }
 
+/// The example policy manifests, as e2e.bats runs them through kwctl.
+const MANIFESTS: [&str; 2] = [
+    "examples/cluster-admission-policy.yaml",
+    "examples/admission-policy.yaml",
+];
+
+/// A manifest's `spec.settings` as kwctl hands them to the policy: none is `{}`.
+fn manifest_settings(file: &str) -> Value {
+    match &yaml(file)["spec"]["settings"] {
+        Value::Null => json!({}),
+        s => s.clone(),
+    }
+}
+
+/// `Name <email>, Name <email>` (io.kubewarden.policy.author) as artifacthub maintainers.
+fn maintainers(authors: &str) -> Value {
+    authors
+        .split(',')
+        .map(|author| {
+            let (name, email) = author
+                .trim()
+                .strip_suffix('>')
+                .and_then(|a| a.split_once(" <"))
+                .unwrap_or_else(|| panic!("author {author:?} is not `Name <email>`"));
+            json!({"name": name, "email": email})
+        })
+        .collect()
+}
+
+/// The settings table of the README: (key, default cell), in order.
+fn readme_settings_table() -> Vec<(String, String)> {
+    let readme = text("README.md");
+    let section = readme
+        .split_once("\n## Settings\n")
+        .and_then(|(_, rest)| rest.split("\n## ").next())
+        .expect("README has a Settings section");
+    section
+        .lines()
+        .filter_map(|l| l.strip_prefix("| `"))
+        .map(|row| {
+            let cells: Vec<&str> = row.split(" | ").collect();
+            let key = cells[0].trim_end_matches('`');
+            (key.to_string(), cells[2].trim().to_string())
+        })
+        .collect()
+}
+
 #[test]
 fn versions_rules_and_mutation_flag_agree() {
     let meta = yaml("policy-metadata.yml");
@@ -41,32 +91,158 @@ fn versions_rules_and_mutation_flag_agree() {
         json!(version)
     );
     assert_eq!(hub["version"], json!(version));
+    assert!(text("CHANGELOG.md").contains(&format!("## [{version}]")));
+    // Every reference to the published policy names this version: the README's install
+    // steps and manifest, and the example manifests.
+    let oci = meta["annotations"]["io.kubewarden.policy.ociUrl"]
+        .as_str()
+        .unwrap();
+    for file in ["README.md", MANIFESTS[0], MANIFESTS[1]] {
+        let source = text(file);
+        let refs: Vec<&str> = source
+            .match_indices(&format!("{oci}:"))
+            .map(|(i, m)| {
+                let tag = &source[i + m.len()..];
+                &tag[..tag
+                    .find(|c: char| c.is_whitespace() || c == '`')
+                    .unwrap_or(tag.len())]
+            })
+            .collect();
+        assert!(!refs.is_empty(), "{file} names no {oci}:TAG");
+        for tag in refs {
+            assert_eq!(tag, format!("v{version}"), "{file}: {oci}:{tag}");
+        }
+    }
+    // The README's ClusterAdmissionPolicy binds the rules and flags of the metadata.
+    let readme = text("README.md");
+    let snippet = readme
+        .split("```yaml\n")
+        .skip(1)
+        .filter_map(|b| b.split_once("```").map(|(body, _)| body))
+        .find(|b| b.contains("kind: ClusterAdmissionPolicy"))
+        .expect("README shows a ClusterAdmissionPolicy");
+    let spec = &multislice_host::preview::yaml_documents(snippet).unwrap()[0]["spec"];
+    assert_eq!(spec["rules"], meta["rules"], "README's manifest");
+    assert_eq!(spec["mutating"], meta["mutating"], "README's manifest");
     assert_eq!(
-        hub["containersImages"][0]["image"],
-        json!(format!(
-            "{}:v{version}",
-            meta["annotations"]["io.kubewarden.policy.ociUrl"]
-                .as_str()
-                .unwrap()
-        ))
+        spec["backgroundAudit"], meta["backgroundAudit"],
+        "README's manifest"
     );
-    assert_eq!(
-        nested_yaml(&hub["annotations"]["kubewarden/rules"]),
-        meta["rules"]
+}
+
+/// The twin of e2e.bats' "artifacthub-pkg.yml is exactly what kwctl generates": every field
+/// `kwctl scaffold artifacthub` derives from policy-metadata.yml and questions-ui.yml holds
+/// what it derives it from, and the file has no field that is not accounted for here. (That
+/// kwctl derives them this way is kwctl's own behaviour, checked by e2e.bats where kwctl is
+/// installed.)
+#[test]
+fn artifacthub_pkg_holds_what_kwctl_derives_from_the_metadata() {
+    let meta = yaml("policy-metadata.yml");
+    let a = &meta["annotations"];
+    let annotation = |key: &str| -> &str {
+        a[key]
+            .as_str()
+            .unwrap_or_else(|| panic!("policy-metadata.yml lacks annotation {key}"))
+    };
+    let hub = yaml("artifacthub-pkg.yml");
+    let version = cargo_version();
+    let oci = annotation("io.kubewarden.policy.ociUrl");
+    let source = annotation("io.kubewarden.policy.source");
+    assert!(source.starts_with("https://github.com/"), "{source}");
+    let keywords: Vec<&str> = annotation("io.artifacthub.keywords")
+        .split(',')
+        .map(str::trim)
+        .collect();
+    let derived = json!({
+        "version": version,
+        "name": annotation("io.kubewarden.policy.title"),
+        "displayName": annotation("io.artifacthub.displayName"),
+        "description": annotation("io.kubewarden.policy.description"),
+        "license": annotation("io.kubewarden.policy.license"),
+        "homeURL": annotation("io.kubewarden.policy.url"),
+        "containersImages": [{"name": "policy", "image": format!("{oci}:v{version}")}],
+        "keywords": keywords,
+        // A GitHub source: the release's policy.wasm, then the source itself.
+        "links": [
+            {"name": "policy", "url": format!("{source}/releases/download/v{version}/policy.wasm")},
+            {"name": "source", "url": source},
+        ],
+        "maintainers": maintainers(annotation("io.kubewarden.policy.author")),
+        "provider": {"name": "kubewarden"},
+        "recommendations": [
+            {"url": "https://artifacthub.io/packages/helm/kubewarden/kubewarden-controller"}
+        ],
+    });
+    let hub_fields = hub.as_object().unwrap();
+    for (key, want) in derived.as_object().unwrap() {
+        assert_eq!(&hub[key], want, "artifacthub-pkg.yml `{key}`");
+    }
+    // The install instructions pull and scaffold this version.
+    let install = hub["install"].as_str().expect("install");
+    assert!(
+        install.contains(&format!("kwctl pull {oci}:v{version}\n")),
+        "{install}"
     );
+    assert!(
+        install.contains(&format!("registry://{oci}:v{version}\n")),
+        "{install}"
+    );
+    // createdAt is the one field kwctl writes anew: an RFC 3339 UTC time.
+    let created = hub["createdAt"].as_str().expect("createdAt");
+    assert!(
+        created.len() > 20 && created.as_bytes()[10] == b'T' && created.ends_with('Z'),
+        "createdAt {created}"
+    );
+    let mut known: Vec<&str> = derived
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(|k| k.as_str())
+        .collect();
+    known.extend(["install", "createdAt", "annotations"]);
+    let unknown: Vec<&String> = hub_fields
+        .keys()
+        .filter(|k| !known.contains(&k.as_str()))
+        .collect();
+    assert!(unknown.is_empty(), "fields not derived here: {unknown:?}");
+
+    // The annotations: the mutation flag, rules, resources, questions and, for a
+    // context-aware policy only, the resources it reads.
+    let hub_annotations: &Map<String, Value> = hub["annotations"].as_object().unwrap();
+    let mut want_keys = vec![
+        "kubewarden/mutation",
+        "kubewarden/questions-ui",
+        "kubewarden/resources",
+        "kubewarden/rules",
+    ];
     assert_eq!(
-        hub["annotations"]["kubewarden/mutation"],
+        hub_annotations["kubewarden/mutation"],
         json!(meta["mutating"].as_bool().unwrap().to_string())
     );
     assert_eq!(
-        hub["annotations"]["kubewarden/resources"],
-        meta["annotations"]["io.artifacthub.resources"]
+        nested_yaml(&hub_annotations["kubewarden/rules"]),
+        meta["rules"]
     );
     assert_eq!(
-        nested_yaml(&hub["annotations"]["kubewarden/questions-ui"]),
+        hub_annotations["kubewarden/resources"],
+        json!(annotation("io.artifacthub.resources"))
+    );
+    assert_eq!(
+        nested_yaml(&hub_annotations["kubewarden/questions-ui"]),
         yaml("questions-ui.yml")
     );
-    assert!(text("CHANGELOG.md").contains(&format!("## [{version}]")));
+    let context_aware = meta["contextAwareResources"].as_array().unwrap();
+    if !context_aware.is_empty() {
+        want_keys.push("kubewarden/contextAwareResources");
+        assert_eq!(
+            nested_yaml(&hub_annotations["kubewarden/contextAwareResources"]),
+            meta["contextAwareResources"]
+        );
+    }
+    let mut got_keys: Vec<&str> = hub_annotations.keys().map(String::as_str).collect();
+    got_keys.sort_unstable();
+    want_keys.sort_unstable();
+    assert_eq!(got_keys, want_keys, "artifacthub-pkg.yml annotations");
 }
 
 #[test]
@@ -79,13 +255,12 @@ fn the_questions_ui_and_the_readme_cover_every_setting() {
         .map(|q| q["variable"].as_str().unwrap())
         .collect();
     assert_eq!(variables, KEYS.to_vec());
+    let table: Vec<String> = readme_settings_table()
+        .into_iter()
+        .map(|(k, _)| k)
+        .collect();
+    assert_eq!(table, KEYS.to_vec(), "README settings table");
     let readme = text("README.md");
-    for key in KEYS {
-        assert!(
-            readme.contains(&format!("| `{key}` |")),
-            "README settings table lacks {key}"
-        );
-    }
     for rule in [
         "G1", "G2", "G3", "G4", "T1", "T2", "T3", "T4", "X1", "X2", "X3", "X4", "N1", "J1", "J2",
         "J3",
@@ -97,62 +272,151 @@ fn the_questions_ui_and_the_readme_cover_every_setting() {
     }
 }
 
+/// The defaults a user sees (questions-ui.yml, hence artifacthub-pkg.yml, and the README's
+/// table) are the policy's own: settings made of them all are valid and answer a TPU JobSet,
+/// its pods and an opted-in Job exactly as `{}` does.
 #[test]
-fn every_example_jobset_and_job_gets_the_verdict_its_comment_states() {
-    let jobsets = fixtures::example_jobsets()
+fn the_defaults_the_questions_and_the_readme_show_are_the_policys() {
+    let questions = yaml("questions-ui.yml");
+    let defaults: Map<String, Value> = questions["questions"]
+        .as_array()
         .unwrap()
-        .into_iter()
-        .map(|(stem, doc)| (stem, Kind::JobSet, as_served(&doc, JobSetApi::V09)));
-    let jobs = fixtures::example_jobs()
-        .unwrap()
-        .into_iter()
-        .map(|(stem, doc)| (stem, Kind::Job, doc));
-    let mut seen = 0;
-    for (stem, kind, object) in jobsets.chain(jobs) {
-        let path = workspace_root()
-            .join("examples")
-            .join(format!("{stem}.yaml"));
-        let source = std::fs::read_to_string(&path).unwrap();
-        let stated = source
-            .lines()
-            .find_map(|l| l.strip_prefix("# Expected verdict: "))
-            .unwrap_or_else(|| panic!("{} states no verdict", path.display()))
-            .trim_end_matches('.');
-        let outcome = validate(
-            &admission_request(kind, "CREATE", &object, None),
-            &no_settings(),
-        );
-        let verdict = match (outcome.accepted, outcome.mutated_object.is_some()) {
-            (false, _) => "rejected",
-            (true, true) => "accepted, mutated",
-            (true, false) => "accepted, unchanged",
+        .iter()
+        .map(|q| {
+            (
+                q["variable"].as_str().unwrap().to_string(),
+                q["default"].clone(),
+            )
+        })
+        .collect();
+    for (key, cell) in readme_settings_table() {
+        // Cells in backticks are values (JSON, or a bare string); others describe.
+        let Some(value) = cell.strip_prefix('`').and_then(|c| c.strip_suffix('`')) else {
+            continue;
         };
-        assert_eq!(verdict, stated, "{}: {:?}", path.display(), outcome.message);
-        assert!(
-            outcome.warnings.is_empty(),
-            "{}: {:?}",
-            path.display(),
-            outcome.warnings
-        );
-        seen += 1;
+        let value = serde_json::from_str(value).unwrap_or_else(|_| json!(value));
+        assert_eq!(defaults[&key], value, "README default of {key}");
     }
-    assert_eq!(seen, 6, "5 JobSets and 1 Job");
+    let defaults = Value::Object(defaults);
+    assert!(policy().validate_settings(&defaults).unwrap().valid);
+    let jobset = fixture_request("tpu-4-slices", JobSetApi::V09);
+    let (_, _, pods) = run(&jobset, &no_settings());
+    let job = load_json(&fixtures::job_request_path("jax-gpu-4")).unwrap();
+    let mut requests = vec![jobset, job];
+    requests.extend(
+        pods.into_iter()
+            .map(|p| admission_request(Kind::Pod, "CREATE", &p.sim.object, None)),
+    );
+    for request in &requests {
+        assert_eq!(
+            Verdict::from_outcome(&validate(request, &defaults)),
+            Verdict::from_outcome(&validate(request, &no_settings())),
+            "{}",
+            request["name"]
+        );
+    }
+}
+
+/// The twin of e2e.bats' "manifest: every example JobSet and Job gets its stated verdict
+/// through the ClusterAdmissionPolicy" and "… the AdmissionPolicy": the same examples, the same
+/// request files (test_data/e2e/examples/<stem>.json) and each manifest's own settings, and
+/// no warnings; and with no settings at all.
+#[test]
+fn every_example_gets_its_stated_verdict_under_each_manifests_settings() {
+    let mut runs = vec![("no settings".to_string(), no_settings())];
+    runs.extend(
+        MANIFESTS
+            .iter()
+            .map(|m| (format!("{m}'s settings"), manifest_settings(m))),
+    );
+    let mut examples: Vec<_> = std::fs::read_dir(workspace_root().join("examples"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .collect();
+    examples.sort();
+    for (under, settings) in &runs {
+        let mut seen = 0;
+        for path in &examples {
+            let source = std::fs::read_to_string(path).unwrap();
+            // As e2e.bats selects them: a JobSet, or a Job (perhaps beside its Service).
+            if !source
+                .lines()
+                .any(|l| l == "kind: JobSet" || l == "kind: Job")
+            {
+                continue;
+            }
+            let stem = path.file_stem().unwrap().to_string_lossy();
+            let stated = source
+                .lines()
+                .find_map(|l| l.strip_prefix("# Expected verdict: "))
+                .and_then(|v| v.strip_suffix('.'))
+                .unwrap_or_else(|| panic!("{} states no verdict", path.display()));
+            let request = load_json(&fixtures::example_request_path(&stem)).unwrap();
+            let outcome = validate(&request, settings);
+            let verdict = match (outcome.accepted, outcome.patch.is_some()) {
+                (false, _) => "rejected",
+                (true, true) => "accepted, mutated",
+                (true, false) => "accepted, unchanged",
+            };
+            assert_eq!(
+                verdict, stated,
+                "{stem} under {under}: {:?}",
+                outcome.message
+            );
+            assert!(
+                outcome.warnings.is_empty(),
+                "{stem} under {under}: {:?}",
+                outcome.warnings
+            );
+            seen += 1;
+        }
+        assert_eq!(seen, 6, "5 JobSets and 1 Job, under {under}");
+    }
+}
+
+/// The twin of e2e.bats' "manifest: kwctl applies the manifest's settings exactly as
+/// --settings-json", on the policy's side: the TPU pod gets under each manifest's settings what
+/// it gets under the JSON those settings spell, and the settings make the difference they are
+/// there for (the namespaced example turns on the TPU host env; the cluster-wide one keeps the
+/// defaults).
+#[test]
+fn the_manifests_settings_give_what_their_json_gives() {
+    let pod = load_json(&fixtures::pod_request_path("tpu-slice-pod")).unwrap();
+    let answer = |settings: &Value| Verdict::from_outcome(&validate(&pod, settings));
+    let has_worker_id = |v: &Verdict| {
+        v.patch
+            .as_ref()
+            .is_some_and(|p| p.to_string().contains("TPU_WORKER_ID"))
+    };
+
+    let namespaced = answer(&manifest_settings("examples/admission-policy.yaml"));
+    assert_eq!(
+        namespaced,
+        answer(&json!({"tpuWorkerEnv": true, "jaxEnv": "always"}))
+    );
+    assert!(has_worker_id(&namespaced), "{:?}", namespaced.patch);
+
+    let cluster = answer(&manifest_settings("examples/cluster-admission-policy.yaml"));
+    assert_eq!(cluster, answer(&json!({})));
+    assert!(!has_worker_id(&cluster), "{:?}", cluster.patch);
 }
 
 #[test]
 fn example_policies_bind_every_rule_with_valid_settings() {
     let meta = yaml("policy-metadata.yml");
-    for file in [
-        "examples/cluster-admission-policy.yaml",
-        "examples/admission-policy.yaml",
-    ] {
+    for file in MANIFESTS {
         let policy_doc = yaml(file);
         assert_eq!(policy_doc["spec"]["rules"], meta["rules"], "{file}");
-        assert_eq!(policy_doc["spec"]["mutating"], json!(true), "{file}");
-        let settings = match &policy_doc["spec"]["settings"] {
-            Value::Null => json!({}),
-            s => s.clone(),
-        };
+        assert_eq!(policy_doc["spec"]["mutating"], meta["mutating"], "{file}");
+        assert_eq!(
+            policy_doc["spec"]["backgroundAudit"], meta["backgroundAudit"],
+            "{file}"
+        );
+        let settings = manifest_settings(file);
+        for key in settings.as_object().unwrap().keys() {
+            assert!(KEYS.contains(&key.as_str()), "{file}: setting {key}");
+        }
         assert!(
             policy().validate_settings(&settings).unwrap().valid,
             "{file}"

@@ -3,13 +3,16 @@
 //! then the same requests through `kwctl bench`. Prints markdown tables of medians and ratios.
 //!
 //! usage: bench-server [--quick]
+//!
+//! kwctl and policy-server are `KWCTL` and `POLICY_SERVER`, else on PATH, else in
+//! ../shared/tools; `make bench-server` skips this, with one line, where either is missing.
 // Shared with `make bench`; this binary uses only some of its requests.
 #[allow(dead_code)]
 #[path = "../workloads.rs"]
 mod workloads;
 
 use anyhow::{anyhow, bail, Context, Result};
-use multislice_host::server::{find_on_path, PolicyServer, ServedPolicy, Verdict};
+use multislice_host::server::{self, find_on_path, PolicyServer, ServedPolicy, Verdict};
 use multislice_host::workspace_root;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -109,7 +112,8 @@ fn strip_colours(text: &str) -> String {
 
 /// The median `validate` time `kwctl bench` reports, in µs.
 fn kwctl_bench(plan: &Plan, module: &Path, request_file: &Path) -> Result<f64> {
-    let mut command = Command::new("kwctl");
+    let kwctl = server::kwctl()?;
+    let mut command = Command::new(&kwctl);
     command
         .args(["--no-color", "bench"])
         .args(["--warm-up-time", plan.kwctl_warm_up])
@@ -117,10 +121,7 @@ fn kwctl_bench(plan: &Plan, module: &Path, request_file: &Path) -> Result<f64> {
         .arg("--request-path")
         .arg(request_file)
         .args(["--settings-json", "{}"]);
-    if let Some(trust) = find_on_path("kwctl")
-        .and_then(|k| k.parent().map(|d| d.join("sigstore-trust-config.json")))
-        .filter(|p| p.is_file())
-    {
+    if let Some(trust) = server::trust_config(&kwctl) {
         command.arg("--sigstore-trust-config").arg(trust);
     }
     let out = command.arg(module).output().context("cannot run kwctl")?;
@@ -162,6 +163,11 @@ fn main() -> Result<()> {
             kwctl_measure: "3",
         }
     };
+    // Fail before policy-server starts, not after its first figures.
+    if find_on_path("wrk").is_none() {
+        bail!("wrk is not installed: make e2e-deps");
+    }
+    server::kwctl()?;
     let root = workspace_root();
     let policy = root.join("annotated-policy.wasm");
     let baseline = root.join("bench/annotated-baseline.wasm");
