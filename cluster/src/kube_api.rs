@@ -72,6 +72,16 @@ impl Cluster {
         }
     }
 
+    /// The API of an object's resource in its namespace, and its name.
+    async fn object_api(&self, object: &Value) -> Result<(Api<DynamicObject>, String)> {
+        let (resource, namespaced) = self.resource(object).await?;
+        let namespace = object["metadata"]["namespace"]
+            .as_str()
+            .unwrap_or("default");
+        let name = object["metadata"]["name"].as_str().unwrap_or_default();
+        Ok((self.api(&resource, namespaced, namespace), name.to_string()))
+    }
+
     /// Server-side apply (large CRDs do not fit a client-side apply's annotation).
     pub async fn apply(&self, object: &Value) -> Result<Value> {
         let (resource, namespaced) = self.resource(object).await?;
@@ -177,43 +187,19 @@ impl Cluster {
     }
 
     pub async fn get(&self, object: &Value) -> Result<Option<Value>> {
-        let (resource, namespaced) = self.resource(object).await?;
-        let namespace = object["metadata"]["namespace"]
-            .as_str()
-            .unwrap_or("default");
-        let name = object["metadata"]["name"].as_str().unwrap_or_default();
-        let found = self
-            .api(&resource, namespaced, namespace)
-            .get_opt(name)
-            .await?;
+        let (api, name) = self.object_api(object).await?;
+        let found = api.get_opt(&name).await?;
         Ok(found.map(serde_json::to_value).transpose()?)
     }
 
     pub async fn delete(&self, object: &Value) -> Result<()> {
-        let (resource, namespaced) = self.resource(object).await?;
-        let namespace = object["metadata"]["namespace"]
-            .as_str()
-            .unwrap_or("default");
-        let name = object["metadata"]["name"].as_str().unwrap_or_default();
-        let params = DeleteParams::foreground();
-        match self
-            .api(&resource, namespaced, namespace)
-            .delete(name, &params)
-            .await
-        {
-            Ok(_) => Ok(()),
-            Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
-            Err(e) => Err(e.into()),
-        }
+        let (api, name) = self.object_api(object).await?;
+        gone_is_fine(api.delete(&name, &DeleteParams::foreground()).await)
     }
 
     /// Removes a terminating object at once, as a kubelet does once its containers stopped.
     pub async fn delete_now(&self, object: &Value) -> Result<()> {
-        let (resource, namespaced) = self.resource(object).await?;
-        let namespace = object["metadata"]["namespace"]
-            .as_str()
-            .unwrap_or("default");
-        let name = object["metadata"]["name"].as_str().unwrap_or_default();
+        let (api, name) = self.object_api(object).await?;
         let mut params = DeleteParams::default().grace_period(0);
         params.preconditions =
             object["metadata"]["uid"]
@@ -222,43 +208,26 @@ impl Cluster {
                     uid: Some(uid.to_string()),
                     resource_version: None,
                 });
-        match self
-            .api(&resource, namespaced, namespace)
-            .delete(name, &params)
-            .await
-        {
-            Ok(_) => Ok(()),
-            Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => Ok(()),
-            Err(e) => Err(e.into()),
-        }
+        // 409: the uid precondition failed, a new object of that name: not ours to remove.
+        gone_is_fine(api.delete(&name, &params).await)
     }
 
     /// A merge patch to an object's status subresource.
     pub async fn patch_status(&self, object: &Value, status: &Value) -> Result<()> {
-        let (resource, namespaced) = self.resource(object).await?;
-        let namespace = object["metadata"]["namespace"]
-            .as_str()
-            .unwrap_or("default");
-        let name = object["metadata"]["name"].as_str().unwrap_or_default();
-        self.api(&resource, namespaced, namespace)
-            .patch_status(
-                name,
-                &PatchParams::default(),
-                &Patch::Merge(serde_json::json!({"status": status})),
-            )
-            .await?;
+        let (api, name) = self.object_api(object).await?;
+        api.patch_status(
+            &name,
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::json!({"status": status})),
+        )
+        .await?;
         Ok(())
     }
 
     /// A merge patch to an object.
     pub async fn patch_merge(&self, object: &Value, patch: &Value) -> Result<()> {
-        let (resource, namespaced) = self.resource(object).await?;
-        let namespace = object["metadata"]["namespace"]
-            .as_str()
-            .unwrap_or("default");
-        let name = object["metadata"]["name"].as_str().unwrap_or_default();
-        self.api(&resource, namespaced, namespace)
-            .patch(name, &PatchParams::default(), &Patch::Merge(patch))
+        let (api, name) = self.object_api(object).await?;
+        api.patch(&name, &PatchParams::default(), &Patch::Merge(patch))
             .await?;
         Ok(())
     }
@@ -285,6 +254,15 @@ impl Cluster {
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
+    }
+}
+
+/// A delete whose object is already gone (404) or replaced (409) has nothing left to do.
+fn gone_is_fine<T>(result: kube::Result<T>) -> Result<()> {
+    match result {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => Ok(()),
+        Err(e) => Err(e.into()),
     }
 }
 
