@@ -71,15 +71,6 @@ pub fn module_dir(component: &str, module: &str) -> Result<PathBuf> {
     Ok(PathBuf::from(String::from_utf8(out.stdout)?.trim()))
 }
 
-/// The version of `module` that `cluster/deps/<component>/go.mod` requires.
-pub fn module_version(component: &str, module: &str) -> Result<String> {
-    let out = std::process::Command::new("go")
-        .args(["list", "-m", "-f", "{{.Version}}", module])
-        .current_dir(workspace_root().join("cluster/deps").join(component))
-        .output()?;
-    Ok(String::from_utf8(out.stdout)?.trim().to_string())
-}
-
 pub struct Options {
     /// The policy's settings (the manifest's `spec.settings` when `None`).
     pub settings: Option<Value>,
@@ -389,27 +380,6 @@ impl ControlPlane {
         text.lines()
             .map(|l| serde_json::from_str(l).map_err(Into::into))
             .collect()
-    }
-
-    pub fn log_of(&self, name: &str) -> String {
-        std::fs::read_to_string(self.dir.join("logs").join(format!("{name}.log")))
-            .unwrap_or_default()
-    }
-
-    pub fn spawn_process(&mut self, process: Process) {
-        self.processes.push(process);
-    }
-
-    pub fn logs_dir(&self) -> PathBuf {
-        self.dir.join("logs")
-    }
-
-    pub fn kubeconfig(&self) -> PathBuf {
-        self.dir.join("kubeconfig")
-    }
-
-    pub fn lifetime(&self) -> Duration {
-        self.remaining()
     }
 }
 
