@@ -1,7 +1,12 @@
 //! The TPU accelerator table (SPEC §7) as data, and topology parsing.
-use crate::settings::Settings;
 use serde::Deserialize;
+use std::collections::BTreeMap;
 use std::fmt;
+
+/// The `accelerators` setting: entries that add to, or override, the built-in table. The
+/// table takes this map rather than the whole `Settings`, so that settings can hold it
+/// without the two modules reaching each other.
+pub type Overrides = BTreeMap<String, AcceleratorSetting>;
 
 /// The 3D shapes beyond the listed ones: AxBxC, each a multiple of 4 in 4..=256, with at most
 /// `max_cubes` 4x4x4 cubes; `sorted` asks for A ≤ B ≤ C (v5p and later).
@@ -232,8 +237,8 @@ pub struct Accelerator<'a> {
 }
 
 /// The accelerator named `name`: the `accelerators` setting overrides the built-in table.
-pub fn lookup<'a>(settings: &'a Settings, name: &'a str) -> Option<Accelerator<'a>> {
-    if let Some(entry) = settings.accelerators.get(name) {
+pub fn lookup<'a>(overrides: &'a Overrides, name: &'a str) -> Option<Accelerator<'a>> {
+    if let Some(entry) = overrides.get(name) {
         let largest = entry.chips_per_host.iter().copied().max().unwrap_or(1);
         return Some(Accelerator {
             name,
@@ -258,9 +263,9 @@ pub fn lookup<'a>(settings: &'a Settings, name: &'a str) -> Option<Accelerator<'
 }
 
 /// Names of every accelerator the table knows, for messages.
-pub fn known_names(settings: &Settings) -> Vec<&str> {
+pub fn known_names(overrides: &Overrides) -> Vec<&str> {
     let mut names: Vec<&str> = BUILT_IN.iter().map(|row| row.name).collect();
-    for name in settings.accelerators.keys() {
+    for name in overrides.keys() {
         if !names.contains(&name.as_str()) {
             names.push(name);
         }
@@ -311,6 +316,7 @@ fn cube_rule_allows((max_cubes, sorted): (u32, bool), t: &Topology) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::settings::Settings;
     use rstest::rstest;
 
     #[rstest]
@@ -351,7 +357,7 @@ mod tests {
         #[case] allowed: bool,
     ) {
         let settings = Settings::default();
-        let acc = lookup(&settings, name).unwrap();
+        let acc = lookup(&settings.accelerators, name).unwrap();
         let rank = topology.split('x').count() as u8;
         let t = Topology::parse(topology, rank).unwrap();
         assert_eq!(acc.allows(topology, &t), allowed);
@@ -370,10 +376,10 @@ mod tests {
                 cube_rule: None,
             },
         );
-        let acc = lookup(&settings, "tpu-v6e-slice").unwrap();
+        let acc = lookup(&settings.accelerators, "tpu-v6e-slice").unwrap();
         assert!(acc.topologies.contains("32x32") && !acc.topologies.contains("4x4"));
         assert_eq!(acc.multi_host_chips_per_host, 4);
-        assert!(lookup(&settings, "tpu-v9").is_none());
+        assert!(lookup(&settings.accelerators, "tpu-v9").is_none());
     }
 
     #[test]

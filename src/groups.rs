@@ -2,10 +2,10 @@
 //! JobSet view. Their output is the [`Facts`] stamped on each replicated job.
 use crate::error::{checked_add, checked_mul, InputError};
 use crate::facts::{Facts, GroupFacts, JaxFacts, OffsetFacts};
-use crate::jobset::{JobSetView, ReplicatedJob};
 use crate::json;
 use crate::keys;
 use crate::settings::{JaxEnv, Settings};
+use crate::views::jobset_view::{JobSetView, ReplicatedJob};
 
 /// The group of a replicated job: the field, else the annotation (how users of JobSet
 /// before v0.9 name groups), else `default`.

@@ -6,17 +6,15 @@ pub mod admission;
 pub mod error;
 pub mod facts;
 pub mod groups;
-pub mod job;
-pub mod jobset;
 pub mod json;
 pub mod keys;
 pub mod mutate;
 pub mod placement;
 pub mod pods;
-pub mod podspec;
 pub mod quantity;
 pub mod rules;
 pub mod settings;
+pub mod views;
 pub mod violation;
 
 use kubewarden_policy_sdk::protocol_version_guest;

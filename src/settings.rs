@@ -1,5 +1,5 @@
 //! Policy settings (SPEC §8): defaults, parsing with messages that name the key, and validation.
-use crate::accelerators::AcceleratorSetting;
+use crate::accelerators::{self, AcceleratorSetting};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::Value;
@@ -26,7 +26,7 @@ pub struct Settings {
     pub require_exclusive_topology: bool,
     pub exclusive_topology_keys: Vec<String>,
     /// Added to, or overriding, the built-in accelerator table (SPEC §7).
-    pub accelerators: BTreeMap<String, AcceleratorSetting>,
+    pub accelerators: accelerators::Overrides,
     pub reject_unknown_accelerators: bool,
 }
 

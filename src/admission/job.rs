@@ -2,11 +2,11 @@
 use super::{rejection, LabelsHead, Verdict};
 use crate::error::InputError;
 use crate::facts::JobFacts;
-use crate::job::JobView;
 use crate::mutate;
 use crate::pods;
 use crate::rules;
 use crate::settings::{JaxEnv, Settings};
+use crate::views::job_view::JobView;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;

@@ -3,11 +3,11 @@ mod job;
 
 use crate::error::InputError;
 use crate::groups;
-use crate::jobset::JobSetView;
 use crate::mutate;
 use crate::pods;
 use crate::rules::{self, Findings, Moment};
 use crate::settings::Settings;
+use crate::views::jobset_view::JobSetView;
 use crate::violation::{self, Violation};
 use kubewarden_policy_sdk::response::ValidationResponse;
 use kubewarden_policy_sdk::settings::SettingsValidationResponse;

@@ -1,15 +1,8 @@
 //! Merging the policy's env into a container, respecting what the user set (SPEC §4.2).
-use super::resolve;
 use crate::error::InputError;
 use crate::json::Object;
+use crate::views::container_env::{self, WantedVar};
 use serde_json::{json, Value};
-
-/// A variable the policy wants in a container.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WantedVar {
-    pub name: &'static str,
-    pub value: String,
-}
 
 /// What to add to one container: the new entries (to go before the user's own, so that the
 /// user's `$(VAR)` references to them expand) and the warnings for user values that disagree.
@@ -20,7 +13,7 @@ pub struct EnvPlan {
 }
 
 /// Each wanted variable is judged on its own: one the container already sets, by `value` or
-/// `valueFrom`, is left exactly as it is; one whose value resolves (see [`resolve`]) to
+/// `valueFrom`, is left exactly as it is; one whose value resolves (see [`container_env`]) to
 /// something else earns a warning. `lookup` answers `fieldRef` paths of the pod.
 pub fn plan_env(
     container: &Object,
@@ -29,7 +22,7 @@ pub fn plan_env(
     wanted: &[WantedVar],
     lookup: &dyn Fn(&str) -> Option<String>,
 ) -> Result<EnvPlan, InputError> {
-    let user = resolve::user_entries(container, path)?;
+    let user = container_env::user_entries(container, path)?;
     let (kept, injected): (Vec<&WantedVar>, Vec<&WantedVar>) = wanted
         .iter()
         .partition(|var| user.iter().any(|e| e.name == var.name));
@@ -44,7 +37,7 @@ pub fn plan_env(
     if kept.is_empty() {
         return Ok(plan);
     }
-    let resolved = resolve::resolve_all(&user, &injected, lookup);
+    let resolved = container_env::resolve_all(&user, &injected, lookup);
     for var in kept {
         // The kubelet keeps the last entry of a name.
         let last = user.iter().rposition(|e| e.name == var.name);

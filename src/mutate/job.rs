@@ -1,9 +1,9 @@
 //! Job CREATE: stamp an opted-in plain Indexed Job's pod template with its [`Facts`] (SPEC §4.6).
 use super::object_at;
 use crate::facts::{Facts, JobFacts};
-use crate::job::JobView;
 use crate::json::map_str;
 use crate::keys;
+use crate::views::job_view::JobView;
 use serde_json::Value;
 
 /// What the Job's pods need and cannot see themselves: how many processes there are. The

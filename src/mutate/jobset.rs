@@ -1,9 +1,9 @@
 //! JobSet CREATE: stamp each replicated job's pod template with its [`Facts`].
 use super::object_at;
 use crate::facts::Facts;
-use crate::jobset::JobSetView;
 use crate::json::map_str;
 use crate::keys;
+use crate::views::jobset_view::JobSetView;
 use serde_json::Value;
 
 /// The annotation value wanted on each replicated job's pod template, or `None` where the

@@ -4,7 +4,6 @@
 pub mod env;
 pub mod job;
 pub mod jobset;
-pub mod resolve;
 
 use crate::json::Object;
 use serde_json::{Map, Value};

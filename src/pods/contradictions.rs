@@ -12,14 +12,14 @@ use super::{container_object, wanted_env, PodEnv};
 use crate::error::{checked_add, InputError};
 use crate::facts::{Facts, JobFacts};
 use crate::groups;
-use crate::job::JobView;
-use crate::jobset::{JobSetView, ReplicatedJob};
 use crate::json;
 use crate::keys;
-use crate::mutate::env::WantedVar;
-use crate::mutate::resolve::{self, metadata_key};
-use crate::podspec::ContainerView;
 use crate::settings::{JaxEnv, Settings};
+use crate::views::container_env::WantedVar;
+use crate::views::container_env::{self, metadata_key};
+use crate::views::job_view::JobView;
+use crate::views::jobset_view::{JobSetView, ReplicatedJob};
+use crate::views::pod_spec::ContainerView;
 use serde_json::Value;
 
 /// Every variable the policy may inject: a template that sets none of them is skipped.
@@ -226,9 +226,9 @@ impl Template<'_> {
         json::index(&json::join(self.spec_path, c.list), c.index)
     }
 
-    fn entries(&self, c: &ContainerView) -> Result<Vec<resolve::UserEntry<'_>>, InputError> {
+    fn entries(&self, c: &ContainerView) -> Result<Vec<container_env::UserEntry<'_>>, InputError> {
         let obj = container_object(self.spec, self.spec_path, c)?;
-        resolve::user_entries(obj, &self.container_path(c))
+        container_env::user_entries(obj, &self.container_path(c))
     }
 
     /// Whether any container names a variable the policy may inject; most templates name
@@ -283,7 +283,7 @@ fn compare(
             .filter(|v| !entries.iter().any(|e| e.name == v.name))
             .cloned()
             .collect();
-        let resolved = resolve::resolve_all(&entries, &injected, sample.lookup);
+        let resolved = container_env::resolve_all(&entries, &injected, sample.lookup);
         for var in vars {
             if !sample.name_known && NAMED_VARS.contains(&var.name) {
                 continue;

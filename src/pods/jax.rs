@@ -4,7 +4,7 @@
 use super::multislice::var;
 use crate::error::{checked_add, checked_mul, InputError};
 use crate::keys;
-use crate::mutate::env::WantedVar;
+use crate::views::container_env::WantedVar;
 
 /// A group of JAX pods, numbered 0..pods-1 by the caller.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -8,9 +8,9 @@ use crate::error::InputError;
 use crate::facts::{Facts, JobFacts};
 use crate::json::{self, Object};
 use crate::keys;
-use crate::mutate::env::WantedVar;
-use crate::podspec::{self, ContainerView};
 use crate::settings::{JaxEnv, Settings};
+use crate::views::container_env::WantedVar;
+use crate::views::pod_spec::{self, ContainerView};
 use serde_json::Value;
 
 /// Where the Job controller puts a pod of the Job.
@@ -109,7 +109,7 @@ pub(super) fn plan_pod(
         });
     };
     let containers =
-        podspec::require_valid_chips(podspec::containers(spec, "spec", &settings.tpu_resource)?)?;
+        pod_spec::require_valid_chips(pod_spec::containers(spec, "spec", &settings.tpu_resource)?)?;
     let place = JobPlace {
         job: name,
         subdomain,

@@ -14,11 +14,12 @@ use crate::error::{checked_add, checked_mul, InputError};
 use crate::facts::Facts;
 use crate::json::{self, map_str, Lazy, Object, PathLike};
 use crate::keys;
-use crate::mutate::env::{plan_env, prepend_env, WantedVar};
+use crate::mutate::env::{plan_env, prepend_env};
 use crate::mutate::object_entry;
-use crate::mutate::resolve::{self, Source};
-use crate::podspec::{self, ContainerView};
 use crate::settings::{JaxEnv, Settings};
+use crate::views::container_env::WantedVar;
+use crate::views::container_env::{self, Source};
+use crate::views::pod_spec::{self, ContainerView};
 use place::{tpu_order, PodPlace};
 use serde_json::Value;
 
@@ -171,7 +172,7 @@ fn plan(object: &Value, settings: &Settings) -> Result<PodPlan, InputError> {
             .unwrap_or(jobset),
     };
     let containers =
-        podspec::require_valid_chips(podspec::containers(spec, "spec", &settings.tpu_resource)?)?;
+        pod_spec::require_valid_chips(pod_spec::containers(spec, "spec", &settings.tpu_resource)?)?;
     let mut warnings = Vec::new();
 
     let metadata_adds = group_metadata(labels, annotations, &facts, &place, &mut warnings)?;
@@ -228,7 +229,7 @@ fn field_ref(
     adds: &[(&'static str, &'static str, String)],
     path: &str,
 ) -> Option<String> {
-    let (map, key) = resolve::metadata_key(path)?;
+    let (map, key) = container_env::metadata_key(path)?;
     let own = if map == "labels" { labels } else { annotations };
     map_str(own, key).map(str::to_string).or_else(|| {
         adds.iter()
@@ -391,7 +392,7 @@ fn process_ports(
         let c = &pod.containers[i];
         let c_path = json::index(&json::join(pod.spec_path, c.list), c.index);
         let entries =
-            resolve::user_entries(container_object(pod.spec, pod.spec_path, c)?, &c_path)?;
+            container_env::user_entries(container_object(pod.spec, pod.spec_path, c)?, &c_path)?;
         let default = tpu_host::default_port(k)?;
         let Some(last) = entries
             .iter()
@@ -402,7 +403,7 @@ fn process_ports(
         };
         let own = match entries[last].source {
             Source::Literal(_) | Source::FieldRef(_) => {
-                resolve::resolve_all(&entries[..=last], &[], lookup)
+                container_env::resolve_all(&entries[..=last], &[], lookup)
                     .pop()
                     .flatten()
             }

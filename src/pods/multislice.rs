@@ -5,7 +5,7 @@ use crate::error::{checked_add, InputError};
 use crate::facts::Facts;
 use crate::json::{map_str, Object};
 use crate::keys;
-use crate::mutate::env::WantedVar;
+use crate::views::container_env::WantedVar;
 
 /// TPU container k's megascale port when a pod runs several: KubeRay's TPU webhook numbering.
 pub const BASE_PORT: u32 = 8081;

@@ -1,6 +1,6 @@
 //! The pod's place, shared by every env family: where the JobSet and Job controllers put it
 //! (SPEC §2), how its peers are addressed, and how its TPU containers are numbered (§3).
-use crate::podspec::ContainerView;
+use crate::views::pod_spec::ContainerView;
 
 /// What the controllers told the pod about its place in the JobSet (at pod admission), or
 /// what they will tell each pod of a replicated job (at JobSet admission).

@@ -5,7 +5,7 @@ use super::multislice::var;
 use super::place::PodPlace;
 use crate::error::{checked_add, checked_mul, InputError};
 use crate::keys;
-use crate::mutate::env::WantedVar;
+use crate::views::container_env::WantedVar;
 
 /// TPU container k's process port, unless it sets `TPU_PROCESS_PORT` itself.
 pub const BASE_PORT: u32 = 8476;

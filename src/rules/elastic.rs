@@ -3,9 +3,9 @@
 //! worker hostnames) would then be stale for pods whose values depend on them.
 use crate::facts::JobFacts;
 use crate::groups::jax_groups;
-use crate::job::JobView;
-use crate::jobset::{JobSetView, ReplicatedJob};
 use crate::settings::Settings;
+use crate::views::job_view::JobView;
+use crate::views::jobset_view::{JobSetView, ReplicatedJob};
 
 /// Why the pods of replicated job `i` depend on its parallelism, if they do: a member of a JAX
 /// group, or a TPU job under `tpuWorkerEnv`.

@@ -1,10 +1,10 @@
 //! G1–G4: replica groups and slice groups.
 use super::multi_member_slice_groups;
 use crate::groups::groups;
-use crate::jobset::{JobSetView, ReplicatedJob};
 use crate::keys;
 use crate::placement::{pinned, slice_topology};
 use crate::settings::Settings;
+use crate::views::jobset_view::{JobSetView, ReplicatedJob};
 use crate::violation::{Rule, Violation};
 
 fn field_path(rjob: &ReplicatedJob) -> String {

@@ -1,5 +1,5 @@
 //! J1–J3: what an opted-in plain Indexed Job needs for its pods to form one JAX run (SPEC §4.6).
-use crate::job::JobView;
+use crate::views::job_view::JobView;
 use crate::violation::{Rule, Violation};
 
 /// Every J rule, in the order a rejection lists them.

@@ -9,8 +9,8 @@ pub mod tpu;
 
 use crate::error::InputError;
 use crate::groups::{jax_enabled, slice_groups};
-use crate::jobset::{JobSetView, ReplicatedJob};
 use crate::settings::Settings;
+use crate::views::jobset_view::{JobSetView, ReplicatedJob};
 use crate::violation::Violation;
 
 /// What validation found in a JobSet.

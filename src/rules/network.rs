@@ -2,8 +2,8 @@
 //! several processes.
 use super::tpu_jobs;
 use crate::groups::{jax_groups, slice_groups};
-use crate::jobset::JobSetView;
 use crate::settings::Settings;
+use crate::views::jobset_view::JobSetView;
 use crate::violation::{Rule, Violation};
 
 pub fn n1(view: &JobSetView, settings: &Settings) -> Vec<Violation> {

@@ -1,12 +1,12 @@
 //! X1–X4: exclusive placement, resolved as JobSet resolves it.
 use super::{multi_member_slice_groups, tpu_jobs};
 use crate::groups::slice_groups;
-use crate::jobset::{JobSetView, ReplicatedJob};
 use crate::keys;
 use crate::placement::{
     exclusive_placement, job_annotations_path, pinned, placed_as_slice, Exclusive,
 };
 use crate::settings::Settings;
+use crate::views::jobset_view::{JobSetView, ReplicatedJob};
 use crate::violation::{Rule, Violation};
 
 const HOSTNAME: &str = "kubernetes.io/hostname";

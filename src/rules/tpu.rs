@@ -1,9 +1,10 @@
 //! T1–T4: what a TPU replicated job needs to be scheduled as a slice.
 use super::tpu_jobs;
 use crate::accelerators::{self, Accelerator, Topology};
-use crate::jobset::{JobSetView, ReplicatedJob};
-use crate::placement::{pinned, slice_topology, Pin};
+use crate::placement::{pinned, slice_topology};
 use crate::settings::Settings;
+use crate::views::jobset_view::{JobSetView, ReplicatedJob};
+use crate::views::node_pins::Pin;
 use crate::violation::{Rule, Violation};
 
 fn job_spec_path(rjob: &ReplicatedJob, field: &str) -> String {
@@ -107,7 +108,7 @@ fn slice_of<'r, 'a>(r: &'r ReplicatedJob<'a>, settings: &Settings) -> Option<Sli
 /// Hosts per slice (= pods per Job) when the selectors and chips describe a valid slice.
 pub fn slice_hosts(r: &ReplicatedJob, settings: &Settings) -> Option<u32> {
     let slice = slice_of(r, settings)?;
-    let acc = accelerators::lookup(settings, slice.accelerator.value)?;
+    let acc = accelerators::lookup(&settings.accelerators, slice.accelerator.value)?;
     let t = Topology::parse(slice.topology.value, acc.dims).ok()?;
     let chips = t.chips()?;
     (r.chips_per_pod > 0 && chips % r.chips_per_pod == 0).then(|| chips / r.chips_per_pod)
@@ -139,7 +140,7 @@ pub fn t4(view: &JobSetView, settings: &Settings) -> Vec<Violation> {
         let Some(slice) = slice_of(r, settings) else {
             continue; // T3's concern
         };
-        match accelerators::lookup(settings, slice.accelerator.value) {
+        match accelerators::lookup(&settings.accelerators, slice.accelerator.value) {
             Some(acc) => out.extend(check_slice(r, &acc, &slice.topology)),
             None if settings.reject_unknown_accelerators => out.push(Violation::new(
                 Rule::T4,
@@ -150,7 +151,7 @@ pub fn t4(view: &JobSetView, settings: &Settings) -> Vec<Violation> {
                 ),
                 format!(
                     "use one of {} or add it to the accelerators setting",
-                    accelerators::known_names(settings).join(", ")
+                    accelerators::known_names(&settings.accelerators).join(", ")
                 ),
             )),
             None => {}
@@ -240,7 +241,7 @@ pub fn unknown_accelerators(view: &JobSetView, settings: &Settings) -> Vec<Strin
     }
     tpu_jobs(view)
         .filter_map(|(_, r)| Some((r, pinned(r, &settings.accelerator_label)?)))
-        .filter(|(_, pin)| accelerators::lookup(settings, pin.value).is_none())
+        .filter(|(_, pin)| accelerators::lookup(&settings.accelerators, pin.value).is_none())
         .map(|(r, pin)| {
             format!(
                 "{}: accelerator {:?} is not in the accelerator table, so its topology was not checked; add it to the accelerators setting",

@@ -3,8 +3,8 @@
 use crate::error::InputError;
 use crate::json::{self, join, map_str, Lazy, Object, PathLike};
 use crate::keys;
-use crate::placement::{self, Pin};
-use crate::podspec::{self, ContainerView};
+use crate::views::node_pins::{self, Pin};
+use crate::views::pod_spec::{self, ContainerView};
 use serde_json::Value;
 
 #[derive(Debug)]
@@ -48,7 +48,7 @@ pub struct ReplicatedJob<'a> {
     pub completions: Option<u32>,
     pub completion_mode: Option<&'a str>,
     pub pod_annotations: Option<&'a Object>,
-    /// Node labels the pod template pins to one value (see `placement::pins`).
+    /// Node labels the pod template pins to one value (see `node_pins::pins`).
     pub pins: Vec<Pin<'a>>,
     /// `template.spec.template.spec`, for messages.
     pub pod_spec_path: String,
@@ -258,9 +258,9 @@ fn parse_replicated_job<'a>(
     };
     let ps_path = format!("{p}.template.spec.template.spec");
     let pod_spec = required_object(pod_template, "spec", pt_path)?;
-    let containers = podspec::containers(pod_spec, &ps_path, tpu_resource)?;
-    let chips_per_pod = podspec::chips_per_pod(&containers, &ps_path)?;
-    let pins = placement::pins(pod_spec, &ps_path)?;
+    let containers = pod_spec::containers(pod_spec, &ps_path, tpu_resource)?;
+    let chips_per_pod = pod_spec::chips_per_pod(&containers, &ps_path)?;
+    let pins = node_pins::pins(pod_spec, &ps_path)?;
     Ok(ReplicatedJob {
         name,
         replicas,

@@ -3,9 +3,17 @@
 //! and `fieldRef`s to labels and annotations whose values the caller knows. Anything else
 //! (a Secret, a resource, a `$(VAR)` that only `envFrom` or a Service could define) is
 //! unknown, and an unknown value is never called a contradiction.
-use super::env::WantedVar;
+//!
+//! It only reads, so pod admission, the env merge and the CREATE warnings all use it.
 use crate::error::InputError;
 use crate::json::{self, field, Lazy, Object};
+
+/// A variable the policy wants in a container, with the value it computed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WantedVar {
+    pub name: &'static str,
+    pub value: String,
+}
 
 /// Where a user's env entry takes its value from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -4,7 +4,7 @@ use crate::error::InputError;
 use crate::facts::{Facts, JobFacts};
 use crate::json::{self, map_str, Object};
 use crate::keys;
-use crate::podspec::{self, ContainerView};
+use crate::views::pod_spec::{self, ContainerView};
 use serde_json::Value;
 
 #[derive(Debug)]
@@ -58,7 +58,7 @@ impl<'a> JobView<'a> {
                 .filter(|s| !s.is_empty()),
             pod_annotations,
             pod_spec,
-            containers: podspec::containers(pod_spec, "spec.template.spec", tpu_resource)?,
+            containers: pod_spec::containers(pod_spec, "spec.template.spec", tpu_resource)?,
         })
     }
 }

@@ -1,0 +1,7 @@
+//! Read-only views over the raw JSON of each kind the policy admits: typed and checked, each
+//! read naming its JSON path. Nothing reads the raw object again once its view is built.
+pub mod container_env;
+pub mod job_view;
+pub mod jobset_view;
+pub mod node_pins;
+pub mod pod_spec;
