@@ -53,6 +53,35 @@ fn tpu_members<'a>(
         .collect()
 }
 
+/// A replicated job's group as its pods' group keys say (SPEC §4.1): the group's name, its
+/// replicas, and the job-group-index of the replicated job's job 0.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GroupKeys<'a> {
+    pub name: &'a str,
+    pub replicas: u32,
+    pub offset: u32,
+}
+
+/// The group keys of each replicated job, in spec order, given the view's [`groups`]. Every
+/// replicated job is in exactly one group, so each entry is `Some`.
+pub fn group_keys<'a>(
+    view: &JobSetView,
+    groups: &[(&'a str, Vec<usize>)],
+) -> Result<Vec<Option<GroupKeys<'a>>>, InputError> {
+    let mut out = vec![None; view.replicated_jobs.len()];
+    for (name, members) in groups {
+        let (replicas, starts) = offsets(view, members, |r| Ok(r.replicas))?;
+        for (&i, offset) in members.iter().zip(starts) {
+            out[i] = Some(GroupKeys {
+                name,
+                replicas,
+                offset,
+            });
+        }
+    }
+    Ok(out)
+}
+
 /// The running offset of each member and the total, weighting each member by `weight`.
 fn offsets(
     view: &JobSetView,
@@ -165,15 +194,12 @@ pub fn plan(view: &JobSetView, settings: &Settings) -> Result<Vec<Facts>, InputE
     let groups = groups(view);
 
     if !view.has_native_groups() {
-        for (name, members) in &groups {
-            let (total, starts) = offsets(view, members, |r| Ok(r.replicas))?;
-            for (&i, offset) in members.iter().zip(starts) {
-                facts[i].group = Some(GroupFacts {
-                    name: name.to_string(),
-                    replicas: total,
-                    offset,
-                });
-            }
+        for (f, group) in facts.iter_mut().zip(group_keys(view, &groups)?) {
+            f.group = group.map(|k| GroupFacts {
+                name: k.name.to_string(),
+                replicas: k.replicas,
+                offset: k.offset,
+            });
         }
     }
 

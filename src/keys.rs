@@ -77,6 +77,34 @@ pub const ENV_JAX_COORDINATOR: &str = "JAX_COORDINATOR_ADDRESS";
 pub const ENV_JAX_NUM_PROCESSES: &str = "JAX_NUM_PROCESSES";
 pub const ENV_JAX_PROCESS_ID: &str = "JAX_PROCESS_ID";
 
+/// Every variable the policy may inject, in the order the families write them. The test host
+/// keeps its own copy (`multislice_host::invariants::POLICY_ENV`), and a test holds the two
+/// equal.
+pub const POLICY_ENV: [&str; 12] = [
+    ENV_NUM_SLICES,
+    ENV_SLICE_ID,
+    ENV_COORDINATOR,
+    ENV_MEGASCALE_PORT,
+    ENV_TPU_WORKER_ID,
+    ENV_TPU_WORKER_HOSTNAMES,
+    ENV_TPU_PROCESS_PORT,
+    ENV_TPU_PROCESS_ADDRESSES,
+    ENV_TPU_NAME,
+    ENV_JAX_COORDINATOR,
+    ENV_JAX_NUM_PROCESSES,
+    ENV_JAX_PROCESS_ID,
+];
+
+/// The variables whose value holds the JobSet's name, unknown at admission under
+/// `generateName`.
+pub const ENV_NAMING_THE_JOBSET: [&str; 5] = [
+    ENV_COORDINATOR,
+    ENV_TPU_WORKER_HOSTNAMES,
+    ENV_TPU_PROCESS_ADDRESSES,
+    ENV_TPU_NAME,
+    ENV_JAX_COORDINATOR,
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,7 +3,6 @@ use super::{rejection, LabelsHead, Verdict};
 use crate::error::InputError;
 use crate::facts::JobFacts;
 use crate::mutate;
-use crate::pods;
 use crate::rules;
 use crate::settings::{JaxEnv, Settings};
 use crate::views::job_view::JobView;
@@ -67,7 +66,7 @@ pub(super) fn admit_create(mut object: Value, settings: &Settings) -> Result<Ver
         // J3 holds, so completions is set and equals parallelism.
         let completions = view.completions.unwrap_or(view.parallelism);
         let job = JobFacts { completions };
-        let warnings = pods::contradictions::job_warnings(&view, &job, settings)?;
+        let warnings = super::contradictions::job_warnings(&view, &job, settings)?;
         let facts = mutate::job::facts(&view, job);
         (mutate::job::change(&view, &facts), warnings)
     };

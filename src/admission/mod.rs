@@ -1,10 +1,11 @@
 //! Dispatch on kind and operation (SPEC §5), and the cheap path for pods outside a JobSet.
+mod contradictions;
 mod job;
+mod pod;
 
 use crate::error::InputError;
 use crate::groups;
 use crate::mutate;
-use crate::pods;
 use crate::rules::{self, Findings, Moment};
 use crate::settings::Settings;
 use crate::views::jobset_view::JobSetView;
@@ -204,7 +205,7 @@ pub fn evaluate(payload: &[u8]) -> Verdict {
     let result = if is_job {
         job::admit_create(object, &settings)
     } else if is_pod {
-        pods::admit(object, &settings).map(|o| Verdict::with(o.mutated, o.warnings))
+        pod::admit(object, &settings)
     } else {
         admit_jobset_create(object, &settings)
     };
@@ -249,9 +250,7 @@ fn admit_jobset_create(mut object: Value, settings: &Settings) -> Result<Verdict
         }
         let facts = groups::plan(&view, settings)?;
         let mut warnings = findings.warnings;
-        warnings.extend(pods::contradictions::warnings(
-            &object, &view, &facts, settings,
-        )?);
+        warnings.extend(contradictions::warnings(&view, &facts, settings)?);
         (mutate::jobset::changes(&view, &facts), warnings)
     };
     if changes.is_empty() {

@@ -4,6 +4,7 @@
 pub mod env;
 pub mod job;
 pub mod jobset;
+pub mod pod_patch;
 
 use crate::json::Object;
 use serde_json::{Map, Value};

@@ -33,6 +33,8 @@ pub struct CoordinatorRef<'a> {
 
 #[derive(Debug)]
 pub struct ReplicatedJob<'a> {
+    /// Its place in `spec.replicatedJobs`.
+    pub index: usize,
     /// `spec.replicatedJobs[i]`, for messages.
     pub path: String,
     pub name: &'a str,
@@ -50,6 +52,8 @@ pub struct ReplicatedJob<'a> {
     pub pod_annotations: Option<&'a Object>,
     /// Node labels the pod template pins to one value (see `node_pins::pins`).
     pub pins: Vec<Pin<'a>>,
+    /// `template.spec.template.spec`, where the containers' own env is read.
+    pub pod_spec: &'a Object,
     /// `template.spec.template.spec`, for messages.
     pub pod_spec_path: String,
     pub containers: Vec<ContainerView<'a>>,
@@ -262,6 +266,7 @@ fn parse_replicated_job<'a>(
     let chips_per_pod = pod_spec::chips_per_pod(&containers, &ps_path)?;
     let pins = node_pins::pins(pod_spec, &ps_path)?;
     Ok(ReplicatedJob {
+        index: i,
         name,
         replicas,
         group_field,
@@ -272,6 +277,7 @@ fn parse_replicated_job<'a>(
         completion_mode,
         pod_annotations,
         pins,
+        pod_spec,
         pod_spec_path: ps_path,
         containers,
         chips_per_pod,

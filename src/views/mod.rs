@@ -5,3 +5,4 @@ pub mod job_view;
 pub mod jobset_view;
 pub mod node_pins;
 pub mod pod_spec;
+pub mod pod_view;

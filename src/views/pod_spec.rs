@@ -15,6 +15,8 @@ pub struct ContainerView<'a> {
     pub list: &'static str,
     pub index: usize,
     pub name: &'a str,
+    /// The container itself, where its own `env` is read.
+    pub object: &'a Object,
     /// TPU chips: the limit where given, else the request. A quantity that does not parse is
     /// kept as its error, for rule T4 to report; the container still counts as a TPU one.
     pub tpu_chips: Result<u32, InputError>,
@@ -28,12 +30,18 @@ impl ContainerView<'_> {
             list,
             index,
             name: "c",
+            object: Box::leak(Box::default()),
             tpu_chips: Ok(chips),
         }
     }
 
     pub fn is_tpu(&self) -> bool {
         !matches!(self.tpu_chips, Ok(0))
+    }
+
+    /// `<spec_path>.<list>[<index>]`, for messages.
+    pub fn path(&self, spec_path: &str) -> String {
+        json::index(&json::join(spec_path, self.list), self.index)
     }
 }
 
@@ -69,6 +77,7 @@ pub fn containers<'a>(
                 list,
                 index,
                 name,
+                object: c,
                 tpu_chips,
             });
         }

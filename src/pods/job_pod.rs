@@ -3,15 +3,15 @@
 //! with the coordinator at index 0: no swap.
 use super::jax::{self, JaxGroup, Processes};
 use super::place::tpu_order;
-use super::{controller_count, env_changes, field_ref, PodPlan};
+use super::pod_plan::{env_changes, field_ref, PodPlan};
 use crate::error::InputError;
-use crate::facts::{Facts, JobFacts};
-use crate::json::{self, Object};
+use crate::facts::JobFacts;
+use crate::json;
 use crate::keys;
 use crate::settings::{JaxEnv, Settings};
 use crate::views::container_env::WantedVar;
-use crate::views::pod_spec::{self, ContainerView};
-use serde_json::Value;
+use crate::views::pod_spec::ContainerView;
+use crate::views::pod_view::PodView;
 
 /// Where the Job controller puts a pod of the Job.
 #[derive(Debug, Clone, Copy)]
@@ -66,65 +66,40 @@ pub fn wanted_env(
     Ok(out)
 }
 
-/// The name of the Job that controls the pod, from `metadata.ownerReferences`.
-pub(super) fn owning_job(metadata: &Object) -> Option<&str> {
-    metadata
-        .get("ownerReferences")?
-        .as_array()?
-        .iter()
-        .find(|r| {
-            r.get("kind") == Some(&Value::from("Job"))
-                && r.get("controller") == Some(&Value::Bool(true))
-        })?
-        .get("name")?
-        .as_str()
-}
-
 /// A pod of an opted-in plain Indexed Job (SPEC §4.6): the JAX env from the Job's `name` and
 /// the pod's completion index, which the Job controller put on it, and the completions
 /// stamped at Job CREATE. Nothing else is added. `jaxEnv: never` turns it off.
-pub(super) fn plan_pod(
-    spec: &Object,
-    labels: Option<&Object>,
-    annotations: Option<&Object>,
-    name: Option<&str>,
-    job: &JobFacts,
-    facts: &Facts,
-    settings: &Settings,
-) -> Result<PodPlan, InputError> {
+pub fn plan(pod: &PodView, job: &JobFacts, settings: &Settings) -> Result<PodPlan, InputError> {
     if settings.jax_env == JaxEnv::Never {
         return Ok(PodPlan::default());
     }
-    let index = controller_count(labels, annotations, keys::COMPLETION_INDEX)?;
-    let pod_subdomain = json::opt_str(spec, "subdomain", "spec")?.filter(|s| !s.is_empty());
-    let subdomain = facts.subdomain.as_deref().or(pod_subdomain);
+    let name = pod.job_name();
+    let index = pod.controller_count(keys::COMPLETION_INDEX)?;
+    let pod_subdomain = pod.subdomain()?;
+    let subdomain = pod.facts.subdomain.as_deref().or(pod_subdomain);
     let (Some(name), Some(completion_index), Some(subdomain)) = (name, index, subdomain) else {
-        return Ok(PodPlan {
-            warnings: vec![format!(
-                "pod of an opted-in Job: it lacks the {} label (or an owning Job), the {} label or annotation, or a subdomain, so it was not made by the Job controller from an admitted Indexed Job; left unchanged",
-                keys::JOB_NAME,
-                keys::COMPLETION_INDEX
-            )],
-            ..PodPlan::default()
-        });
+        return Ok(PodPlan::unchanged(format!(
+            "pod of an opted-in Job: it lacks the {} label (or an owning Job), the {} label or annotation, or a subdomain, so it was not made by the Job controller from an admitted Indexed Job; left unchanged",
+            keys::JOB_NAME,
+            keys::COMPLETION_INDEX
+        )));
     };
-    let containers =
-        pod_spec::require_valid_chips(pod_spec::containers(spec, "spec", &settings.tpu_resource)?)?;
+    let containers = pod.containers()?;
     let place = JobPlace {
         job: name,
         subdomain,
         completion_index,
     };
     let wanted = wanted_env(
-        &containers,
+        containers,
         job,
         &place,
         settings.jax_coordinator_port,
         "spec",
     )?;
-    let lookup = |path: &str| field_ref(labels, annotations, &[], path);
+    let lookup = |path: &str| field_ref(pod, &[], path);
     let mut warnings = Vec::new();
-    let env_changes = env_changes(spec, &containers, wanted, &lookup, &mut warnings)?;
+    let env_changes = env_changes(containers, wanted, &lookup, &mut warnings)?;
     Ok(PodPlan {
         metadata_adds: Vec::new(),
         env_changes,

@@ -6,166 +6,171 @@
 //! last job indexes and completion indexes, where every hand-written pattern that goes wrong
 //! (a count that includes a CPU job, an index that ignores earlier replicated jobs, a literal
 //! where each job differs) already differs.
-use super::job::JobPlace;
-use super::place::PodPlace;
-use super::{container_object, wanted_env, PodEnv};
 use crate::error::{checked_add, InputError};
 use crate::facts::{Facts, JobFacts};
-use crate::groups;
+use crate::groups::{self, GroupKeys};
 use crate::json;
 use crate::keys;
+use crate::pods::env_families::{wanted_env, PodEnv};
+use crate::pods::job_pod::{self, JobPlace};
+use crate::pods::place::PodPlace;
 use crate::settings::{JaxEnv, Settings};
-use crate::views::container_env::WantedVar;
-use crate::views::container_env::{self, metadata_key};
+use crate::views::container_env::{self, metadata_key, WantedVar};
 use crate::views::job_view::JobView;
 use crate::views::jobset_view::{JobSetView, ReplicatedJob};
 use crate::views::pod_spec::ContainerView;
 use serde_json::Value;
 
-/// Every variable the policy may inject: a template that sets none of them is skipped.
-const ALL_VARS: [&str; 12] = [
-    keys::ENV_NUM_SLICES,
-    keys::ENV_SLICE_ID,
-    keys::ENV_COORDINATOR,
-    keys::ENV_MEGASCALE_PORT,
-    keys::ENV_TPU_WORKER_ID,
-    keys::ENV_TPU_WORKER_HOSTNAMES,
-    keys::ENV_TPU_PROCESS_PORT,
-    keys::ENV_TPU_PROCESS_ADDRESSES,
-    keys::ENV_TPU_NAME,
-    keys::ENV_JAX_COORDINATOR,
-    keys::ENV_JAX_NUM_PROCESSES,
-    keys::ENV_JAX_PROCESS_ID,
-];
-
-/// Variables whose value holds the JobSet's name, unknown at admission under `generateName`.
-const NAMED_VARS: [&str; 5] = [
-    keys::ENV_COORDINATOR,
-    keys::ENV_TPU_WORKER_HOSTNAMES,
-    keys::ENV_TPU_PROCESS_ADDRESSES,
-    keys::ENV_TPU_NAME,
-    keys::ENV_JAX_COORDINATOR,
-];
-
-/// A replicated job's group as its pods' group keys will say: name, replicas, offset.
-struct GroupKeys<'a> {
-    name: &'a str,
-    replicas: u32,
-    offset: u32,
-}
-
-/// The warnings for a JobSet about to be admitted with `facts`.
+/// The warnings for a JobSet about to be admitted with `facts`: each replicated job whose
+/// pods get the policy's env and whose template sets some of it, compared on its sampled pods.
 pub fn warnings(
-    object: &Value,
     view: &JobSetView,
     facts: &[Facts],
     settings: &Settings,
 ) -> Result<Vec<String>, InputError> {
     let mut out = Vec::new();
     // Most JobSets set none of the variables: find that out before any other work.
-    let mut sets_any = false;
-    for r in &view.replicated_jobs {
-        let template = Template {
-            spec: pod_spec(object, r)?,
-            spec_path: &r.pod_spec_path,
-            containers: &r.containers,
-        };
-        if template.sets_any() {
-            sets_any = true;
-            break;
-        }
-    }
-    if !sets_any {
+    if !view
+        .replicated_jobs
+        .iter()
+        .any(|r| template_of(r).sets_any())
+    {
         return Ok(out);
     }
-    let mut group_keys = Vec::with_capacity(view.replicated_jobs.len());
-    let mut global_replicas = 0u32;
-    for r in &view.replicated_jobs {
-        global_replicas = checked_add(
-            global_replicas,
-            r.replicas,
-            &json::join(&r.path, "replicas"),
-        )?;
-        group_keys.push(None);
-    }
-    for (name, members) in groups::groups(view) {
-        let mut offset = 0u32;
-        let mut replicas = 0u32;
-        for &m in &members {
-            replicas = checked_add(
-                replicas,
-                view.replicated_jobs[m].replicas,
-                "spec.replicatedJobs",
-            )?;
-        }
-        for &m in &members {
-            group_keys[m] = Some(GroupKeys {
-                name,
-                replicas,
-                offset,
-            });
-            offset = checked_add(
-                offset,
-                view.replicated_jobs[m].replicas,
-                "spec.replicatedJobs",
-            )?;
-        }
-    }
+    let global_replicas = global_replicas(view)?;
+    let group_keys = groups::group_keys(view, &groups::groups(view))?;
     let mut global_offset = 0u32;
-    for ((r, f), group) in view.replicated_jobs.iter().zip(facts).zip(&group_keys) {
+    for ((rjob, f), group) in view.replicated_jobs.iter().zip(facts).zip(&group_keys) {
         let start = global_offset;
-        global_offset = checked_add(global_offset, r.replicas, &json::join(&r.path, "replicas"))?;
+        global_offset = checked_add(global_offset, rjob.replicas, &replicas_path(rjob))?;
         let Some(group) = group else { continue };
         if f.slice.is_none() && f.jax.is_none() {
             continue;
         }
-        let template = Template {
-            spec: pod_spec(object, r)?,
-            spec_path: &r.pod_spec_path,
-            containers: &r.containers,
-        };
+        let template = template_of(rjob);
         if !template.sets_any() {
             continue;
         }
-        let mut seen: Vec<(usize, &str)> = Vec::new();
-        for j in samples(r.replicas) {
-            for c in samples(r.parallelism) {
-                let place = PodPlace {
-                    jobset: view.name,
-                    replicated_job: r.name,
-                    replicated_job_replicas: r.replicas,
-                    job_index: j,
-                    job_global_index: checked_add(start, j, &r.path)?,
-                    global_replicas,
-                    completion_index: Some(c),
-                    subdomain: view.subdomain.unwrap_or(view.name),
-                };
-                let lookup = |path: &str| predicted(view, group, &place, path);
-                let pod = PodEnv {
-                    spec: template.spec,
-                    spec_path: &r.pod_spec_path,
-                    containers: &r.containers,
-                    facts: f,
-                    place: &place,
-                    annotations: None,
-                };
-                let wanted = wanted_env(&pod, settings, &lookup, &mut Vec::new())?;
-                let host = format!("{}-{j}-{c}", r.name);
-                let pod_name = if view.name.is_empty() {
-                    host
-                } else {
-                    format!("{}-{host}", view.name)
-                };
-                let sample = Sample {
-                    pod: format!("pod {pod_name}"),
-                    name_known: !view.name.is_empty(),
-                    lookup: &lookup,
-                };
-                compare(&template, &wanted, &sample, &mut seen, &mut out)?;
-            }
+        let subject = Subject {
+            view,
+            rjob,
+            facts: f,
+            group,
+            start,
+            global_replicas,
+        };
+        let mut seen = Vec::new();
+        for place in sampled_places(&subject) {
+            let place = place?;
+            let sample = SampledPod {
+                subject: &subject,
+                template: &template,
+                place: &place,
+            };
+            sample.compare(settings, &mut seen, &mut out)?;
         }
     }
     Ok(out)
+}
+
+/// The sum of every replicated job's replicas: the pods' global-replicas.
+fn global_replicas(view: &JobSetView) -> Result<u32, InputError> {
+    view.replicated_jobs.iter().try_fold(0u32, |sum, r| {
+        checked_add(sum, r.replicas, &replicas_path(r))
+    })
+}
+
+fn replicas_path(rjob: &ReplicatedJob) -> String {
+    json::join(&rjob.path, "replicas")
+}
+
+fn template_of<'r>(rjob: &'r ReplicatedJob) -> Template<'r> {
+    Template {
+        spec_path: &rjob.pod_spec_path,
+        containers: &rjob.containers,
+    }
+}
+
+/// A replicated job whose template is compared, with what its pods will be told.
+struct Subject<'v, 'a> {
+    view: &'v JobSetView<'a>,
+    rjob: &'v ReplicatedJob<'a>,
+    facts: &'v Facts,
+    group: &'v GroupKeys<'a>,
+    /// The job-global-index of its job 0.
+    start: u32,
+    global_replicas: u32,
+}
+
+/// The places of the sampled pods of `s`: the first two and the last job indexes, each with
+/// the first two and the last completion indexes.
+fn sampled_places<'s>(
+    s: &'s Subject<'s, 's>,
+) -> impl Iterator<Item = Result<PodPlace<'s>, InputError>> + 's {
+    let (view, r) = (s.view, s.rjob);
+    samples(r.replicas).into_iter().flat_map(move |j| {
+        samples(r.parallelism).into_iter().map(move |c| {
+            Ok(PodPlace {
+                jobset: view.name,
+                replicated_job: r.name,
+                replicated_job_replicas: r.replicas,
+                job_index: j,
+                job_global_index: checked_add(s.start, j, &r.path)?,
+                global_replicas: s.global_replicas,
+                completion_index: Some(c),
+                subdomain: view.subdomain.unwrap_or(view.name),
+            })
+        })
+    })
+}
+
+/// One predicted pod of a replicated job.
+struct SampledPod<'p> {
+    subject: &'p Subject<'p, 'p>,
+    template: &'p Template<'p>,
+    place: &'p PodPlace<'p>,
+}
+
+impl SampledPod<'_> {
+    /// The warnings for this pod: what the policy would give it, against what its template
+    /// sets.
+    fn compare(
+        &self,
+        settings: &Settings,
+        seen: &mut Vec<(usize, &'static str)>,
+        out: &mut Vec<String>,
+    ) -> Result<(), InputError> {
+        let Subject {
+            view, rjob, group, ..
+        } = self.subject;
+        let place = self.place;
+        let lookup = |path: &str| predicted(view, group, place, path);
+        let pod = PodEnv {
+            spec_path: &rjob.pod_spec_path,
+            containers: &rjob.containers,
+            facts: self.subject.facts,
+            place,
+            annotations: None,
+        };
+        let wanted = wanted_env(&pod, settings, &lookup, &mut Vec::new())?;
+        let host = format!(
+            "{}-{}-{}",
+            rjob.name,
+            place.job_index,
+            place.completion_index.unwrap_or(0)
+        );
+        let pod_name = if view.name.is_empty() {
+            host
+        } else {
+            format!("{}-{host}", view.name)
+        };
+        let sample = Sample {
+            pod: format!("pod {pod_name}"),
+            name_known: !view.name.is_empty(),
+            lookup: &lookup,
+        };
+        compare(self.template, &wanted, &sample, seen, out)
+    }
 }
 
 /// The warnings for an opted-in plain Job about to be admitted (SPEC §4.6), on the pods with
@@ -177,7 +182,6 @@ pub fn job_warnings(
 ) -> Result<Vec<String>, InputError> {
     let mut out = Vec::new();
     let template = Template {
-        spec: view.pod_spec,
         spec_path: JOB_POD_SPEC,
         containers: &view.containers,
     };
@@ -194,7 +198,7 @@ pub fn job_warnings(
             subdomain,
             completion_index: c,
         };
-        let wanted = super::job::wanted_env(
+        let wanted = job_pod::wanted_env(
             &view.containers,
             job,
             &place,
@@ -216,19 +220,20 @@ const JOB_POD_SPEC: &str = "spec.template.spec";
 
 /// A pod template whose containers' own env is compared.
 struct Template<'a> {
-    spec: &'a json::Object,
     spec_path: &'a str,
     containers: &'a [ContainerView<'a>],
 }
 
 impl Template<'_> {
     fn container_path(&self, c: &ContainerView) -> String {
-        json::index(&json::join(self.spec_path, c.list), c.index)
+        c.path(self.spec_path)
     }
 
-    fn entries(&self, c: &ContainerView) -> Result<Vec<container_env::UserEntry<'_>>, InputError> {
-        let obj = container_object(self.spec, self.spec_path, c)?;
-        container_env::user_entries(obj, &self.container_path(c))
+    fn entries<'c>(
+        &self,
+        c: &ContainerView<'c>,
+    ) -> Result<Vec<container_env::UserEntry<'c>>, InputError> {
+        container_env::user_entries(c.object, &self.container_path(c))
     }
 
     /// Whether any container names a variable the policy may inject; most templates name
@@ -236,17 +241,12 @@ impl Template<'_> {
     /// A malformed env is the pods' problem, reported at pod admission.
     fn sets_any(&self) -> bool {
         self.containers.iter().any(|c| {
-            let env = self
-                .spec
-                .get(c.list)
-                .and_then(|l| l.get(c.index))
-                .and_then(|c| c.get("env"))
-                .and_then(Value::as_array);
+            let env = c.object.get("env").and_then(Value::as_array);
             env.is_some_and(|env| {
                 env.iter().any(|e| {
                     e.get("name")
                         .and_then(Value::as_str)
-                        .is_some_and(|n| ALL_VARS.contains(&n))
+                        .is_some_and(|n| keys::POLICY_ENV.contains(&n))
                 })
             })
         })
@@ -285,7 +285,7 @@ fn compare(
             .collect();
         let resolved = container_env::resolve_all(&entries, &injected, sample.lookup);
         for var in vars {
-            if !sample.name_known && NAMED_VARS.contains(&var.name) {
+            if !sample.name_known && keys::ENV_NAMING_THE_JOBSET.contains(&var.name) {
                 continue;
             }
             let Some(e) = entries.iter().rposition(|e| e.name == var.name) else {
@@ -316,25 +316,6 @@ fn samples(count: u32) -> Vec<u32> {
         .collect();
     out.dedup();
     out
-}
-
-/// The replicated job's pod spec; the view has checked that it is an object.
-fn pod_spec<'a>(object: &'a Value, r: &ReplicatedJob) -> Result<&'a json::Object, InputError> {
-    let index = r
-        .path
-        .strip_prefix("spec.replicatedJobs[")
-        .and_then(|s| s.strip_suffix(']'))
-        .and_then(|s| s.parse::<usize>().ok());
-    let spec = index.and_then(|i| {
-        ["template", "spec", "template", "spec"].iter().try_fold(
-            object.get("spec")?.get("replicatedJobs")?.get(i)?,
-            |v, k| v.get(k),
-        )
-    });
-    spec.and_then(Value::as_object)
-        .ok_or_else(|| InputError::Missing {
-            path: r.pod_spec_path.clone(),
-        })
 }
 
 /// What the Job controller's labels and annotations will hold on the pod with completion

@@ -1,0 +1,184 @@
+//! The env families put together: for each container of a JobSet pod (or of a pod that a
+//! replicated job's template will make), the multislice env, the TPU host env and the JAX env,
+//! each from its own module over the shared [`PodPlace`]. Pod admission and the JobSet CREATE
+//! warnings both ask it.
+use super::jax;
+use super::multislice;
+use super::place::{tpu_order, PodPlace};
+use super::tpu_host;
+use crate::error::{checked_add, checked_mul, InputError};
+use crate::facts::Facts;
+use crate::json::{self, Object};
+use crate::keys;
+use crate::settings::{JaxEnv, Settings};
+use crate::views::container_env::{self, Source, WantedVar};
+use crate::views::pod_spec::ContainerView;
+
+/// A pod (or a pod template, at JobSet admission) whose env is computed.
+pub struct PodEnv<'a> {
+    /// Where the pod spec is, for messages.
+    pub spec_path: &'a str,
+    pub containers: &'a [ContainerView<'a>],
+    pub facts: &'a Facts,
+    pub place: &'a PodPlace<'a>,
+    /// The pod's annotations, for the controller's coordinator when there are no facts.
+    pub annotations: Option<&'a Object>,
+}
+
+/// The variables each container should have, in container order: the multislice env, the TPU
+/// host env, then the JAX env. `lookup` answers the pod's `fieldRef` paths.
+pub fn wanted_env(
+    pod: &PodEnv,
+    settings: &Settings,
+    lookup: &dyn Fn(&str) -> Option<String>,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<Vec<WantedVar>>, InputError> {
+    let PodEnv {
+        facts,
+        place,
+        containers,
+        ..
+    } = pod;
+    let mut out: Vec<Vec<WantedVar>> = vec![Vec::new(); containers.len()];
+    let order = tpu_order(containers);
+    let n = u32::try_from(order.len()).map_err(|_| InputError::Overflow {
+        path: json::join(pod.spec_path, "containers"),
+        limit: u32::MAX,
+    })?;
+    let mut give = |per_k: Vec<Vec<WantedVar>>| {
+        for (&i, vars) in order.iter().zip(per_k) {
+            out[i].extend(vars);
+        }
+    };
+
+    if n > 0 && settings.multislice_env {
+        give(multislice::vars(
+            facts,
+            place,
+            pod.annotations,
+            n,
+            warnings,
+        )?);
+    }
+    if n > 0 && settings.tpu_worker_env {
+        match (place.completion_index, facts.pods_per_job) {
+            (Some(c), Some(hosts)) => {
+                let ports = process_ports(pod, &order, lookup, warnings)?;
+                give(tpu_host::vars(place, c, hosts, &ports)?);
+            }
+            _ => warnings.push(format!(
+                "pod of JobSet {:?}: no completion index or no facts from JobSet admission, so the TPU host env was not set",
+                place.jobset
+            )),
+        }
+    }
+    if settings.jax_env != JaxEnv::Never {
+        if let Some(per_process) = jax_vars(facts, place, settings, n, warnings)? {
+            if facts.slice.is_some() {
+                // A TPU group: each TPU container is a process of its own.
+                give(per_process);
+            } else if let Some(vars) = per_process.into_iter().next() {
+                for wanted in out.iter_mut() {
+                    wanted.extend(vars.iter().cloned());
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Each TPU container's `TPU_PROCESS_PORT`: its own, where it sets one, else the default. A
+/// value admission cannot resolve is taken as the default, and a warning says so.
+fn process_ports(
+    pod: &PodEnv,
+    order: &[usize],
+    lookup: &dyn Fn(&str) -> Option<String>,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<String>, InputError> {
+    let mut ports = Vec::with_capacity(order.len());
+    for (k, &i) in (0u32..).zip(order) {
+        let c = &pod.containers[i];
+        let c_path = c.path(pod.spec_path);
+        let entries = container_env::user_entries(c.object, &c_path)?;
+        let default = tpu_host::default_port(k)?;
+        let Some(last) = entries
+            .iter()
+            .rposition(|e| e.name == keys::ENV_TPU_PROCESS_PORT)
+        else {
+            ports.push(default);
+            continue;
+        };
+        let own = match entries[last].source {
+            Source::Literal(_) | Source::FieldRef(_) => {
+                container_env::resolve_all(&entries[..=last], &[], lookup)
+                    .pop()
+                    .flatten()
+            }
+            Source::Other => None,
+        };
+        match own {
+            Some(port) => ports.push(port),
+            None => {
+                warnings.push(format!(
+                    "container {:?} ({c_path}): its TPU_PROCESS_PORT cannot be resolved at admission, so TPU_PROCESS_ADDRESSES lists port {default} for it",
+                    c.name
+                ));
+                ports.push(default);
+            }
+        }
+    }
+    Ok(ports)
+}
+
+/// JAX distributed env (SPEC §4.4) for a pod of the JAX group: one list per TPU container in
+/// a TPU group, else one list for the whole pod.
+fn jax_vars(
+    facts: &Facts,
+    place: &PodPlace,
+    settings: &Settings,
+    n: u32,
+    warnings: &mut Vec<String>,
+) -> Result<Option<Vec<Vec<WantedVar>>>, InputError> {
+    let Some(group) = &facts.jax else {
+        return Ok(None);
+    };
+    // Facts written before the JAX coordinator had its own field shared the slice one.
+    let coordinator = group
+        .coordinator
+        .as_deref()
+        .or(facts.coordinator.as_deref());
+    let (Some(coordinator), Some(per_job)) = (coordinator, facts.pods_per_job) else {
+        return Ok(None);
+    };
+    let Some(completion_index) = place.completion_index else {
+        warnings.push(format!(
+            "pod of JobSet {:?}: no {} on the pod, so JAX_PROCESS_ID could not be computed and the JAX env was not set",
+            place.jobset,
+            keys::COMPLETION_INDEX
+        ));
+        return Ok(None);
+    };
+    let path = "metadata.annotations";
+    let pod_number = checked_add(
+        checked_add(
+            group.offset,
+            checked_mul(place.job_index, per_job, path)?,
+            path,
+        )?,
+        completion_index,
+        path,
+    )?;
+    let address = place.address(coordinator);
+    let jax_group = jax::JaxGroup {
+        pods: group.total,
+        coordinator: &address,
+        coordinator_pod: group.coordinator_id,
+        port: settings.jax_coordinator_port,
+    };
+    let processes = if facts.slice.is_some() {
+        jax::Processes::PerTpuContainer(n)
+    } else {
+        jax::Processes::PerPod
+    };
+    jax::vars(&jax_group, pod_number, processes).map(Some)
+}

@@ -1,0 +1,59 @@
+//! The group labels and annotations of a JobSet pod (SPEC §4.1): JobSet v0.9+ controllers
+//! write them; on older ones the policy adds them, from the facts of JobSet admission.
+use super::place::PodPlace;
+use crate::error::{checked_add, InputError};
+use crate::json::{map_str, Object};
+use crate::keys;
+use crate::mutate::pod_patch::MetadataAdd;
+use crate::views::pod_view::PodView;
+
+/// The group keys the pod lacks. Values the controller set (JobSet v0.9+) are never touched.
+pub fn missing(
+    pod: &PodView,
+    place: &PodPlace,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<MetadataAdd>, InputError> {
+    let maps = [("labels", pod.labels), ("annotations", pod.annotations)];
+    let complete = |m: Option<&Object>| keys::GROUP_KEYS.iter().all(|k| map_str(m, k).is_some());
+    if maps.iter().all(|(_, m)| complete(*m)) {
+        return Ok(Vec::new());
+    }
+    let existing = |k| pod.controller_value(k);
+    let values: [String; 3] = if let Some(g) = &pod.facts.group {
+        [
+            g.name.clone(),
+            g.replicas.to_string(),
+            checked_add(g.offset, place.job_index, "metadata.labels")?.to_string(),
+        ]
+    } else if let (Some(name), Some(replicas), Some(index)) = (
+        existing(keys::GROUP_NAME),
+        existing(keys::GROUP_REPLICAS),
+        existing(keys::JOB_GROUP_INDEX),
+    ) {
+        // A v0.9+ controller wrote one of the twins; copy it to the other.
+        [name.to_string(), replicas.to_string(), index.to_string()]
+    } else {
+        warnings.push(format!(
+            "pod of JobSet {:?}: its JobSet was admitted before this policy, so the pod was put in group \"default\" with group-replicas = global-replicas ({}) and job-group-index = job-global-index ({})",
+            place.jobset, place.global_replicas, place.job_global_index
+        ));
+        [
+            keys::DEFAULT_GROUP.to_string(),
+            place.global_replicas.to_string(),
+            place.job_global_index.to_string(),
+        ]
+    };
+    let mut adds = Vec::new();
+    for (map_name, map) in maps {
+        for (key, value) in keys::GROUP_KEYS.iter().zip(&values) {
+            if map_str(map, key).is_none() {
+                adds.push(MetadataAdd {
+                    map: map_name,
+                    key,
+                    value: value.clone(),
+                });
+            }
+        }
+    }
+    Ok(adds)
+}

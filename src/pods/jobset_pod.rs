@@ -1,0 +1,59 @@
+//! A JobSet pod: its place from the labels the JobSet and Job controllers put on it, the group
+//! keys it lacks (§4.1), and the env each container lacks (§4.2–§4.4).
+use super::env_families::{wanted_env, PodEnv};
+use super::group_metadata;
+use super::place::PodPlace;
+use super::pod_plan::{env_changes, field_ref, PodPlan};
+use crate::error::InputError;
+use crate::keys;
+use crate::settings::Settings;
+use crate::views::pod_view::PodView;
+
+/// The plan for a pod of the JobSet named `jobset`.
+pub fn plan(pod: &PodView, jobset: &str, settings: &Settings) -> Result<PodPlan, InputError> {
+    let count = |key| pod.controller_count(key);
+    let replicated_job = pod.controller_value(keys::REPLICATED_JOB_NAME);
+    let (Some(replicated_job), Some(job_index)) = (replicated_job, count(keys::JOB_INDEX)?) else {
+        return Ok(PodPlan::unchanged(format!(
+            "pod of JobSet {jobset:?} has no {} or {} label, so it was not made by the JobSet controller; left unchanged",
+            keys::REPLICATED_JOB_NAME,
+            keys::JOB_INDEX
+        )));
+    };
+    let pod_subdomain = pod.subdomain()?;
+    let place = PodPlace {
+        jobset,
+        replicated_job,
+        replicated_job_replicas: count(keys::REPLICATED_JOB_REPLICAS)?.unwrap_or(1),
+        job_index,
+        job_global_index: count(keys::JOB_GLOBAL_INDEX)?.unwrap_or(job_index),
+        global_replicas: count(keys::GLOBAL_REPLICAS)?.unwrap_or(1),
+        completion_index: count(keys::COMPLETION_INDEX)?,
+        subdomain: pod
+            .facts
+            .subdomain
+            .as_deref()
+            .or(pod_subdomain)
+            .unwrap_or(jobset),
+    };
+    let containers = pod.containers()?;
+    let mut warnings = Vec::new();
+
+    let metadata_adds = group_metadata::missing(pod, &place, &mut warnings)?;
+    // A fieldRef reads the pod as the kubelet will see it: with the group keys added here.
+    let lookup = |path: &str| field_ref(pod, &metadata_adds, path);
+    let env = PodEnv {
+        spec_path: "spec",
+        containers,
+        facts: &pod.facts,
+        place: &place,
+        annotations: pod.annotations,
+    };
+    let wanted = wanted_env(&env, settings, &lookup, &mut warnings)?;
+    let env_changes = env_changes(containers, wanted, &lookup, &mut warnings)?;
+    Ok(PodPlan {
+        metadata_adds,
+        env_changes,
+        warnings,
+    })
+}
