@@ -1,5 +1,7 @@
 //! Plain `batch/v1` Jobs (SPEC §4.6): the cheap opt-in check, Job CREATE and Job UPDATE.
-use super::{rejection, LabelsHead, Verdict};
+use super::contradictions;
+use super::heads::LabelsHead;
+use super::verdict::{rejection, Verdict};
 use crate::error::InputError;
 use crate::facts::JobFacts;
 use crate::mutate;
@@ -66,7 +68,7 @@ pub(super) fn admit_create(mut object: Value, settings: &Settings) -> Result<Ver
         // J3 holds, so completions is set and equals parallelism.
         let completions = view.completions.unwrap_or(view.parallelism);
         let job = JobFacts { completions };
-        let warnings = super::contradictions::job_warnings(&view, &job, settings)?;
+        let warnings = contradictions::job_warnings(&view, &job, settings)?;
         let facts = mutate::job::facts(&view, job);
         (mutate::job::change(&view, &facts), warnings)
     };

@@ -1,11 +1,50 @@
 //! Pod CREATE (SPEC §4): the view of a pod the cheap path kept, its plan, and the patch.
-use super::Verdict;
+use super::heads::LabelsHead;
+use super::verdict::Verdict;
 use crate::error::InputError;
 use crate::mutate::pod_patch;
 use crate::pods::{self, pod_plan::PodPlan};
 use crate::settings::Settings;
 use crate::views::pod_view::PodView;
+use serde::de::IgnoredAny;
+use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::Value;
+
+/// Just enough of a pod to see whether the policy serves it: a JobSet pod (the `jobset-name`
+/// label) or an opted-in Job's pod (the policy's facts annotation, SPEC §4.6).
+#[derive(Deserialize)]
+struct PodHead {
+    #[serde(default)]
+    metadata: Option<MetadataHead>,
+}
+
+#[derive(Deserialize)]
+struct MetadataHead {
+    #[serde(default)]
+    labels: Option<LabelsHead>,
+    #[serde(default)]
+    annotations: Option<FactsHead>,
+}
+
+#[derive(Deserialize)]
+struct FactsHead {
+    #[serde(rename = "multislice.kubewarden.io/facts", default)]
+    facts: Option<IgnoredAny>,
+}
+
+/// Whether the policy serves the pod: a JobSet pod, or a pod carrying the policy's facts.
+pub(super) fn is_served(raw: &RawValue) -> bool {
+    // A pod whose metadata cannot even be read this far is left to the full parse, which
+    // names the problem.
+    match serde_json::from_str::<PodHead>(raw.get()) {
+        Ok(head) => head.metadata.is_some_and(|m| {
+            m.labels.is_some_and(|l| l.jobset_name.is_some())
+                || m.annotations.is_some_and(|a| a.facts.is_some())
+        }),
+        Err(_) => true,
+    }
+}
 
 /// Admits a pod the policy serves, editing it in place when something is missing.
 pub(super) fn admit(mut object: Value, settings: &Settings) -> Result<Verdict, InputError> {

@@ -1,0 +1,43 @@
+//! The cheap reads: just enough of kwctl's payload to decide what to do, borrowed from the
+//! bytes. The object stays raw: most pods are not JobSet pods and are never parsed into a tree.
+use serde::de::IgnoredAny;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use std::borrow::Cow;
+
+/// The parts of kwctl's `{"request": …, "settings": …}` needed to decide what to do.
+#[derive(Deserialize)]
+pub(super) struct Envelope<'a> {
+    #[serde(borrow)]
+    pub(super) request: RequestHead<'a>,
+    #[serde(borrow, default)]
+    pub(super) settings: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct RequestHead<'a> {
+    #[serde(borrow)]
+    pub(super) kind: Kind<'a>,
+    #[serde(borrow, default)]
+    pub(super) operation: Cow<'a, str>,
+    #[serde(borrow, default)]
+    pub(super) object: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    pub(super) old_object: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+pub(super) struct Kind<'a> {
+    #[serde(borrow, default)]
+    pub(super) group: Cow<'a, str>,
+    #[serde(borrow, default)]
+    pub(super) kind: Cow<'a, str>,
+}
+
+/// The JobSet controller's label, whose presence makes a pod (or a Job) a JobSet's.
+#[derive(Deserialize)]
+pub(super) struct LabelsHead {
+    #[serde(rename = "jobset.sigs.k8s.io/jobset-name", default)]
+    pub(super) jobset_name: Option<IgnoredAny>,
+}

@@ -1,0 +1,92 @@
+//! JobSets (SPEC §5, §6): JobSet CREATE is judged and stamped; JobSet UPDATE is judged on
+//! what it changed.
+use super::contradictions;
+use super::verdict::{rejection, Verdict};
+use crate::error::InputError;
+use crate::groups;
+use crate::mutate;
+use crate::rules::{self, Findings, Moment};
+use crate::settings::Settings;
+use crate::views::jobset_view::JobSetView;
+use crate::violation::{self, Violation};
+use serde_json::Value;
+
+/// JobSet CREATE: the rules, then the facts each replicated job's pods need, stamped on its
+/// pod template, with the warnings about templates that contradict them.
+pub(super) fn admit_create(mut object: Value, settings: &Settings) -> Result<Verdict, InputError> {
+    let (changes, warnings) = {
+        let view = JobSetView::parse(&object, &settings.tpu_resource)?;
+        let findings = rules::judge(&view, settings, Moment::Create)?;
+        if !findings.violations.is_empty() {
+            return Ok(rejection(&findings.violations, findings.warnings));
+        }
+        let facts = groups::plan(&view, settings)?;
+        let mut warnings = findings.warnings;
+        warnings.extend(contradictions::warnings(&view, &facts, settings)?);
+        (mutate::jobset::changes(&view, &facts), warnings)
+    };
+    if changes.is_empty() {
+        return Ok(Verdict::with(None, warnings));
+    }
+    mutate::jobset::apply(&mut object, changes);
+    Ok(Verdict::with(Some(object), warnings))
+}
+
+fn findings_of(object: &Value, settings: &Settings) -> Result<Findings, InputError> {
+    let view = JobSetView::parse(object, &settings.tpu_resource)?;
+    rules::judge(&view, settings, Moment::Update)
+}
+
+/// ElasticJobSet resizes that would leave stamped values stale (SPEC §5). Objects that cannot
+/// be read have no sizes to compare; their problem is reported by the findings.
+fn stale_resizes(object: &Value, old: Option<&Value>, settings: &Settings) -> Vec<String> {
+    let Some(old) = old else {
+        return Vec::new();
+    };
+    match (
+        JobSetView::parse(old, &settings.tpu_resource),
+        JobSetView::parse(object, &settings.tpu_resource),
+    ) {
+        (Ok(old), Ok(new)) => rules::elastic::stale_resizes(&old, &new, settings),
+        _ => Vec::new(),
+    }
+}
+
+/// JobSet UPDATE never mutates (`replicatedJobs` are immutable), and judges only what the
+/// update changed: a violation the old object already had is not the update's fault, and
+/// blocking an update the user cannot fix helps nobody. Unsuspending is a change: T3 and T4
+/// were deferred on the suspended old object, so their violations count as new.
+pub(super) fn admit_update(object: &Value, old: Option<&Value>, settings: &Settings) -> Verdict {
+    let before = old.map(|o| findings_of(o, settings));
+    let after = match findings_of(object, settings) {
+        Ok(f) => f,
+        Err(e) if matches!(&before, Some(Err(old_e)) if *old_e == e) => return Verdict::accept(),
+        Err(e) => return e.into(),
+    };
+    let (old_violations, old_warnings) = match before {
+        Some(Ok(f)) => (f.violations, f.warnings),
+        _ => (Vec::new(), Vec::new()),
+    };
+    let new_violations: Vec<Violation> = after
+        .violations
+        .into_iter()
+        .filter(|v| !old_violations.contains(v))
+        .collect();
+    let new_warnings: Vec<String> = after
+        .warnings
+        .into_iter()
+        .filter(|w| !old_warnings.contains(w))
+        .collect();
+    let stale = stale_resizes(object, old, settings);
+    if new_violations.is_empty() && stale.is_empty() {
+        Verdict::with(None, new_warnings)
+    } else {
+        let lines = std::iter::once(violation::message(&new_violations))
+            .filter(|m| !m.is_empty())
+            .chain(stale);
+        Verdict {
+            warnings: new_warnings,
+            ..Verdict::reject(lines.collect::<Vec<_>>().join("\n"), 400)
+        }
+    }
+}
