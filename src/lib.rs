@@ -1,21 +1,37 @@
 //! jobset-multislice-policy: a Kubewarden policy that gives JobSet pods their replica-group
 //! labels and the TPU multislice, TPU host and JAX distributed env, and rejects TPU JobSets
 //! that cannot work. This file only registers the waPC entry points.
-pub mod accelerators;
-pub mod admission;
+//!
+//! Data flows one way: request → view → plan → patch or rejection. The modules, by layer:
+
+// Foundations: typed errors with JSON paths, JSON reads, quantities, every key and env name,
+// and the facts annotation that JobSet admission hands to pod admission.
 pub mod error;
 pub mod facts;
-pub mod groups;
 pub mod json;
 pub mod keys;
-pub mod mutate;
+pub mod quantity;
+
+// Configuration: the settings, and the accelerator table they extend.
+pub mod accelerators;
+pub mod settings;
+
+// Views: read-only, typed views over the raw JobSet, Job, pod and pod spec.
+pub mod views;
+
+// Plans: pure functions of the views. The JobSet's groups and the facts for its pods; node
+// placement; the validation rules and their violations; each pod's env.
+pub mod groups;
 pub mod placement;
 pub mod pods;
-pub mod quantity;
 pub mod rules;
-pub mod settings;
-pub mod views;
 pub mod violation;
+
+// Patches: the plans written into the object, only where something differs.
+pub mod mutate;
+
+// The edge: kwctl's payload in, a verdict out, dispatched by kind and operation.
+pub mod admission;
 
 use kubewarden_policy_sdk::protocol_version_guest;
 use wapc_guest::{register_function, CallResult};

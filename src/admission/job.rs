@@ -61,7 +61,7 @@ pub(super) fn admit_create(mut object: Value, settings: &Settings) -> Result<Ver
     }
     let (annotation, warnings) = {
         let view = JobView::parse(&object, &settings.tpu_resource)?;
-        let violations = rules::job::check(&view);
+        let violations = rules::indexed_job::check(&view);
         if !violations.is_empty() {
             return Ok(rejection(&violations, Vec::new()));
         }
@@ -69,13 +69,13 @@ pub(super) fn admit_create(mut object: Value, settings: &Settings) -> Result<Ver
         let completions = view.completions.unwrap_or(view.parallelism);
         let job = JobFacts { completions };
         let warnings = contradictions::job_warnings(&view, &job, settings)?;
-        let facts = mutate::job::facts(&view, job);
-        (mutate::job::change(&view, &facts), warnings)
+        let facts = mutate::stamp_job::facts(&view, job);
+        (mutate::stamp_job::change(&view, &facts), warnings)
     };
     let Some(annotation) = annotation else {
         return Ok(Verdict::with(None, warnings));
     };
-    mutate::job::apply(&mut object, annotation);
+    mutate::stamp_job::apply(&mut object, annotation);
     Ok(Verdict::with(Some(object), warnings))
 }
 

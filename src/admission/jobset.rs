@@ -23,12 +23,12 @@ pub(super) fn admit_create(mut object: Value, settings: &Settings) -> Result<Ver
         let facts = groups::plan(&view, settings)?;
         let mut warnings = findings.warnings;
         warnings.extend(contradictions::warnings(&view, &facts, settings)?);
-        (mutate::jobset::changes(&view, &facts), warnings)
+        (mutate::stamp_jobset::changes(&view, &facts), warnings)
     };
     if changes.is_empty() {
         return Ok(Verdict::with(None, warnings));
     }
-    mutate::jobset::apply(&mut object, changes);
+    mutate::stamp_jobset::apply(&mut object, changes);
     Ok(Verdict::with(Some(object), warnings))
 }
 

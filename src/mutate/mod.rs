@@ -2,9 +2,9 @@
 //! is wanted first and returns `None` when the object already has it, so an object that is
 //! already right gets no patch (idempotence), as kubewarden's pod-ndots policy does.
 pub mod env;
-pub mod job;
-pub mod jobset;
 pub mod pod_patch;
+pub mod stamp_job;
+pub mod stamp_jobset;
 
 use crate::json::Object;
 use serde_json::{Map, Value};

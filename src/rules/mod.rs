@@ -1,16 +1,16 @@
 //! Validation rules of SPEC §6, one small function per rule over the JobSet view. A rule
 //! returns violations; warnings (suspicious but valid) come from their own functions.
 pub mod elastic;
-pub mod groups;
-pub mod job;
+pub mod exclusive_placement;
+pub mod indexed_job;
 pub mod network;
-pub mod placement;
+pub mod replica_groups;
 pub mod tpu;
 
 use crate::error::InputError;
-use crate::groups::{jax_enabled, slice_groups};
+use crate::groups::{jax_enabled, tpu_jobs};
 use crate::settings::Settings;
-use crate::views::jobset_view::{JobSetView, ReplicatedJob};
+use crate::views::jobset_view::JobSetView;
 use crate::violation::Violation;
 
 /// What validation found in a JobSet.
@@ -29,22 +29,43 @@ pub enum Moment {
     Update,
 }
 
-/// Every rule in the order a rejection lists them. T3 and T4 judge node selectors, which Kueue
-/// injects when it unsuspends a JobSet, so they wait while the JobSet is suspended.
-const RULES: [(RuleFn, bool); 13] = [
-    (groups::g1, false),
-    (groups::g2, false),
-    (groups::g3, false),
-    (groups::g4, false),
-    (tpu::t1, false),
-    (tpu::t2, false),
-    (tpu::t3, true),
-    (tpu::t4, true),
-    (placement::x1, false),
-    (placement::x2, false),
-    (placement::x3, false),
-    (placement::x4, false),
-    (network::n1, false),
+/// A rule of the table.
+struct TableRule {
+    check: RuleFn,
+    /// T3 and T4 judge node selectors, which Kueue injects when it unsuspends a JobSet, so
+    /// they wait while the JobSet is suspended (or queued, at CREATE).
+    waits_while_suspended: bool,
+}
+
+const fn rule(check: RuleFn) -> TableRule {
+    TableRule {
+        check,
+        waits_while_suspended: false,
+    }
+}
+
+const fn rule_waiting_while_suspended(check: RuleFn) -> TableRule {
+    TableRule {
+        check,
+        waits_while_suspended: true,
+    }
+}
+
+/// Every rule in the order a rejection lists them.
+const RULES: [TableRule; 13] = [
+    rule(replica_groups::g1_group_name_is_a_label),
+    rule(replica_groups::g2_field_and_annotation_agree),
+    rule(replica_groups::g3_no_cpu_job_among_slices),
+    rule(replica_groups::g4_identical_slices),
+    rule(tpu::t1_indexed_completion),
+    rule(tpu::t2_all_hosts_at_once),
+    rule_waiting_while_suspended(tpu::t3_accelerator_and_topology_selected),
+    rule_waiting_while_suspended(tpu::t4_topology_fits_the_slice),
+    rule(exclusive_placement::x1_exclusive_placement),
+    rule(exclusive_placement::x2_one_placement_per_slice_group),
+    rule(exclusive_placement::x3_node_selector_flag_takes_effect),
+    rule(exclusive_placement::x4_exclusive_key_not_pinned),
+    rule(network::n1_hostnames_resolve),
 ];
 
 /// Whether the policy judges this JobSet at all: it has a TPU replicated job or the JAX env
@@ -77,10 +98,10 @@ fn check(view: &JobSetView, settings: &Settings, moment: Moment) -> Findings {
     let deferred = deferred(view, moment);
     let violations = RULES
         .iter()
-        .filter(|(_, deferred_while_suspended)| !(deferred && *deferred_while_suspended))
-        .flat_map(|(rule, _)| rule(view, settings))
+        .filter(|r| !(deferred && r.waits_while_suspended))
+        .flat_map(|r| (r.check)(view, settings))
         .collect();
-    let mut warnings = placement::single_slice_by_hostname(view, settings);
+    let mut warnings = exclusive_placement::single_slice_by_hostname(view, settings);
     if !deferred {
         warnings.extend(tpu::unknown_accelerators(view, settings));
     }
@@ -88,22 +109,4 @@ fn check(view: &JobSetView, settings: &Settings, moment: Moment) -> Findings {
         violations,
         warnings,
     }
-}
-
-/// The TPU replicated jobs, with their index.
-pub fn tpu_jobs<'v, 'a>(
-    view: &'v JobSetView<'a>,
-) -> impl Iterator<Item = (usize, &'v ReplicatedJob<'a>)> {
-    view.replicated_jobs
-        .iter()
-        .enumerate()
-        .filter(|(_, r)| r.is_tpu())
-}
-
-/// Slice groups with more than one member, as (group name, member indexes).
-pub fn multi_member_slice_groups<'a>(view: &JobSetView<'a>) -> Vec<(&'a str, Vec<usize>)> {
-    slice_groups(view)
-        .into_iter()
-        .filter(|(_, members)| members.len() > 1)
-        .collect()
 }

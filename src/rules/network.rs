@@ -1,12 +1,11 @@
 //! N1: hostnames must resolve for a multi-host or multi-slice TPU JobSet, or a JAX group of
 //! several processes.
-use super::tpu_jobs;
-use crate::groups::{jax_groups, slice_groups};
+use crate::groups::{jax_groups, slice_groups, tpu_jobs};
 use crate::settings::Settings;
 use crate::views::jobset_view::JobSetView;
 use crate::violation::{Rule, Violation};
 
-pub fn n1(view: &JobSetView, settings: &Settings) -> Vec<Violation> {
+pub fn n1_hostnames_resolve(view: &JobSetView, settings: &Settings) -> Vec<Violation> {
     if view.enable_dns_hostnames != Some(false) {
         return Vec::new();
     }

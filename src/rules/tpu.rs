@@ -1,6 +1,6 @@
 //! T1–T4: what a TPU replicated job needs to be scheduled as a slice.
-use super::tpu_jobs;
 use crate::accelerators::{self, Accelerator, Topology};
+use crate::groups::tpu_jobs;
 use crate::placement::{pinned, slice_topology};
 use crate::settings::Settings;
 use crate::views::jobset_view::{JobSetView, ReplicatedJob};
@@ -12,7 +12,7 @@ fn job_spec_path(rjob: &ReplicatedJob, field: &str) -> String {
 }
 
 /// T1: a TPU replicated job uses Indexed completion mode.
-pub fn t1(view: &JobSetView, _: &Settings) -> Vec<Violation> {
+pub fn t1_indexed_completion(view: &JobSetView, _: &Settings) -> Vec<Violation> {
     tpu_jobs(view)
         .filter(|(_, r)| r.completion_mode.is_some_and(|m| m != "Indexed"))
         .map(|(_, r)| {
@@ -28,7 +28,7 @@ pub fn t1(view: &JobSetView, _: &Settings) -> Vec<Violation> {
 
 /// T2: every host of a slice runs at once: parallelism == completions, and an Indexed job
 /// sets completions (the API server refuses an Indexed Job without it).
-pub fn t2(view: &JobSetView, settings: &Settings) -> Vec<Violation> {
+pub fn t2_all_hosts_at_once(view: &JobSetView, settings: &Settings) -> Vec<Violation> {
     let mut out = Vec::new();
     for (_, r) in tpu_jobs(view) {
         let Some(completions) = r.completions else {
@@ -59,7 +59,10 @@ pub fn t2(view: &JobSetView, settings: &Settings) -> Vec<Violation> {
 }
 
 /// T3: a TPU replicated job selects an accelerator and a topology.
-pub fn t3(view: &JobSetView, settings: &Settings) -> Vec<Violation> {
+pub fn t3_accelerator_and_topology_selected(
+    view: &JobSetView,
+    settings: &Settings,
+) -> Vec<Violation> {
     if !settings.require_tpu_node_selectors {
         return Vec::new();
     }
@@ -115,7 +118,7 @@ pub fn slice_hosts(r: &ReplicatedJob, settings: &Settings) -> Option<u32> {
 }
 
 /// T4: the topology is known to the accelerator table and matches chips and parallelism.
-pub fn t4(view: &JobSetView, settings: &Settings) -> Vec<Violation> {
+pub fn t4_topology_fits_the_slice(view: &JobSetView, settings: &Settings) -> Vec<Violation> {
     let mut out = Vec::new();
     for (_, r) in tpu_jobs(view) {
         let chip_errors: Vec<Violation> = r

@@ -233,14 +233,8 @@ fn user_env(variant: u8) -> Value {
     json!(env)
 }
 
-fn tpu_rjob(
-    name: &str,
-    group: Option<&str>,
-    slice: &Slice,
-    replicas: u32,
-    init: bool,
-    extras: &Extras,
-) -> Value {
+fn tpu_rjob(name: &str, group: Option<&str>, slice: &Slice, replicas: u32, shape: &Shape) -> Value {
+    let (init, extras) = (shape.init_container, &shape.extras);
     let resources = json!({"limits": {"google.com/tpu": slice.chips}});
     let mut container = json!({"name": "jax", "image": "jax:tpu", "resources": resources, "env": user_env(extras.user_env)});
     if extras.user_env == 3 {
@@ -338,8 +332,7 @@ pub fn build(shape: &Shape) -> Value {
                 group,
                 &SLICES[*slice].0,
                 *replicas,
-                shape.init_container,
-                &shape.extras,
+                shape,
             ));
         }
     }

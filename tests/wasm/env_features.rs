@@ -90,18 +90,26 @@ fn tpu_worker_env_is_off_by_default() {
     }
 }
 
+/// What a JAX JobSet's pods must get: JAX_NUM_PROCESSES, the coordinator host and port, and
+/// the replicated jobs of the JAX group.
+struct JaxWanted<'a> {
+    num: u64,
+    coordinator: &'a str,
+    port: u16,
+    only_rjobs: &'a [&'a str],
+}
+
 /// (JAX_NUM_PROCESSES, coordinator host, port) of a JAX JobSet, and each pod's process id:
 /// the pods of earlier replicated jobs of the group + job index × parallelism + completion
 /// index, with the coordinator pod's id swapped with 0 (SPEC §4.4). In TPU pods each TPU
 /// container is a process: id × n + k among num × n, and other containers get nothing.
-fn check_jax(
-    fixture: &str,
-    settings: &Value,
-    num: u64,
-    coordinator: &str,
-    port: u16,
-    only_rjobs: &[&str],
-) {
+fn check_jax(fixture: &str, settings: &Value, want: &JaxWanted) {
+    let JaxWanted {
+        num,
+        coordinator,
+        port,
+        only_rjobs,
+    } = *want;
     for api in [JobSetApi::V08, JobSetApi::V09] {
         let (_, admitted, pods) = run(&fixture_request(fixture, api), settings);
         let name = controller::final_name(&admitted);
@@ -201,10 +209,12 @@ fn gpu_jax_group_spans_replicated_jobs_of_different_parallelism() {
     check_jax(
         "jax-gpu",
         &no_settings(),
-        8,
-        "a100-0-0",
-        6666,
-        &["a100", "h100"],
+        &JaxWanted {
+            num: 8,
+            coordinator: "a100-0-0",
+            port: 6666,
+            only_rjobs: &["a100", "h100"],
+        },
     );
 }
 
@@ -213,10 +223,12 @@ fn the_coordinator_port_is_a_setting() {
     check_jax(
         "jax-gpu",
         &json!({"jaxCoordinatorPort": 1234}),
-        8,
-        "a100-0-0",
-        1234,
-        &["a100", "h100"],
+        &JaxWanted {
+            num: 8,
+            coordinator: "a100-0-0",
+            port: 1234,
+            only_rjobs: &["a100", "h100"],
+        },
     );
 }
 
@@ -225,10 +237,12 @@ fn cpu_jax_uses_spec_coordinator_and_init_containers_get_the_env_too() {
     check_jax(
         "jax-cpu-coordinator",
         &no_settings(),
-        7,
-        "head-0-0",
-        6666,
-        &["head", "workers"],
+        &JaxWanted {
+            num: 7,
+            coordinator: "head-0-0",
+            port: 6666,
+            only_rjobs: &["head", "workers"],
+        },
     );
 }
 
@@ -240,10 +254,12 @@ fn in_a_tpu_jobset_the_jax_group_is_the_slice_group() {
     check_jax(
         "cpu-driver-default",
         &json!({"jaxEnv": "always"}),
-        8,
-        "workers-0-0",
-        6666,
-        &["workers"],
+        &JaxWanted {
+            num: 8,
+            coordinator: "workers-0-0",
+            port: 6666,
+            only_rjobs: &["workers"],
+        },
     );
 }
 
@@ -275,10 +291,12 @@ fn cpu_jax_makes_the_coordinator_listed_last_process_0() {
     check_jax(
         "jax-cpu-coordinator-last",
         &no_settings(),
-        5,
-        "head-0-0",
-        6666,
-        &["workers", "head"],
+        &JaxWanted {
+            num: 5,
+            coordinator: "head-0-0",
+            port: 6666,
+            only_rjobs: &["workers", "head"],
+        },
     );
 }
 
@@ -289,9 +307,11 @@ fn tpu_jax_with_a_cpu_driver_as_spec_coordinator_starts_at_the_slice_group() {
     check_jax(
         "jax-tpu-cpu-driver",
         &no_settings(),
-        4,
-        "workers-0-0",
-        6666,
-        &["workers"],
+        &JaxWanted {
+            num: 4,
+            coordinator: "workers-0-0",
+            port: 6666,
+            only_rjobs: &["workers"],
+        },
     );
 }

@@ -1,6 +1,5 @@
 //! G1–G4: replica groups and slice groups.
-use super::multi_member_slice_groups;
-use crate::groups::groups;
+use crate::groups::{groups, multi_member_slice_groups};
 use crate::keys;
 use crate::placement::{pinned, slice_topology};
 use crate::settings::Settings;
@@ -62,7 +61,7 @@ fn suggest_label(s: &str) -> String {
 type PathOf = fn(&ReplicatedJob) -> String;
 
 /// G1: a group name is a DNS-1035 label of at most 63 characters.
-pub fn g1(view: &JobSetView, _: &Settings) -> Vec<Violation> {
+pub fn g1_group_name_is_a_label(view: &JobSetView, _: &Settings) -> Vec<Violation> {
     let mut out = Vec::new();
     for rjob in &view.replicated_jobs {
         let named: [(Option<&str>, PathOf); 2] = [
@@ -87,7 +86,7 @@ pub fn g1(view: &JobSetView, _: &Settings) -> Vec<Violation> {
 }
 
 /// G2: when both the field and the annotation name the group, they agree.
-pub fn g2(view: &JobSetView, _: &Settings) -> Vec<Violation> {
+pub fn g2_field_and_annotation_agree(view: &JobSetView, _: &Settings) -> Vec<Violation> {
     view.replicated_jobs
         .iter()
         .filter_map(|rjob| match (rjob.group_field, rjob.group_annotation) {
@@ -106,7 +105,7 @@ pub fn g2(view: &JobSetView, _: &Settings) -> Vec<Violation> {
 
 /// G3: an explicitly named group does not mix TPU and non-TPU replicated jobs. Only
 /// `default` may hold a CPU driver beside the slices.
-pub fn g3(view: &JobSetView, _: &Settings) -> Vec<Violation> {
+pub fn g3_no_cpu_job_among_slices(view: &JobSetView, _: &Settings) -> Vec<Violation> {
     let mut out = Vec::new();
     for (name, members) in groups(view) {
         if name == keys::DEFAULT_GROUP {
@@ -139,7 +138,7 @@ pub fn g3(view: &JobSetView, _: &Settings) -> Vec<Violation> {
 
 /// G4: the slices of a multislice are identical: same accelerator, slice topology (SPEC §3),
 /// chips per pod and number of TPU containers per pod.
-pub fn g4(view: &JobSetView, settings: &Settings) -> Vec<Violation> {
+pub fn g4_identical_slices(view: &JobSetView, settings: &Settings) -> Vec<Violation> {
     let mut out = Vec::new();
     for (group, members) in multi_member_slice_groups(view) {
         let first = &view.replicated_jobs[members[0]];

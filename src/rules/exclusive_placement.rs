@@ -1,6 +1,5 @@
 //! X1–X4: exclusive placement, resolved as JobSet resolves it.
-use super::{multi_member_slice_groups, tpu_jobs};
-use crate::groups::slice_groups;
+use crate::groups::{multi_member_slice_groups, slice_groups, tpu_jobs};
 use crate::keys;
 use crate::placement::{
     exclusive_placement, job_annotations_path, pinned, placed_as_slice, Exclusive,
@@ -17,7 +16,7 @@ fn pods(r: &ReplicatedJob) -> u64 {
 
 /// X1: a TPU replicated job with more than one pod has exclusive placement by an allowed key,
 /// or is placed as a slice by GKE's slice controller or Kueue TAS.
-pub fn x1(view: &JobSetView, settings: &Settings) -> Vec<Violation> {
+pub fn x1_exclusive_placement(view: &JobSetView, settings: &Settings) -> Vec<Violation> {
     if !settings.require_exclusive_topology {
         return Vec::new();
     }
@@ -66,7 +65,7 @@ fn describe(e: &Option<Exclusive>) -> String {
 }
 
 /// X2: all replicated jobs of a slice group end up with the same exclusive placement.
-pub fn x2(view: &JobSetView, _: &Settings) -> Vec<Violation> {
+pub fn x2_one_placement_per_slice_group(view: &JobSetView, _: &Settings) -> Vec<Violation> {
     let mut out = Vec::new();
     for (group, members) in multi_member_slice_groups(view) {
         let first = &view.replicated_jobs[members[0]];
@@ -100,7 +99,7 @@ pub fn x2(view: &JobSetView, _: &Settings) -> Vec<Violation> {
 /// X3: a node-selector flag has an effect. Under upstream's precedence (SPEC §2) a JobSet-level
 /// flag reaches a Job only beside a JobSet-level key, and a replicated job's flag only counts
 /// where that Job ends up with a key (its own or the JobSet's). JobSet ignores the rest silently.
-pub fn x3(view: &JobSetView, _: &Settings) -> Vec<Violation> {
+pub fn x3_node_selector_flag_takes_effect(view: &JobSetView, _: &Settings) -> Vec<Violation> {
     if tpu_jobs(view).next().is_none() {
         return Vec::new();
     }
@@ -149,7 +148,7 @@ pub fn x3(view: &JobSetView, _: &Settings) -> Vec<Violation> {
 }
 
 /// X4: a replicated job of several slices does not pin the exclusive key to one value.
-pub fn x4(view: &JobSetView, _: &Settings) -> Vec<Violation> {
+pub fn x4_exclusive_key_not_pinned(view: &JobSetView, _: &Settings) -> Vec<Violation> {
     let mut out = Vec::new();
     for (_, r) in tpu_jobs(view).filter(|(_, r)| r.replicas > 1) {
         let Some(e) = exclusive_placement(view, r) else {

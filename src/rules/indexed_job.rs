@@ -4,11 +4,18 @@ use crate::violation::{Rule, Violation};
 
 /// Every J rule, in the order a rejection lists them.
 pub fn check(job: &JobView) -> Vec<Violation> {
-    [j1(job), j2(job), j3(job)].into_iter().flatten().collect()
+    [
+        j1_pods_have_dns_names(job),
+        j2_indexed_completion(job),
+        j3_all_processes_at_once(job),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
 }
 
 /// J1: the pods need DNS names, or no process can reach the coordinator `<job>-0`.
-pub fn j1(job: &JobView) -> Option<Violation> {
+pub fn j1_pods_have_dns_names(job: &JobView) -> Option<Violation> {
     job.subdomain.is_none().then(|| {
         Violation::new(
             Rule::J1,
@@ -20,7 +27,7 @@ pub fn j1(job: &JobView) -> Option<Violation> {
 }
 
 /// J2: the JAX process id is the completion index, which only Indexed Jobs have.
-pub fn j2(job: &JobView) -> Option<Violation> {
+pub fn j2_indexed_completion(job: &JobView) -> Option<Violation> {
     let problem = match job.completion_mode {
         Some("Indexed") => return None,
         Some(mode) => format!("is {mode:?}"),
@@ -35,7 +42,7 @@ pub fn j2(job: &JobView) -> Option<Violation> {
 }
 
 /// J3: `jax.distributed.initialize` waits for every process, so all must run at once.
-pub fn j3(job: &JobView) -> Option<Violation> {
+pub fn j3_all_processes_at_once(job: &JobView) -> Option<Violation> {
     match job.completions {
         None => Some(Violation::new(
             Rule::J3,
