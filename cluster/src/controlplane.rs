@@ -4,7 +4,7 @@
 //! listens beyond loopback; every process has a hard lifetime; the logs stay when asked to.
 use crate::kube_api::Cluster;
 use crate::pki::Pki;
-use crate::procs::{free_port, Process};
+use crate::procs::{free_port, Process, Supervision};
 use anyhow::{anyhow, bail, Context, Result};
 use multislice_host::webhook::{WebhookConfig, WebhookServer};
 use multislice_host::{workspace_root, Policy};
@@ -137,8 +137,10 @@ impl ControlPlane {
                 "--log-level=warn",
             ]),
             &[],
-            &logs,
-            lifetime,
+            &Supervision {
+                logs: &logs,
+                lifetime,
+            },
         )?);
 
         processes.push(Process::spawn(
@@ -146,8 +148,10 @@ impl ControlPlane {
             binaries.get("kube-apiserver")?,
             &apiserver_args(&pki, etcd_port, api_port),
             &[],
-            &logs,
-            lifetime,
+            &Supervision {
+                logs: &logs,
+                lifetime,
+            },
         )?);
         let kubeconfig = dir.join("kubeconfig");
         std::fs::write(&kubeconfig, kubeconfig_yaml(&pki, api_port))?;
@@ -206,8 +210,10 @@ impl ControlPlane {
                 &format!("--root-ca-file={}", plane.pki.ca_cert().display()),
             ]),
             &[],
-            &logs,
-            lifetime,
+            &Supervision {
+                logs: &logs,
+                lifetime,
+            },
         )?;
         plane.processes.push(controller_manager);
         let scheduler = Process::spawn(
@@ -220,8 +226,10 @@ impl ControlPlane {
                 &format!("--secure-port={}", free_port()?),
             ]),
             &[],
-            &logs,
-            lifetime,
+            &Supervision {
+                logs: &logs,
+                lifetime,
+            },
         )?;
         plane.processes.push(scheduler);
 
@@ -344,8 +352,10 @@ impl ControlPlane {
                 "--zap-log-level=info",
             ]),
             &[("KUBECONFIG", kubeconfig.display().to_string())],
-            logs,
-            self.lifetime,
+            &Supervision {
+                logs,
+                lifetime: self.lifetime,
+            },
         )?;
         self.processes.push(process);
         let ca = self.pki.ca_bundle_base64()?;

@@ -7,6 +7,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+/// Where a process logs, and how long it may live.
+#[derive(Debug, Clone, Copy)]
+pub struct Supervision<'a> {
+    pub logs: &'a Path,
+    pub lifetime: Duration,
+}
+
 pub struct Process {
     pub name: String,
     pub log: PathBuf,
@@ -19,9 +26,9 @@ impl Process {
         binary: &Path,
         args: &[String],
         env: &[(&str, String)],
-        logs: &Path,
-        lifetime: Duration,
+        supervision: &Supervision,
     ) -> Result<Process> {
+        let Supervision { logs, lifetime } = *supervision;
         let log = logs.join(format!("{name}.log"));
         let file = std::fs::File::create(&log)?;
         let mut command = Command::new("timeout");

@@ -106,16 +106,26 @@ fn group_of(pod: &Value) -> String {
     )
 }
 
-/// Admits the CREATE of `object` (a JobSet or a Job) and writes its verdict, message,
-/// warnings and patch. Returns the object as admitted, or `None` when it was rejected.
+/// The JobSet or Job whose pods are previewed, and the title its verdict is written under.
+struct Owner<'a> {
+    kind: Kind,
+    title: &'a str,
+    object: &'a Value,
+}
+
+/// Admits the CREATE of the owner and writes its verdict, message, warnings and patch.
+/// Returns the object as admitted, or `None` when it was rejected.
 fn admit_owner(
     policy: &Policy,
-    kind: Kind,
-    title: &str,
-    object: &Value,
+    owner: &Owner,
     settings: &Value,
     out: &mut String,
 ) -> Result<Option<Value>> {
+    let Owner {
+        kind,
+        title,
+        object,
+    } = *owner;
     let request = admission_request(kind, "CREATE", object, None);
     let outcome = policy.validate(&request, settings)?;
     let verdict = if !outcome.accepted {
@@ -228,7 +238,16 @@ pub fn run_jobset(
     let mut out = String::new();
     let served = controller::as_served(jobset, api);
     let title = format!("JobSet {}", controller::final_name(&served));
-    let Some(admitted) = admit_owner(policy, Kind::JobSet, &title, &served, settings, &mut out)?
+    let Some(admitted) = admit_owner(
+        policy,
+        &Owner {
+            kind: Kind::JobSet,
+            title: &title,
+            object: &served,
+        },
+        settings,
+        &mut out,
+    )?
     else {
         return Ok((out, Vec::new()));
     };
@@ -245,7 +264,17 @@ pub fn run_jobset(
 pub fn run_job(policy: &Policy, job: &Value, settings: &Value) -> Result<(String, Vec<PodRow>)> {
     let mut out = String::new();
     let title = format!("Job {}", controller::final_name(job));
-    let Some(admitted) = admit_owner(policy, Kind::Job, &title, job, settings, &mut out)? else {
+    let Some(admitted) = admit_owner(
+        policy,
+        &Owner {
+            kind: Kind::Job,
+            title: &title,
+            object: job,
+        },
+        settings,
+        &mut out,
+    )?
+    else {
         return Ok((out, Vec::new()));
     };
     let rows = admit_pods(
