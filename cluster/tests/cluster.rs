@@ -2,13 +2,12 @@
 //! real JobSet and Job controllers and bound by the real scheduler. One control plane serves
 //! every case, in order; a case records its failures and the run goes on, then prints
 //! `N passed, N failed`. On a failure the control plane's logs are kept.
-#[path = "../../tests/wasm/oracle.rs"]
-mod oracle;
 
 use multislice_cluster::agent::NodeAgent;
 use multislice_cluster::fleet::{self, Pool};
 use multislice_cluster::run::{self, Submitted};
 use multislice_cluster::{Binaries, ControlPlane, Options};
+use multislice_gen::oracle;
 use multislice_host::controller;
 use multislice_host::env::{get, resolve};
 use multislice_host::fixtures::load_yaml;
@@ -234,7 +233,12 @@ async fn run_batch(plane: &ControlPlane, shapes: &[Shape], b: usize) -> anyhow::
         for (sub, expected) in subs {
             let object_pods = &pods[k];
             k += 1;
-            check_submitted(&mut f, plane, shape, sub, *expected, object_pods, &reviews).await;
+            let made = Made {
+                sub,
+                expected: *expected,
+                pods: object_pods,
+            };
+            check_submitted(&mut f, plane, shape, &made, &reviews).await;
             shape_pods.extend(object_pods.iter().cloned());
         }
         results.push((format!("runs for real: {}", shape.label), Ok(f)));
@@ -353,15 +357,25 @@ fn real_jax(label: &str, pods: &[Value], net: u8) -> anyhow::Result<Failures> {
     Ok(f)
 }
 
+/// One object the case submitted, with the pods it was expected to make and those it made.
+struct Made<'a> {
+    sub: &'a Submitted,
+    expected: u64,
+    pods: &'a [Value],
+}
+
 async fn check_submitted(
     f: &mut Failures,
     plane: &ControlPlane,
     shape: &Shape,
-    sub: &Submitted,
-    expected: u64,
-    pods: &[Value],
+    made: &Made<'_>,
     reviews: &[Value],
 ) {
+    let Made {
+        sub,
+        expected,
+        pods,
+    } = *made;
     let what = format!("{} {}", sub.kind, sub.name);
     f.check(sub.allowed(), || {
         format!("{what}: refused: {:?}", sub.created.message())

@@ -145,7 +145,7 @@ fn check_jax(fixture: &str, settings: &Value, want: &JaxWanted) {
         let mut processes = num;
         for p in &pods {
             let in_group = only_rjobs.contains(&p.sim.replicated_job.as_str());
-            let n = crate::gen::oracle::tpu_container_names(&p.pod["spec"]);
+            let n = multislice_gen::oracle::tpu_container_names(&p.pod["spec"]);
             let pod_id = match natural(
                 &p.sim.replicated_job,
                 p.sim.job_index,

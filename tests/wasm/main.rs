@@ -1,8 +1,5 @@
 //! Tests that run the built `policy.wasm` in wasmtime through waPC, as kwctl and
 //! policy-server do. `make test` builds the module first.
-#[path = "../gen/mod.rs"]
-mod gen;
-
 mod bad_corpus;
 mod bad_input;
 mod common;

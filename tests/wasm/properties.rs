@@ -1,6 +1,6 @@
 //! A share of the property cases through the real module.
 use crate::common::*;
-use crate::gen;
+use multislice_gen as gen;
 use multislice_host::request::{admission_request, Kind};
 use proptest::prelude::*;
 

@@ -4,7 +4,7 @@
 //! tests alone) installs the pinned jax into a venv outside the clone and names its Python in
 //! JAX_PYTHON; without it these tests fail, they are never skipped.
 use crate::common::*;
-use crate::gen::oracle;
+use multislice_gen::oracle;
 use multislice_host::controller::{self, JobSetApi};
 use multislice_host::env::resolve;
 use multislice_host::workspace_root;

@@ -4,7 +4,7 @@
 //! replicated job with replicas > 0 (§3), JobSets the policy does not judge (§6) and
 //! ElasticJobSet resizes (§5). Each test runs the built module.
 use crate::common::*;
-use crate::gen::oracle;
+use multislice_gen::oracle;
 use multislice_host::controller::{self, JobSetApi};
 use multislice_host::env::{get, resolve};
 use multislice_host::request::{admission_request, Kind};

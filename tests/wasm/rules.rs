@@ -1,30 +1,10 @@
 //! SPEC §6 through the real module: every rule's failing fixture with its exact message, its
 //! near miss accepted, realistic JobSets accepted, and suspended JobSets under Kueue.
 use crate::common::*;
+use multislice_gen::rule_fixtures::{expectations, fixture, fixture_names, Expected};
 use multislice_host::fixtures::{load_yaml, test_data};
 use multislice_host::request::{admission_request, Kind};
-use serde::Deserialize;
 use serde_json::{json, Value};
-use std::collections::BTreeMap;
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Expected {
-    rule: String,
-    #[serde(default)]
-    accepted: bool,
-    #[serde(default)]
-    message: Option<String>,
-    #[serde(default)]
-    warnings: Vec<String>,
-    #[serde(default)]
-    settings: Option<Value>,
-}
-
-fn expectations() -> BTreeMap<String, Expected> {
-    let text = std::fs::read_to_string(test_data().join("rules/expected.yaml")).unwrap();
-    serde_yaml::from_str(&text).unwrap()
-}
 
 fn create(jobset: &Value) -> Value {
     admission_request(Kind::JobSet, "CREATE", jobset, None)
@@ -33,21 +13,14 @@ fn create(jobset: &Value) -> Value {
 #[test]
 fn every_rule_fixture_gets_its_expected_verdict() {
     let expected = expectations();
-    let mut files: Vec<String> = std::fs::read_dir(test_data().join("rules"))
-        .unwrap()
-        .filter_map(|e| e.ok()?.file_name().into_string().ok())
-        .filter_map(|f| f.strip_suffix(".yaml").map(str::to_string))
-        .filter(|f| f != "expected")
-        .collect();
-    files.sort();
     assert_eq!(
-        files,
+        fixture_names(),
         expected.keys().cloned().collect::<Vec<_>>(),
         "fixtures and expectations differ"
     );
 
     for (name, want) in &expected {
-        let jobset = load_yaml(&test_data().join(format!("rules/{name}.yaml"))).unwrap();
+        let jobset = fixture(name);
         let settings = want.settings.clone().unwrap_or_else(no_settings);
         let outcome = validate(&create(&jobset), &settings);
         assert_eq!(
@@ -217,7 +190,7 @@ fn an_update_that_adds_a_violation_is_rejected_with_only_that_one() {
 fn an_existing_object_gets_the_same_verdict_as_at_create() {
     // Background audit evaluates stored objects, which carry the policy's facts.
     for name in ["t2-fail", "x4-fail", "g4-pass"] {
-        let jobset = load_yaml(&test_data().join(format!("rules/{name}.yaml"))).unwrap();
+        let jobset = fixture(name);
         let first = validate(&create(&jobset), &no_settings());
         let stored = match &first.mutated_object {
             Some(m) => m.clone(),

@@ -1,7 +1,7 @@
 //! Controller simulation: admit each fixture JobSet, build every pod as the JobSet and Job
 //! controllers would, admit it, resolve its env, and check SPEC §4 across all pods.
 use crate::common::*;
-use crate::gen::oracle;
+use multislice_gen::oracle;
 use multislice_host::controller::{self, JobSetApi};
 use multislice_host::env::{get, resolve};
 use multislice_host::invariants::{disallowed_ops, nothing_lost};

@@ -1,6 +1,6 @@
 //! SPEC §4 and §4.5 checked over one generated JobSet and every pod the controllers make from
 //! it, for any way of admitting (native or through the wasm module).
-use super::oracle;
+use crate::oracle;
 use multislice_host::controller::{self, as_served, JobSetApi};
 use multislice_host::env::{get, resolve};
 use multislice_host::host::{apply, diff};

@@ -1,7 +1,7 @@
 //! A generator of opted-in plain Indexed Jobs (SPEC §4.6), and the checks over one Job and
 //! every pod the Job controller makes from it: nothing lost, only allowed paths, idempotent,
 //! and each JAX process's env, computed here from the Job alone.
-use super::invariants::{admit_checked, Admitted};
+use crate::invariants::{admit_checked, Admitted};
 use multislice_host::controller;
 use multislice_host::env::{get, resolve};
 use multislice_host::request::Kind;

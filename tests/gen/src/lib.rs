@@ -1,10 +1,10 @@
 //! A generator of valid TPU JobSets, and of the same JobSets with one field broken on
-//! purpose. Shared by the native property tests and the ones that run the wasm module.
-#![allow(dead_code)]
+//! purpose. Shared by the native property tests and the ones that run the wasm module; the
+//! oracle and the rule fixtures table are shared with the cluster test too.
 pub mod invariants;
 pub mod jobs;
-#[path = "../wasm/oracle.rs"]
 pub mod oracle;
+pub mod rule_fixtures;
 
 use proptest::prelude::*;
 use serde_json::{json, Value};
