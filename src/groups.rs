@@ -249,16 +249,6 @@ pub fn plan(view: &JobSetView, settings: &Settings) -> Result<Vec<Facts>, InputE
     Ok(facts)
 }
 
-/// The TPU replicated jobs, with their index.
-pub fn tpu_jobs<'v, 'a>(
-    view: &'v JobSetView<'a>,
-) -> impl Iterator<Item = (usize, &'v ReplicatedJob<'a>)> {
-    view.replicated_jobs
-        .iter()
-        .enumerate()
-        .filter(|(_, r)| r.is_tpu())
-}
-
 /// Slice groups with more than one member, as (group name, member indexes).
 pub fn multi_member_slice_groups<'a>(view: &JobSetView<'a>) -> Vec<(&'a str, Vec<usize>)> {
     slice_groups(view)

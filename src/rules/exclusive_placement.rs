@@ -1,5 +1,5 @@
 //! X1–X4: exclusive placement, resolved as JobSet resolves it.
-use crate::groups::{multi_member_slice_groups, slice_groups, tpu_jobs};
+use crate::groups::{multi_member_slice_groups, slice_groups};
 use crate::keys;
 use crate::placement::{
     exclusive_placement, job_annotations_path, pinned, placed_as_slice, Exclusive,
@@ -22,7 +22,10 @@ pub fn x1_exclusive_placement(view: &JobSetView, settings: &Settings) -> Vec<Vio
     }
     let keys_text = settings.exclusive_topology_keys.join(" or ");
     let mut out = Vec::new();
-    for (_, r) in tpu_jobs(view).filter(|(_, r)| pods(r) > 1 && !placed_as_slice(r)) {
+    for (_, r) in view
+        .tpu_jobs()
+        .filter(|(_, r)| pods(r) > 1 && !placed_as_slice(r))
+    {
         match exclusive_placement(view, r) {
             None => out.push(Violation::new(
                 Rule::X1,
@@ -100,7 +103,7 @@ pub fn x2_one_placement_per_slice_group(view: &JobSetView, _: &Settings) -> Vec<
 /// flag reaches a Job only beside a JobSet-level key, and a replicated job's flag only counts
 /// where that Job ends up with a key (its own or the JobSet's). JobSet ignores the rest silently.
 pub fn x3_node_selector_flag_takes_effect(view: &JobSetView, _: &Settings) -> Vec<Violation> {
-    if tpu_jobs(view).next().is_none() {
+    if view.tpu_jobs().next().is_none() {
         return Vec::new();
     }
     let has = |annotations: Option<&crate::json::Object>, key| {
@@ -150,7 +153,7 @@ pub fn x3_node_selector_flag_takes_effect(view: &JobSetView, _: &Settings) -> Ve
 /// X4: a replicated job of several slices does not pin the exclusive key to one value.
 pub fn x4_exclusive_key_not_pinned(view: &JobSetView, _: &Settings) -> Vec<Violation> {
     let mut out = Vec::new();
-    for (_, r) in tpu_jobs(view).filter(|(_, r)| r.replicas > 1) {
+    for (_, r) in view.tpu_jobs().filter(|(_, r)| r.replicas > 1) {
         let Some(e) = exclusive_placement(view, r) else {
             continue;
         };

@@ -8,7 +8,7 @@ pub mod replica_groups;
 pub mod tpu;
 
 use crate::error::InputError;
-use crate::groups::{jax_enabled, tpu_jobs};
+use crate::groups::jax_enabled;
 use crate::settings::Settings;
 use crate::views::jobset_view::JobSetView;
 use crate::violation::Violation;
@@ -71,7 +71,7 @@ const RULES: [TableRule; 13] = [
 /// Whether the policy judges this JobSet at all: it has a TPU replicated job or the JAX env
 /// is on. Other JobSets are JobSet's own webhook's to judge (SPEC §6, last paragraph).
 pub fn judged(view: &JobSetView, settings: &Settings) -> bool {
-    tpu_jobs(view).next().is_some() || jax_enabled(view, settings)
+    view.tpu_jobs().next().is_some() || jax_enabled(view, settings)
 }
 
 /// Whether T3 and T4 wait: the JobSet is suspended, or, at CREATE, queued in Kueue, whose

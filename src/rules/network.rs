@@ -1,6 +1,6 @@
 //! N1: hostnames must resolve for a multi-host or multi-slice TPU JobSet, or a JAX group of
 //! several processes.
-use crate::groups::{jax_groups, slice_groups, tpu_jobs};
+use crate::groups::{jax_groups, slice_groups};
 use crate::settings::Settings;
 use crate::views::jobset_view::JobSetView;
 use crate::violation::{Rule, Violation};
@@ -17,7 +17,7 @@ pub fn n1_hostnames_resolve(view: &JobSetView, settings: &Settings) -> Vec<Viola
     };
     let replicas = |i: usize| u64::from(view.replicated_jobs[i].replicas);
     let pods = |i: usize| replicas(i) * u64::from(view.replicated_jobs[i].parallelism);
-    let multi_host = tpu_jobs(view).any(|(_, r)| r.parallelism > 1);
+    let multi_host = view.tpu_jobs().any(|(_, r)| r.parallelism > 1);
     let multi_slice = slice_groups(view)
         .iter()
         .any(|(_, members)| sum(members, &replicas) > 1);

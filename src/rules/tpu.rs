@@ -1,6 +1,5 @@
 //! T1–T4: what a TPU replicated job needs to be scheduled as a slice.
 use crate::accelerators::{self, Accelerator, Topology};
-use crate::groups::tpu_jobs;
 use crate::placement::{pinned, slice_topology};
 use crate::settings::Settings;
 use crate::views::jobset_view::{JobSetView, ReplicatedJob};
@@ -13,7 +12,7 @@ fn job_spec_path(rjob: &ReplicatedJob, field: &str) -> String {
 
 /// T1: a TPU replicated job uses Indexed completion mode.
 pub fn t1_indexed_completion(view: &JobSetView, _: &Settings) -> Vec<Violation> {
-    tpu_jobs(view)
+    view.tpu_jobs()
         .filter(|(_, r)| r.completion_mode.is_some_and(|m| m != "Indexed"))
         .map(|(_, r)| {
             Violation::new(
@@ -30,7 +29,7 @@ pub fn t1_indexed_completion(view: &JobSetView, _: &Settings) -> Vec<Violation> 
 /// sets completions (the API server refuses an Indexed Job without it).
 pub fn t2_all_hosts_at_once(view: &JobSetView, settings: &Settings) -> Vec<Violation> {
     let mut out = Vec::new();
-    for (_, r) in tpu_jobs(view) {
+    for (_, r) in view.tpu_jobs() {
         let Some(completions) = r.completions else {
             // A NonIndexed job may leave it out; T1 reports that mode.
             if r.completion_mode.is_none_or(|m| m == "Indexed") {
@@ -67,7 +66,7 @@ pub fn t3_accelerator_and_topology_selected(
         return Vec::new();
     }
     let mut out = Vec::new();
-    for (_, r) in tpu_jobs(view) {
+    for (_, r) in view.tpu_jobs() {
         let selected = [
             pinned(r, &settings.accelerator_label).is_some(),
             // GKE dynamic slicing names the topology in a pod template annotation instead.
@@ -120,7 +119,7 @@ pub fn slice_hosts(r: &ReplicatedJob, settings: &Settings) -> Option<u32> {
 /// T4: the topology is known to the accelerator table and matches chips and parallelism.
 pub fn t4_topology_fits_the_slice(view: &JobSetView, settings: &Settings) -> Vec<Violation> {
     let mut out = Vec::new();
-    for (_, r) in tpu_jobs(view) {
+    for (_, r) in view.tpu_jobs() {
         let chip_errors: Vec<Violation> = r
             .containers
             .iter()
@@ -242,7 +241,7 @@ pub fn unknown_accelerators(view: &JobSetView, settings: &Settings) -> Vec<Strin
     if settings.reject_unknown_accelerators {
         return Vec::new();
     }
-    tpu_jobs(view)
+    view.tpu_jobs()
         .filter_map(|(_, r)| Some((r, pinned(r, &settings.accelerator_label)?)))
         .filter(|(_, pin)| accelerators::lookup(&settings.accelerators, pin.value).is_none())
         .map(|(r, pin)| {

@@ -141,6 +141,14 @@ impl<'a> JobSetView<'a> {
         })
     }
 
+    /// The TPU replicated jobs, with their index.
+    pub fn tpu_jobs(&self) -> impl Iterator<Item = (usize, &ReplicatedJob<'a>)> {
+        self.replicated_jobs
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.is_tpu())
+    }
+
     pub fn replicated_job(&self, name: &str) -> Option<&ReplicatedJob<'a>> {
         self.replicated_jobs.iter().find(|r| r.name == name)
     }

@@ -1,0 +1,38 @@
+//! The rule fixtures table (`test_data/rules/expected.yaml`) through the native
+//! `admission::evaluate`, with the same checks as the harness runs through the module.
+use jobset_multislice_policy::admission::evaluate;
+use multislice_gen::rule_fixtures::{expectations, fixture, fixture_names};
+use multislice_host::request::{admission_request, Kind};
+use serde_json::json;
+
+#[test]
+fn every_rule_fixture_gets_its_expected_verdict_natively() {
+    let expected = expectations();
+    assert_eq!(
+        fixture_names(),
+        expected.keys().cloned().collect::<Vec<_>>(),
+        "fixtures and expectations differ"
+    );
+    for (name, want) in &expected {
+        let request = admission_request(Kind::JobSet, "CREATE", &fixture(name), None);
+        let settings = want.settings.clone().unwrap_or_else(|| json!({}));
+        let payload = json!({"request": request, "settings": settings});
+        let verdict = evaluate(&serde_json::to_vec(&payload).unwrap());
+        assert_eq!(
+            verdict.accepted, want.accepted,
+            "{name}: {:?}",
+            verdict.message
+        );
+        assert_eq!(verdict.message, want.message, "{name}");
+        assert_eq!(verdict.warnings, want.warnings, "{name}");
+        if let Some(message) = &verdict.message {
+            assert_eq!(verdict.code, Some(400), "{name}");
+            for line in message.lines() {
+                assert!(
+                    line.starts_with(&format!("[{}] ", want.rule)),
+                    "{name}: {line}"
+                );
+            }
+        }
+    }
+}

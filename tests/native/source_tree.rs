@@ -1,0 +1,348 @@
+//! The shape of the source tree (README "Source map"): no import circle in any crate of the
+//! workspace, no file of `src/` over 400 lines or sharing its name with another, the env
+//! names spelled in `src/keys.rs` alone, and the test host's copy of them equal to it.
+use jobset_multislice_policy::keys;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// The workspace; `SOURCE_TREE_ROOT` points the checks at another checkout (to see them
+/// find the circles of an older tree, say).
+fn root() -> PathBuf {
+    std::env::var_os("SOURCE_TREE_ROOT")
+        .map_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")), PathBuf::from)
+}
+
+/// The crate roots of the workspace: libraries, binaries and test binaries.
+fn crate_roots() -> Vec<PathBuf> {
+    let mut roots: Vec<PathBuf> = [
+        "src/lib.rs",
+        "host/src/lib.rs",
+        "tests/gen/src/lib.rs",
+        "bench/src/main.rs",
+        "bench/src/lib.rs",
+        "bench/baseline/src/lib.rs",
+        "cluster/src/lib.rs",
+        "cluster/tests/cluster.rs",
+    ]
+    .iter()
+    .map(|p| root().join(p))
+    .collect();
+    for dir in ["tests", "host/src/bin", "bench/src/bin", "cluster/src/bin"] {
+        let Ok(entries) = std::fs::read_dir(root().join(dir)) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.join("main.rs").is_file() {
+                roots.push(path.join("main.rs"));
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                roots.push(path);
+            }
+        }
+    }
+    roots.retain(|p| p.is_file());
+    roots.sort();
+    roots
+}
+
+/// A file's code without its comments and its `#[cfg(test)]` module: what the module itself
+/// reaches.
+fn code_of(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap();
+    let text = match text.find("#[cfg(test)]\nmod tests") {
+        Some(i) => &text[..i],
+        None => &text[..],
+    };
+    text.lines()
+        .map(|line| match line.find("//") {
+            Some(i) => &line[..i],
+            None => line,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The names a file declares with `mod name;`.
+fn declared_children(code: &str) -> Vec<String> {
+    code.lines()
+        .filter_map(|line| {
+            let line = line.trim();
+            let rest = line
+                .strip_prefix("pub mod ")
+                .or_else(|| line.strip_prefix("pub(crate) mod "))
+                .or_else(|| line.strip_prefix("mod "))?;
+            rest.strip_suffix(';').map(str::to_string)
+        })
+        .collect()
+}
+
+/// Every file module of the crate at `root_file`, by module path (the root is "").
+fn modules(root_file: &Path) -> BTreeMap<String, PathBuf> {
+    let mut out = BTreeMap::new();
+    let mut todo = vec![(String::new(), root_file.to_path_buf(), true)];
+    while let Some((name, file, owns_dir)) = todo.pop() {
+        let dir = if owns_dir {
+            file.parent().unwrap().to_path_buf()
+        } else {
+            file.with_extension("")
+        };
+        for child in declared_children(&code_of(&file)) {
+            let flat = dir.join(format!("{child}.rs"));
+            let nested = dir.join(&child).join("mod.rs");
+            let child_name = if name.is_empty() {
+                child.clone()
+            } else {
+                format!("{name}::{child}")
+            };
+            if flat.is_file() {
+                todo.push((child_name, flat, false));
+            } else if nested.is_file() {
+                todo.push((child_name, nested, true));
+            }
+        }
+        out.insert(name, file);
+    }
+    out
+}
+
+/// The paths of a `use` tree, braces expanded: `a::{b, c::{d}}` gives `a::b` and `a::c::d`.
+fn expand_use(tree: &str) -> Vec<String> {
+    let tree: String = tree.chars().filter(|c| !c.is_whitespace()).collect();
+    let Some(open) = tree.find('{') else {
+        return vec![tree.split(" as ").next().unwrap_or("").to_string()];
+    };
+    let prefix = &tree[..open];
+    let inner = &tree[open + 1..tree.rfind('}').unwrap_or(tree.len())];
+    let mut parts = Vec::new();
+    let (mut depth, mut start) = (0, 0);
+    for (i, c) in inner.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                parts.push(&inner[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&inner[start..]);
+    parts
+        .into_iter()
+        .filter(|p| !p.is_empty())
+        .flat_map(|p| {
+            expand_use(p)
+                .into_iter()
+                .map(move |q| format!("{prefix}{q}"))
+        })
+        .collect()
+}
+
+/// The paths a module's code names: its `use` trees, and the `crate::`, `super::` and
+/// child-module paths written inline.
+fn named_paths(code: &str, children: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = code;
+    while let Some(i) = rest.find("use ") {
+        let at_word_start = i == 0 || !rest.as_bytes()[i - 1].is_ascii_alphanumeric();
+        let after = &rest[i + 4..];
+        let end = after.find(';').unwrap_or(after.len());
+        if at_word_start {
+            out.extend(expand_use(&after[..end]));
+        }
+        rest = &after[end.min(after.len())..];
+    }
+    let bytes = code.as_bytes();
+    let heads: Vec<&str> = ["crate", "super", "self"]
+        .into_iter()
+        .chain(children.iter().map(String::as_str))
+        .collect();
+    for head in heads {
+        let needle = format!("{head}::");
+        let mut from = 0;
+        while let Some(i) = code[from..].find(&needle) {
+            let start = from + i;
+            let word_start = start == 0
+                || !(bytes[start - 1].is_ascii_alphanumeric()
+                    || bytes[start - 1] == b'_'
+                    || bytes[start - 1] == b':');
+            let end = code[start..]
+                .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
+                .map_or(code.len(), |e| start + e);
+            if word_start {
+                out.push(code[start..end].to_string());
+            }
+            from = end.max(start + 1);
+        }
+    }
+    out
+}
+
+/// The deepest module of `known` that `path`, written in module `from`, lands in.
+fn resolve(path: &str, from: &str, known: &BTreeMap<String, PathBuf>) -> Option<String> {
+    let mut segments = path.split("::").filter(|s| !s.is_empty()).peekable();
+    let mut at: Vec<&str> = if from.is_empty() {
+        Vec::new()
+    } else {
+        from.split("::").collect()
+    };
+    match *segments.peek()? {
+        "crate" => {
+            at.clear();
+            segments.next();
+        }
+        "self" => {
+            segments.next();
+        }
+        "super" => {
+            while segments.peek() == Some(&"super") {
+                segments.next();
+                at.pop();
+            }
+        }
+        _ => {}
+    }
+    for segment in segments {
+        let mut next = at.clone();
+        next.push(segment);
+        if !known.contains_key(&next.join("::")) {
+            break;
+        }
+        at = next;
+    }
+    Some(at.join("::"))
+}
+
+/// The import circles of one crate: each a set of modules that reach each other.
+fn circles(root_file: &Path) -> Vec<Vec<String>> {
+    let known = modules(root_file);
+    let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (name, file) in &known {
+        let code = code_of(file);
+        let children = declared_children(&code);
+        let targets = edges.entry(name.clone()).or_default();
+        for path in named_paths(&code, &children) {
+            if let Some(to) = resolve(&path, name, &known) {
+                if to != *name {
+                    targets.insert(to);
+                }
+            }
+        }
+    }
+    // Two modules are in one circle when each reaches the other.
+    let reach = |from: &String| -> BTreeSet<String> {
+        let mut seen = BTreeSet::new();
+        let mut todo: Vec<String> = edges[from].iter().cloned().collect();
+        while let Some(m) = todo.pop() {
+            if seen.insert(m.clone()) {
+                todo.extend(edges.get(&m).into_iter().flatten().cloned());
+            }
+        }
+        seen
+    };
+    let reached: BTreeMap<&String, BTreeSet<String>> =
+        known.keys().map(|m| (m, reach(m))).collect();
+    let mut out: Vec<Vec<String>> = Vec::new();
+    for m in known.keys() {
+        let circle: Vec<String> = known
+            .keys()
+            .filter(|n| *n == m || (reached[m].contains(*n) && reached[*n].contains(m)))
+            .cloned()
+            .collect();
+        if circle.len() > 1 && !out.contains(&circle) {
+            out.push(circle);
+        }
+    }
+    out
+}
+
+#[test]
+fn no_crate_of_the_workspace_has_an_import_circle() {
+    let mut found = Vec::new();
+    let mut modules_seen = 0;
+    for root_file in crate_roots() {
+        modules_seen += modules(&root_file).len();
+        for circle in circles(&root_file) {
+            found.push(format!("{}: {}", root_file.display(), circle.join(" ↔ ")));
+        }
+    }
+    println!("{modules_seen} modules checked");
+    assert!(modules_seen > 60, "only {modules_seen} modules found");
+    assert!(found.is_empty(), "import circles:\n{}", found.join("\n"));
+}
+
+#[test]
+fn the_circle_check_finds_a_circle() {
+    let dir = std::env::temp_dir().join(format!("circle-check-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("a")).unwrap();
+    std::fs::write(dir.join("lib.rs"), "mod a;\nmod b;\n").unwrap();
+    std::fs::write(dir.join("a/mod.rs"), "mod c;\nuse crate::b::B;\n").unwrap();
+    std::fs::write(dir.join("a/c.rs"), "use super::A;\n").unwrap();
+    std::fs::write(dir.join("b.rs"), "use crate::a::{c::{self}, A};\n").unwrap();
+    let found = circles(&dir.join("lib.rs"));
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(found, vec![vec!["a", "a::c", "b"]]);
+}
+
+fn src_files() -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut todo = vec![root().join("src")];
+    while let Some(dir) = todo.pop() {
+        for entry in std::fs::read_dir(dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                todo.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn no_file_of_src_is_over_400_lines() {
+    for path in src_files() {
+        let lines = std::fs::read_to_string(&path).unwrap().lines().count();
+        assert!(lines <= 400, "{}: {lines} lines", path.display());
+    }
+}
+
+#[test]
+fn no_two_files_of_src_share_a_name() {
+    let mut seen: BTreeMap<String, PathBuf> = BTreeMap::new();
+    for path in src_files() {
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        if name == "mod.rs" {
+            continue;
+        }
+        if let Some(other) = seen.insert(name.clone(), path.clone()) {
+            panic!("{} and {} share a name", other.display(), path.display());
+        }
+    }
+}
+
+#[test]
+fn the_env_names_are_spelled_in_keys_rs_alone() {
+    for path in src_files() {
+        if path.ends_with("src/keys.rs") {
+            continue;
+        }
+        let code = code_of(&path);
+        for name in keys::POLICY_ENV {
+            assert!(
+                !code.contains(&format!("\"{name}\"")),
+                "{} spells {name}; use keys.rs",
+                path.display()
+            );
+        }
+    }
+}
+
+/// The test host keeps its own list on purpose: it must judge the policy without sharing its
+/// code (and the policy crate dev-depends on it).
+#[test]
+fn the_host_lists_the_same_env_names_as_the_policy() {
+    assert_eq!(multislice_host::invariants::POLICY_ENV, keys::POLICY_ENV);
+}
