@@ -4,6 +4,11 @@ use anyhow::{bail, Result};
 use serde_json::Value;
 
 /// Expands `$(NAME)` for variables defined earlier; `$$` escapes; unknown references stay.
+///
+/// The policy has an expander of its own (`views/container_env.rs`), on purpose: this one
+/// plays the kubelet on the final pod, where every value is known, and the test host stays
+/// independent of the policy so that it can judge it. The policy's predicts, at admission,
+/// what the kubelet will make of values it may not know yet, and calls those unknown.
 fn expand(text: &str, defined: &[(String, String)]) -> String {
     let mut out = String::new();
     let mut rest = text;

@@ -58,7 +58,7 @@ mod tests {
 
     #[test]
     fn regular_containers_come_before_init_containers() {
-        // podspec lists init containers first; TPU numbering puts them last.
+        // pod_spec lists init containers first; TPU numbering puts them last.
         let cs = [
             c("initContainers", 0, 4),
             c("initContainers", 1, 0),

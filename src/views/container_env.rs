@@ -104,6 +104,11 @@ pub fn resolve_all(
 /// Kubernetes' expansion: `$$` is `$`, `$(NAME)` is NAME's value when defined earlier. A
 /// reference to a name not defined earlier in `env` may come from `envFrom` or a Service's
 /// variables, so the result is unknown; so is one to an unknown value.
+///
+/// The test host has an expander of its own (`multislice_host::env`), on purpose: it plays
+/// the kubelet on the final pod, where every value is known and an unknown reference stays
+/// as written, and it must judge the policy without sharing its code. This one predicts, at
+/// admission, what the kubelet will make of values it may not know yet.
 fn expand(text: &str, defined: &[(&str, Option<String>)]) -> Option<String> {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
