@@ -73,6 +73,7 @@ async fn preview(args: Args) -> Result<Value> {
             settings: args.settings,
             lifetime: args.wait + Duration::from_secs(300),
             webhook: true,
+            kueue: false,
         },
     )
     .await?;
