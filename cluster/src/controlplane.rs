@@ -390,10 +390,13 @@ impl ControlPlane {
         }
     }
 
-    /// The reviews our webhook answered, in order.
+    /// The reviews our webhook answered, in order. A line the webhook is still writing (no
+    /// newline yet) is left for the next read.
     pub fn reviews(&self) -> Result<Vec<Value>> {
         let text = std::fs::read_to_string(&self.reviews).unwrap_or_default();
-        text.lines()
+        let complete = text.rfind('\n').map_or("", |end| &text[..end]);
+        complete
+            .lines()
             .map(|l| serde_json::from_str(l).map_err(Into::into))
             .collect()
     }

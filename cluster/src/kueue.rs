@@ -279,6 +279,40 @@ pub fn resource_flavor(name: &str, node_labels: &BTreeMap<String, String>) -> Va
     })
 }
 
+/// Whether a replicated job's pods ask for TPUs (a container's limit or request).
+fn asks_for_tpu(rjob: &Value) -> bool {
+    let pod = &rjob["template"]["spec"]["template"]["spec"];
+    ["containers", "initContainers"].iter().any(|list| {
+        pod[list].as_array().into_iter().flatten().any(|c| {
+            !c["resources"]["limits"][TPU].is_null() || !c["resources"]["requests"][TPU].is_null()
+        })
+    })
+}
+
+/// The object as Kueue starts it in a flavour: each TPU replicated job's pods select the
+/// flavour's node labels. Fleets are built from it, so the nodes are there when Kueue
+/// unsuspends the JobSet.
+pub fn as_started_in(object: &Value, node_labels: &BTreeMap<String, String>) -> Value {
+    let mut object = object.clone();
+    for rjob in object["spec"]["replicatedJobs"]
+        .as_array_mut()
+        .into_iter()
+        .flatten()
+    {
+        if !asks_for_tpu(rjob) {
+            continue;
+        }
+        let selector = &mut rjob["template"]["spec"]["template"]["spec"]["nodeSelector"];
+        if !selector.is_object() {
+            *selector = json!({});
+        }
+        for (k, v) in node_labels {
+            selector[k] = json!(v);
+        }
+    }
+    object
+}
+
 /// A ClusterQueue over every namespace, as xpk sets one up: `chips` of `google.com/tpu` in one
 /// TPU flavour, and CPU and memory in a flavour without node labels (drivers and other CPU
 /// pods go to any node their taints allow, and TPU pods take no second set of labels).
@@ -349,7 +383,7 @@ pub fn queue_name(object: &Value) -> Option<&str> {
     object["metadata"]["labels"][QUEUE_LABEL].as_str()
 }
 
-/// Reads every object with the queue label from a list, for the LocalQueues they need.
+/// The (namespace, queue name) of every object with the queue label, for their LocalQueues.
 pub fn queue_names(objects: &[Value]) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = objects
         .iter()
@@ -366,4 +400,92 @@ pub fn queue_names(objects: &[Value]) -> Vec<(String, String)> {
     out.sort();
     out.dedup();
     out
+}
+
+/// The flavour `make cluster-preview QUEUE_FLAVOR=accelerator:topology` queues into.
+pub fn preview_flavour(spec: &str) -> Result<BTreeMap<String, String>> {
+    let Some((accelerator, topology)) = spec.split_once(':') else {
+        bail!("QUEUE_FLAVOR is ACCELERATOR:TOPOLOGY, such as tpu-v6e-slice:4x4, not {spec:?}");
+    };
+    if accelerator.is_empty() || topology.is_empty() {
+        bail!("QUEUE_FLAVOR is ACCELERATOR:TOPOLOGY, such as tpu-v6e-slice:4x4, not {spec:?}");
+    }
+    Ok([
+        ("cloud.google.com/gke-tpu-accelerator", accelerator),
+        ("cloud.google.com/gke-tpu-topology", topology),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect())
+}
+
+/// One TPU flavour with these labels, a CPU flavour, a ClusterQueue with room for anything,
+/// and a LocalQueue for every queue name the objects use, in their namespaces.
+pub async fn queue_into(
+    cluster: &crate::Cluster,
+    objects: &[Value],
+    node_labels: &BTreeMap<String, String>,
+) -> Result<()> {
+    cluster
+        .apply(&resource_flavor("preview-tpu", node_labels))
+        .await?;
+    cluster
+        .apply(&resource_flavor("preview-cpu", &BTreeMap::new()))
+        .await?;
+    cluster
+        .apply(&tpu_cluster_queue(
+            "preview",
+            "preview-tpu",
+            1 << 20,
+            "preview-cpu",
+        ))
+        .await?;
+    for (namespace, queue) in queue_names(objects) {
+        cluster
+            .apply(&json!({"apiVersion": "v1", "kind": "Namespace",
+                           "metadata": {"name": namespace}}))
+            .await?;
+        cluster
+            .apply(&local_queue(&namespace, &queue, "preview"))
+            .await?;
+    }
+    Ok(())
+}
+
+/// Our webhook's answers to the UPDATEs that would unsuspend a JobSet (old: suspended, new:
+/// not), from the review log.
+pub fn unsuspending_reviews<'a>(
+    reviews: &'a [Value],
+    namespace: &str,
+    name: &str,
+) -> Vec<&'a Value> {
+    reviews
+        .iter()
+        .filter(|r| {
+            r["kind"] == "JobSet"
+                && r["operation"] == "UPDATE"
+                && r["namespace"] == namespace
+                && r["name"] == name
+                && r["oldObject"]["spec"]["suspend"] == json!(true)
+                && r["object"]["spec"]["suspend"] != json!(true)
+        })
+        .collect()
+}
+
+/// A Workload's conditions as `Type=Status (Reason): message` lines, for reports.
+pub fn conditions_text(workload: &Value) -> Vec<String> {
+    workload["status"]["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            format!(
+                "{}={} ({}): {}",
+                c["type"].as_str().unwrap_or_default(),
+                c["status"].as_str().unwrap_or_default(),
+                c["reason"].as_str().unwrap_or_default(),
+                c["message"].as_str().unwrap_or_default()
+            )
+        })
+        .collect()
 }

@@ -100,29 +100,6 @@ async fn set_up_queues(cluster: &Cluster) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The object as Kueue will start it: each TPU replicated job selects the flavour's labels.
-/// The fleet is built from it, so the nodes are there when Kueue unsuspends the JobSet.
-fn as_started_in(object: &Value, flavour: &Flavour) -> Value {
-    let mut object = object.clone();
-    for rjob in object["spec"]["replicatedJobs"]
-        .as_array_mut()
-        .into_iter()
-        .flatten()
-    {
-        if !oracle::is_tpu(rjob) {
-            continue;
-        }
-        let selector = &mut rjob["template"]["spec"]["template"]["spec"]["nodeSelector"];
-        if !selector.is_object() {
-            *selector = json!({});
-        }
-        for (k, v) in flavour.labels() {
-            selector[k] = json!(v);
-        }
-    }
-    object
-}
-
 /// Polls `probe` until it returns something, or `bound` runs out.
 async fn eventually<T, F, Fut>(bound: Duration, mut probe: F) -> anyhow::Result<Option<T>>
 where
@@ -170,21 +147,6 @@ fn tpu_flavours(workload: &Value) -> Vec<String> {
         .into_iter()
         .flatten()
         .filter_map(|a| a["flavors"][TPU].as_str().map(str::to_string))
-        .collect()
-}
-
-/// Our webhook's answers to the UPDATE that unsuspended a JobSet (old: suspended, new: not).
-fn unsuspending_reviews<'a>(reviews: &'a [Value], namespace: &str, name: &str) -> Vec<&'a Value> {
-    reviews
-        .iter()
-        .filter(|r| {
-            r["kind"] == "JobSet"
-                && r["operation"] == "UPDATE"
-                && r["namespace"] == namespace
-                && r["name"] == name
-                && r["oldObject"]["spec"]["suspend"] == json!(true)
-                && r["object"]["spec"]["suspend"] != json!(true)
-        })
         .collect()
 }
 
@@ -259,7 +221,7 @@ async fn queued_jobset_runs(
 ) -> anyhow::Result<Failures> {
     let mut f = Failures::default();
     let object = fixture_jobset(file, namespace)?;
-    let started = as_started_in(&object, flavour);
+    let started = kueue::as_started_in(&object, &flavour.labels());
     let pools = fleet::pools_for(std::slice::from_ref(&started), &format!("{namespace}-"));
     fleet::provision(&plane.cluster, &pools).await?;
 
@@ -297,7 +259,7 @@ async fn queued_jobset_runs(
         format!("{what}: {} of {expected} pods bound", pods.len())
     });
     let reviews = plane.reviews()?;
-    let updates = unsuspending_reviews(&reviews, namespace, &sub.name);
+    let updates = kueue::unsuspending_reviews(&reviews, namespace, &sub.name);
     f.check(!updates.is_empty(), || {
         format!("{what}: our webhook never saw the unsuspending UPDATE")
     });
@@ -397,7 +359,7 @@ async fn misfit_flavour_is_refused(plane: &ControlPlane) -> anyhow::Result<Failu
     // Kueue retries the UPDATE with its controller's backoff; wait for a few refusals.
     let refused = eventually(BOUND, || async {
         let reviews = plane.reviews()?;
-        let updates = unsuspending_reviews(&reviews, namespace, &sub.name);
+        let updates = kueue::unsuspending_reviews(&reviews, namespace, &sub.name);
         Ok((updates.len() >= 3).then(|| updates.into_iter().cloned().collect::<Vec<_>>()))
     })
     .await?
@@ -446,19 +408,7 @@ async fn misfit_flavour_is_refused(plane: &ControlPlane) -> anyhow::Result<Failu
     f.check(!is_true(&workload, "Finished"), || {
         format!("{what}: Workload finished")
     });
-    let conditions: Vec<String> = workload["status"]["conditions"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|c| {
-            format!(
-                "{}={} ({})",
-                c["type"].as_str().unwrap_or(""),
-                c["status"].as_str().unwrap_or(""),
-                c["reason"].as_str().unwrap_or("")
-            )
-        })
-        .collect();
+    let conditions = kueue::conditions_text(&workload);
     let conditions_text = workload["status"]["conditions"].to_string();
     f.check(!conditions_text.contains("[T4]"), || {
         format!("{what}: the Workload's conditions carry our message")
@@ -521,7 +471,10 @@ async fn third_waits_for_quota(
         rjob["template"]["spec"]["completions"] = json!(2);
         objects.push(object);
     }
-    let started: Vec<Value> = objects.iter().map(|o| as_started_in(o, &V6E_2X4)).collect();
+    let started: Vec<Value> = objects
+        .iter()
+        .map(|o| kueue::as_started_in(o, &V6E_2X4.labels()))
+        .collect();
     let pools = fleet::pools_for(&started, "pair-");
     fleet::provision(&plane.cluster, &pools).await?;
     let mut subs = Vec::new();
@@ -603,7 +556,7 @@ async fn third_waits_for_quota(
     )
     .await;
     let reviews = plane.reviews()?;
-    let updates = unsuspending_reviews(&reviews, namespace, "pair-c");
+    let updates = kueue::unsuspending_reviews(&reviews, namespace, "pair-c");
     f.check(
         !updates.is_empty() && updates.iter().all(|u| u["allowed"] == json!(true)),
         || {
@@ -621,6 +574,104 @@ async fn third_waits_for_quota(
         plane.cluster.delete(&object_named(sub)).await?;
     }
     fleet::remove(&plane.cluster, &pools).await?;
+    Ok(f)
+}
+
+/// `make cluster-preview FILE=examples/kueue-queued.yaml QUEUE_FLAVOR=…`, run as a user runs
+/// it: the report shows the queued JobSet's pods with the flavour's selectors and their env,
+/// or, in a flavour that does not fit, our refusal of Kueue's unsuspending UPDATE.
+fn preview_in_flavour(flavour: &str, fits: bool) -> anyhow::Result<Failures> {
+    let mut f = Failures::default();
+    let file = workspace_root().join("examples/kueue-queued.yaml");
+    let out = std::process::Command::new("timeout")
+        .args(["--kill-after=5", "400"])
+        .arg(env!("CARGO_BIN_EXE_cluster-preview"))
+        .arg(&file)
+        .args(["--queue-flavor", flavour, "--wait", "150"])
+        .stderr(std::process::Stdio::inherit())
+        .output()?;
+    f.check(out.status.success(), || {
+        format!("cluster-preview exited {}", out.status)
+    });
+    let report: Value = serde_json::from_slice(&out.stdout)
+        .map_err(|e| anyhow::anyhow!("cluster-preview printed no JSON report: {e}"))?;
+    let (accelerator, topology) = flavour.split_once(':').unwrap_or_default();
+    f.eq(&report["complete"], &json!(true), "complete");
+    let object = &report["objects"][0];
+    f.eq(
+        &object["allowed"],
+        &json!(true),
+        "queued-v5p: CREATE allowed",
+    );
+    let verdicts = object["kueue"]["unsuspendingUpdates"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    f.check(!verdicts.is_empty(), || {
+        "no unsuspending UPDATE in the report".to_string()
+    });
+    let pods = report["pods"].as_array().cloned().unwrap_or_default();
+    if fits {
+        f.check(verdicts.iter().all(|v| v["allowed"] == json!(true)), || {
+            format!("verdicts {verdicts:?}")
+        });
+        f.eq(pods.len(), 8, "pods");
+        let mut slice_ids = std::collections::BTreeSet::new();
+        for p in &pods {
+            let name = p["name"].as_str().unwrap_or_default();
+            f.eq(
+                &p["nodeSelector"]["cloud.google.com/gke-tpu-accelerator"],
+                &json!(accelerator),
+                &format!("{name}: accelerator selector"),
+            );
+            f.eq(
+                &p["nodeSelector"]["cloud.google.com/gke-tpu-topology"],
+                &json!(topology),
+                &format!("{name}: topology selector"),
+            );
+            f.check(p["nodeName"].is_string(), || format!("{name}: not bound"));
+            let env = &p["containers"][0]["env"];
+            f.eq(
+                &env["MEGASCALE_NUM_SLICES"],
+                &json!("2"),
+                &format!("{name}: MEGASCALE_NUM_SLICES"),
+            );
+            f.eq(
+                &env["MEGASCALE_COORDINATOR_ADDRESS"],
+                &json!("queued-v5p-slice-0-0.queued-v5p"),
+                &format!("{name}: MEGASCALE_COORDINATOR_ADDRESS"),
+            );
+            slice_ids.insert(
+                env["MEGASCALE_SLICE_ID"]
+                    .as_str()
+                    .unwrap_or("?")
+                    .to_string(),
+            );
+        }
+        f.eq(
+            slice_ids,
+            ["0", "1"].into_iter().map(String::from).collect(),
+            "slice ids",
+        );
+    } else {
+        let message = format!("[T4] spec.replicatedJobs[0].template.spec.parallelism: is 4 but a {accelerator} {topology} slice with 4 chips per pod has 2 hosts; set parallelism and completions to 2");
+        f.check(
+            verdicts
+                .iter()
+                .all(|v| v["allowed"] == json!(false) && v["message"] == json!(message)),
+            || format!("verdicts {verdicts:?}, want each refused with {message:?}"),
+        );
+        f.eq(pods.len(), 0, "pods");
+        let conditions = object["kueue"]["workloads"][0]["conditions"].to_string();
+        f.check(conditions.contains("Admitted=True"), || {
+            format!("Workload conditions {conditions}")
+        });
+    }
+    eprintln!(
+        "kueue: cluster-preview QUEUE_FLAVOR={flavour}: {} pods, unsuspending UPDATEs {:?}",
+        pods.len(),
+        verdicts.iter().map(|v| &v["allowed"]).collect::<Vec<_>>()
+    );
     Ok(f)
 }
 
@@ -671,5 +722,16 @@ pub async fn cases(binaries: &Binaries, report: &mut Report) -> anyhow::Result<(
     if report.failed > before {
         plane.keep_logs();
     }
+    drop(agent);
+    drop(plane);
+    // cluster-preview starts a control plane of its own.
+    report.record(
+        "make cluster-preview QUEUE_FLAVOR=tpu-v5p-slice:2x2x4 runs examples/kueue-queued.yaml through Kueue",
+        preview_in_flavour("tpu-v5p-slice:2x2x4", true),
+    );
+    report.record(
+        "make cluster-preview QUEUE_FLAVOR=tpu-v5p-slice:2x2x2 reports our refusal of Kueue's UPDATE",
+        preview_in_flavour("tpu-v5p-slice:2x2x2", false),
+    );
     Ok(())
 }
