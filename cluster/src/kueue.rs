@@ -279,6 +279,16 @@ pub fn resource_flavor(name: &str, node_labels: &BTreeMap<String, String>) -> Va
     })
 }
 
+/// A Topology for Kueue's Topology Aware Scheduling: the node labels of its levels, outermost
+/// first.
+pub fn topology(name: &str, levels: &[&str]) -> Value {
+    json!({
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Topology",
+        "metadata": {"name": name},
+        "spec": {"levels": levels.iter().map(|l| json!({"nodeLabel": l})).collect::<Vec<_>>()},
+    })
+}
+
 /// Whether a replicated job's pods ask for TPUs (a container's limit or request).
 fn asks_for_tpu(rjob: &Value) -> bool {
     let pod = &rjob["template"]["spec"]["template"]["spec"];
