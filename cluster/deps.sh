@@ -47,7 +47,4 @@ for cmd in kube-apiserver kube-controller-manager kube-scheduler; do
   build kubernetes k8s.io/kubernetes "k8s.io/kubernetes/cmd/$cmd" "$cmd" "$k8s_version"
 done
 build jobset sigs.k8s.io/jobset sigs.k8s.io/jobset jobset-manager
-# Kueue (for the Kueue cases still to come) only when asked: it adds ~6 minutes cold.
-if [ "${CLUSTER_KUEUE:-0}" = 1 ]; then
-  build kueue sigs.k8s.io/kueue sigs.k8s.io/kueue/cmd/kueue kueue-manager
-fi
+build kueue sigs.k8s.io/kueue sigs.k8s.io/kueue/cmd/kueue kueue-manager

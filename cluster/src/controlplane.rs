@@ -78,6 +78,8 @@ pub struct Options {
     pub lifetime: Duration,
     /// Whether to install our webhook at all (the unprotected runs go without it).
     pub webhook: bool,
+    /// Whether to start Kueue (built with `CLUSTER_KUEUE=1 make cluster-deps`).
+    pub kueue: bool,
 }
 
 impl Default for Options {
@@ -86,6 +88,7 @@ impl Default for Options {
             settings: None,
             lifetime: Duration::from_secs(40 * 60),
             webhook: true,
+            kueue: false,
         }
     }
 }
@@ -103,6 +106,8 @@ pub struct ControlPlane {
     started: Instant,
     lifetime: Duration,
     keep: bool,
+    /// What Kueue needs outside the project, removed after the processes stop.
+    pub(crate) fixed_files: Option<crate::kueue::FixedFiles>,
 }
 
 impl ControlPlane {
@@ -168,6 +173,7 @@ impl ControlPlane {
             started: Instant::now(),
             lifetime,
             keep: false,
+            fixed_files: None,
         };
         plane.wait_ready().await?;
 
@@ -239,12 +245,22 @@ impl ControlPlane {
         plane
             .start_jobset(binaries, &jobset_dir, &kubeconfig, &logs)
             .await?;
+        if options.kueue {
+            plane
+                .start_kueue(binaries.get("kueue-manager")?, &kubeconfig, &logs)
+                .await?;
+        }
         Ok(plane)
     }
 
     /// How long this control plane has left before its processes' lifetimes run out.
     pub fn remaining(&self) -> Duration {
         self.lifetime.saturating_sub(self.started.elapsed())
+    }
+
+    /// A process started beside the control plane, stopped with it.
+    pub(crate) fn adopt(&mut self, process: Process) {
+        self.processes.push(process);
     }
 
     /// Keep the folder with the logs after the run (when a test failed).
@@ -384,10 +400,13 @@ impl ControlPlane {
         }
     }
 
-    /// The reviews our webhook answered, in order.
+    /// The reviews our webhook answered, in order. A line the webhook is still writing (no
+    /// newline yet) is left for the next read.
     pub fn reviews(&self) -> Result<Vec<Value>> {
         let text = std::fs::read_to_string(&self.reviews).unwrap_or_default();
-        text.lines()
+        let complete = text.rfind('\n').map_or("", |end| &text[..end]);
+        complete
+            .lines()
             .map(|l| serde_json::from_str(l).map_err(Into::into))
             .collect()
     }
@@ -407,7 +426,7 @@ impl Drop for ControlPlane {
     }
 }
 
-fn args(list: &[&str]) -> Vec<String> {
+pub(crate) fn args(list: &[&str]) -> Vec<String> {
     list.iter().map(|s| s.to_string()).collect()
 }
 
@@ -452,7 +471,7 @@ fn kubeconfig_yaml(pki: &Pki, port: u16) -> String {
     )
 }
 
-fn crd_files(dir: &Path) -> Result<Vec<PathBuf>> {
+pub(crate) fn crd_files(dir: &Path) -> Result<Vec<PathBuf>> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .with_context(|| format!("cannot read {}", dir.display()))?
         .filter_map(|e| e.ok().map(|e| e.path()))

@@ -6,6 +6,7 @@ pub mod agent;
 pub mod controlplane;
 pub mod fleet;
 pub mod kube_api;
+pub mod kueue;
 pub mod pki;
 pub mod procs;
 pub mod run;

@@ -149,6 +149,7 @@ pub fn pod_report(pod: &Value) -> Value {
         "hostname": spec["hostname"],
         "subdomain": spec["subdomain"],
         "nodeName": spec["nodeName"],
+        "nodeSelector": spec["nodeSelector"],
         "labels": pod["metadata"]["labels"].as_object().cloned().unwrap_or_default(),
         "annotations": pod["metadata"]["annotations"].as_object().cloned().unwrap_or_default(),
         "containers": containers,

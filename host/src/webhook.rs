@@ -241,6 +241,7 @@ fn answer(shared: &Shared, body: &[u8]) -> Result<Value> {
             "namespace": request.get("namespace"),
             "name": request.get("name"),
             "object": request.get("object"),
+            "oldObject": request.get("oldObject"),
             "allowed": outcome.accepted,
             "message": outcome.message,
             "warnings": outcome.warnings,

@@ -22,12 +22,17 @@ fn crate_roots() -> Vec<PathBuf> {
         "bench/src/lib.rs",
         "bench/baseline/src/lib.rs",
         "cluster/src/lib.rs",
-        "cluster/tests/cluster.rs",
     ]
     .iter()
     .map(|p| root().join(p))
     .collect();
-    for dir in ["tests", "host/src/bin", "bench/src/bin", "cluster/src/bin"] {
+    for dir in [
+        "tests",
+        "cluster/tests",
+        "host/src/bin",
+        "bench/src/bin",
+        "cluster/src/bin",
+    ] {
         let Ok(entries) = std::fs::read_dir(root().join(dir)) else {
             continue;
         };
@@ -138,9 +143,9 @@ fn expand_use(tree: &str) -> Vec<String> {
         .collect()
 }
 
-/// The paths a module's code names: its `use` trees, and the `crate::`, `super::` and
-/// child-module paths written inline.
-fn named_paths(code: &str, children: &[String]) -> Vec<String> {
+/// The paths a module's code names: its `use` trees, and with `inline`, the `crate::`,
+/// `super::` and child-module paths written in the code too.
+fn named_paths(code: &str, children: &[String], inline: bool) -> Vec<String> {
     let mut out = Vec::new();
     let mut rest = code;
     while let Some(i) = rest.find("use ") {
@@ -151,6 +156,9 @@ fn named_paths(code: &str, children: &[String]) -> Vec<String> {
             out.extend(expand_use(&after[..end]));
         }
         rest = &after[end.min(after.len())..];
+    }
+    if !inline {
+        return out;
     }
     let bytes = code.as_bytes();
     let heads: Vec<&str> = ["crate", "super", "self"]
@@ -213,15 +221,17 @@ fn resolve(path: &str, from: &str, known: &BTreeMap<String, PathBuf>) -> Option<
     Some(at.join("::"))
 }
 
-/// The import circles of one crate: each a set of modules that reach each other.
-fn circles(root_file: &Path) -> Vec<Vec<String>> {
+/// The import circles of one crate: each a set of modules that reach each other through
+/// `use` lines, and with `inline`, through paths written in the code as well (a parent
+/// calling `child::f()` while the child imports from the parent).
+fn circles(root_file: &Path, inline: bool) -> Vec<Vec<String>> {
     let known = modules(root_file);
     let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for (name, file) in &known {
         let code = code_of(file);
         let children = declared_children(&code);
         let targets = edges.entry(name.clone()).or_default();
-        for path in named_paths(&code, &children) {
+        for path in named_paths(&code, &children, inline) {
             if let Some(to) = resolve(&path, name, &known) {
                 if to != *name {
                     targets.insert(to);
@@ -256,13 +266,17 @@ fn circles(root_file: &Path) -> Vec<Vec<String>> {
     out
 }
 
+/// A circle as issue 21 defines it: modules that reach each other through `use crate::`,
+/// `use super::` (or child) lines, in any crate of the workspace. The policy crate is held to
+/// more: no circle through inline paths either.
 #[test]
 fn no_crate_of_the_workspace_has_an_import_circle() {
     let mut found = Vec::new();
     let mut modules_seen = 0;
     for root_file in crate_roots() {
         modules_seen += modules(&root_file).len();
-        for circle in circles(&root_file) {
+        let policy = root_file == root().join("src/lib.rs");
+        for circle in circles(&root_file, policy) {
             found.push(format!("{}: {}", root_file.display(), circle.join(" ↔ ")));
         }
     }
@@ -279,9 +293,15 @@ fn the_circle_check_finds_a_circle() {
     std::fs::write(dir.join("a/mod.rs"), "mod c;\nuse crate::b::B;\n").unwrap();
     std::fs::write(dir.join("a/c.rs"), "use super::A;\n").unwrap();
     std::fs::write(dir.join("b.rs"), "use crate::a::{c::{self}, A};\n").unwrap();
-    let found = circles(&dir.join("lib.rs"));
+    std::fs::write(dir.join("d.rs"), "mod e;\nfn f() { e::g() }\n").unwrap();
+    std::fs::create_dir_all(dir.join("d")).unwrap();
+    std::fs::write(dir.join("d/e.rs"), "use super::f;\n").unwrap();
+    std::fs::write(dir.join("lib.rs"), "mod a;\nmod b;\nmod d;\n").unwrap();
+    let by_use = circles(&dir.join("lib.rs"), false);
+    let by_any_path = circles(&dir.join("lib.rs"), true);
     std::fs::remove_dir_all(&dir).unwrap();
-    assert_eq!(found, vec![vec!["a", "a::c", "b"]]);
+    assert_eq!(by_use, vec![vec!["a", "a::c", "b"]]);
+    assert_eq!(by_any_path, vec![vec!["a", "a::c", "b"], vec!["d", "d::e"]]);
 }
 
 fn src_files() -> Vec<PathBuf> {

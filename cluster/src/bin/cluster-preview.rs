@@ -2,15 +2,17 @@
 //! Jobs (and Services) to a fresh control plane with fake nodes provisioned to fit them, waits
 //! within a bound until every pod the objects will make exists and is bound, and prints one
 //! JSON report on stdout (progress goes to stderr). It exits 0 when the bound runs out too,
-//! with `"complete": false` and `nodeName: null` where a pod is unbound.
+//! with `"complete": false` and `nodeName: null` where a pod is unbound. With
+//! `--queue-flavor ACCELERATOR:TOPOLOGY` the control plane runs Kueue, and the file's queued
+//! objects go through it: one TPU flavour of that shape, a CPU flavour, quota for everything.
 //!
 //! usage: cluster-preview FILE [--settings FILE] [--queue-flavor ACCELERATOR:TOPOLOGY] [--wait SECONDS]
 use anyhow::{bail, Context, Result};
 use multislice_cluster::agent::NodeAgent;
-use multislice_cluster::{fleet, run, Binaries, ControlPlane, Options};
+use multislice_cluster::{fleet, kueue, run, Binaries, ControlPlane, Options};
 use multislice_host::preview::yaml_documents;
 use serde_json::{json, Value};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 struct Args {
     file: String,
@@ -57,9 +59,11 @@ fn parse_args() -> Result<Args> {
 }
 
 async fn preview(args: Args) -> Result<Value> {
-    if args.queue_flavor.is_some() {
-        bail!("QUEUE_FLAVOR is not supported yet: Kueue is not part of the control plane yet");
-    }
+    let flavour = args
+        .queue_flavor
+        .as_deref()
+        .map(kueue::preview_flavour)
+        .transpose()?;
     let text = std::fs::read_to_string(&args.file)
         .with_context(|| format!("cannot read {}", args.file))?;
     let objects: Vec<Value> = yaml_documents(&text)?
@@ -73,31 +77,113 @@ async fn preview(args: Args) -> Result<Value> {
             settings: args.settings,
             lifetime: args.wait + Duration::from_secs(300),
             webhook: true,
+            kueue: flavour.is_some(),
         },
     )
     .await?;
     let _agent = NodeAgent::start(plane.cluster.clone(), plane.remaining());
-    let pools = fleet::pools_for(&objects, "pool-");
-    let nodes = fleet::provision(&plane.cluster, &pools).await?;
-    eprintln!("{nodes} fake nodes in {} pools", pools.len());
-    let submitted = run::submit(&plane.cluster, &objects).await?;
-    let counted: Vec<(run::Submitted, u64)> = submitted
+    // Queued objects get nodes of the flavour's shape, where Kueue will start them.
+    let as_started: Vec<Value> = objects
         .iter()
-        .map(|s| {
-            let object = objects
-                .iter()
-                .find(|o| o["kind"] == json!(s.kind) && names_match(o, &s.name))
-                .cloned()
-                .unwrap_or_default();
-            (s.clone(), run::expected_pods(&object))
+        .map(|o| match (&flavour, kueue::queue_name(o)) {
+            (Some(labels), Some(_)) => kueue::as_started_in(o, labels),
+            _ => o.clone(),
         })
         .collect();
+    let pools = fleet::pools_for(&as_started, "pool-");
+    let nodes = fleet::provision(&plane.cluster, &pools).await?;
+    eprintln!("{nodes} fake nodes in {} pools", pools.len());
+    if let Some(labels) = &flavour {
+        kueue::queue_into(&plane.cluster, &objects, labels).await?;
+    }
+    let submitted = run::submit(&plane.cluster, &objects).await?;
+    let deadline = Instant::now() + args.wait;
+    let mut counted = Vec::new();
+    for s in &submitted {
+        let object = objects
+            .iter()
+            .find(|o| o["kind"] == json!(s.kind) && names_match(o, &s.name))
+            .cloned()
+            .unwrap_or_default();
+        let mut expected = run::expected_pods(&object);
+        if flavour.is_some() && s.allowed() && kueue::queue_name(&object).is_some() {
+            eprintln!("waiting for Kueue to start {} {}", s.kind, s.name);
+            if !started_by_kueue(&plane, s, deadline).await? {
+                expected = 0;
+            }
+        }
+        counted.push((s.clone(), expected));
+    }
     eprintln!("waiting up to {} s for the pods", args.wait.as_secs());
-    let (complete, pods) = run::wait_bound(&plane.cluster, &counted, args.wait).await?;
+    let left = deadline.saturating_duration_since(Instant::now());
+    let (complete, pods) = run::wait_bound(&plane.cluster, &counted, left).await?;
+    let reviews = plane.reviews()?;
+    let mut reports = Vec::new();
+    for s in &submitted {
+        let mut report = run::object_report(s);
+        if flavour.is_some()
+            && s.kind == "JobSet"
+            && s.created.body["metadata"]["labels"][kueue::QUEUE_LABEL].is_string()
+        {
+            report["kueue"] = queue_report(&plane, s, &reviews).await?;
+        }
+        reports.push(report);
+    }
     Ok(json!({
         "complete": complete,
-        "objects": submitted.iter().map(run::object_report).collect::<Vec<_>>(),
+        "objects": reports,
         "pods": pods.iter().flatten().map(run::pod_report).collect::<Vec<_>>(),
+    }))
+}
+
+/// Waits until Kueue has unsuspended a queued JobSet (true), or our webhook has refused the
+/// UPDATE that would (false; it makes no pods then), or the deadline passes (false).
+async fn started_by_kueue(
+    plane: &ControlPlane,
+    s: &run::Submitted,
+    deadline: Instant,
+) -> Result<bool> {
+    loop {
+        let stored = plane
+            .cluster
+            .get(&s.created.body)
+            .await?
+            .unwrap_or_default();
+        if stored["spec"]["suspend"] == json!(false) {
+            return Ok(true);
+        }
+        let reviews = plane.reviews()?;
+        let refused = kueue::unsuspending_reviews(&reviews, &s.namespace, &s.name)
+            .iter()
+            .any(|r| r["allowed"] == json!(false));
+        if refused || Instant::now() > deadline {
+            return Ok(false);
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// What Kueue did with a queued JobSet: its Workload's conditions, and our verdicts on the
+/// UPDATEs that would unsuspend it (the only place, besides Kueue's log, a refusal shows).
+async fn queue_report(
+    plane: &ControlPlane,
+    s: &run::Submitted,
+    reviews: &[Value],
+) -> Result<Value> {
+    let uid = s.created.body["metadata"]["uid"]
+        .as_str()
+        .unwrap_or_default();
+    let workloads = kueue::workloads_of(&plane.cluster, &s.namespace, uid).await?;
+    let verdicts: Vec<Value> = kueue::unsuspending_reviews(reviews, &s.namespace, &s.name)
+        .iter()
+        .map(|r| json!({"allowed": r["allowed"], "message": r["message"]}))
+        .collect();
+    Ok(json!({
+        "workloads": workloads.iter().map(|w| json!({
+            "name": w["metadata"]["name"],
+            "conditions": kueue::conditions_text(w),
+        })).collect::<Vec<_>>(),
+        "unsuspendingUpdates": verdicts,
     }))
 }
 

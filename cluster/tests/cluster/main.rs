@@ -2,6 +2,7 @@
 //! real JobSet and Job controllers and bound by the real scheduler. One control plane serves
 //! every case, in order; a case records its failures and the run goes on, then prints
 //! `N passed, N failed`. On a failure the control plane's logs are kept.
+mod kueue;
 
 use multislice_cluster::agent::NodeAgent;
 use multislice_cluster::fleet::{self, Pool};
@@ -1185,58 +1186,84 @@ fn object_named(sub: &Submitted) -> Value {
     })
 }
 
+/// Which parts run: `CLUSTER_PARTS=shapes,rules,unprotected,kueue` (all by default), to
+/// narrow a run when debugging.
+fn part(name: &str) -> bool {
+    std::env::var("CLUSTER_PARTS").map_or(true, |parts| parts.split(',').any(|p| p == name))
+}
+
 async fn main_async() -> anyhow::Result<bool> {
     let binaries = Binaries::build()?;
-    let mut plane = ControlPlane::start(&binaries, Options::default()).await?;
-    let _agent = NodeAgent::start(plane.cluster.clone(), plane.remaining());
     let mut report = Report {
         passed: 0,
         failed: 0,
     };
-    match shapes_run(&plane).await {
-        Ok((results, pods)) => {
-            for (name, r) in results {
-                report.record(&name, r);
-            }
-            for (i, label) in [
-                "test_data/jobsets/jax-cpu-coordinator-last",
-                "examples/jax-gpu",
-            ]
-            .iter()
-            .enumerate()
-            {
-                // Only where the shape ran (CLUSTER_SHAPES narrows the run when debugging).
-                let Some(shape_pods) = pods.get(*label).cloned() else {
-                    continue;
-                };
-                report.record(
-                    &format!("real JAX initializes on the real pods of {label}"),
-                    real_jax(label, &shape_pods, 40 + i as u8),
-                );
-            }
-        }
-        Err(e) => report.record("shapes that must run", Err(e)),
+    if part("shapes") || part("rules") || part("unprotected") {
+        plain_cases(&binaries, &mut report).await?;
     }
-    report.record(
-        "rule fixtures are refused with our message",
-        rejections(&plane).await,
-    );
-    match unprotected_runs(&plane).await {
-        Ok(results) => {
-            for (name, r) in results {
-                report.record(&name, r);
-            }
+    if part("kueue") {
+        if let Err(e) = kueue::cases(&binaries, &mut report).await {
+            report.record("the Kueue cases", Err(e));
         }
-        Err(e) => report.record("unprotected runs", Err(e)),
+    }
+    println!("{} passed, {} failed", report.passed, report.failed);
+    Ok(report.failed == 0)
+}
+
+/// The cases on a control plane without Kueue.
+async fn plain_cases(binaries: &Binaries, report: &mut Report) -> anyhow::Result<()> {
+    let mut plane = ControlPlane::start(binaries, Options::default()).await?;
+    let _agent = NodeAgent::start(plane.cluster.clone(), plane.remaining());
+    let before = report.failed;
+    if part("shapes") {
+        match shapes_run(&plane).await {
+            Ok((results, pods)) => {
+                for (name, r) in results {
+                    report.record(&name, r);
+                }
+                for (i, label) in [
+                    "test_data/jobsets/jax-cpu-coordinator-last",
+                    "examples/jax-gpu",
+                ]
+                .iter()
+                .enumerate()
+                {
+                    // Only where the shape ran (CLUSTER_SHAPES narrows the run when debugging).
+                    let Some(shape_pods) = pods.get(*label).cloned() else {
+                        continue;
+                    };
+                    report.record(
+                        &format!("real JAX initializes on the real pods of {label}"),
+                        real_jax(label, &shape_pods, 40 + i as u8),
+                    );
+                }
+            }
+            Err(e) => report.record("shapes that must run", Err(e)),
+        }
+    }
+    if part("rules") {
+        report.record(
+            "rule fixtures are refused with our message",
+            rejections(&plane).await,
+        );
+    }
+    if part("unprotected") {
+        match unprotected_runs(&plane).await {
+            Ok(results) => {
+                for (name, r) in results {
+                    report.record(&name, r);
+                }
+            }
+            Err(e) => report.record("unprotected runs", Err(e)),
+        }
     }
     if let Err(e) = plane.check_alive() {
         report.record("the control plane stayed up", Err(e));
     }
-    if report.failed > 0 {
+    if report.failed > before {
         plane.keep_logs();
     }
-    println!("{} passed, {} failed", report.passed, report.failed);
-    Ok(report.failed == 0)
+    Ok(())
 }
 
 fn main() -> ExitCode {

@@ -1,0 +1,885 @@
+//! SPEC §5 for real: queued JobSets admitted by a real Kueue (its webhooks, its JobSet
+//! integration, its scheduler), on a control plane of their own. Kueue suspends what carries
+//! the queue label, reserves quota in a flavour, then unsuspends it with the flavour's node
+//! selectors; that UPDATE goes through our webhook, and the pods the real controllers then
+//! make are checked as in every other shape.
+use super::{
+    check_exclusive_placement, check_jobset_pods, check_nothing_lost_jobset, object_named, oracle,
+    review_of, shape, Failures, Report,
+};
+use multislice_cluster::agent::NodeAgent;
+use multislice_cluster::fleet::{self, TPU};
+use multislice_cluster::kueue::{self, is_true};
+use multislice_cluster::run::{self, Submitted};
+use multislice_cluster::{Binaries, Cluster, ControlPlane, Options};
+use multislice_host::workspace_root;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+/// How long Kueue may take to admit a workload, or the controllers to make its pods.
+const BOUND: Duration = Duration::from_secs(180);
+const ACCELERATOR: &str = "cloud.google.com/gke-tpu-accelerator";
+const TOPOLOGY: &str = "cloud.google.com/gke-tpu-topology";
+/// The policy's annotation on each pod template (SPEC §4.4).
+const FACTS: &str = "multislice.kubewarden.io/facts";
+
+/// A TPU flavour: the node labels of one node-pool shape (v6e: 4 chips per host).
+struct Flavour {
+    name: &'static str,
+    accelerator: &'static str,
+    topology: &'static str,
+}
+
+impl Flavour {
+    fn labels(&self) -> BTreeMap<String, String> {
+        [(ACCELERATOR, self.accelerator), (TOPOLOGY, self.topology)]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+}
+
+const V6E_4X4: Flavour = Flavour {
+    name: "tpu-v6e-4x4",
+    accelerator: "tpu-v6e-slice",
+    topology: "4x4",
+};
+/// Two hosts: the wrong shape for a JobSet whose slices have four.
+const V6E_2X4: Flavour = Flavour {
+    name: "tpu-v6e-2x4",
+    accelerator: "tpu-v6e-slice",
+    topology: "2x4",
+};
+/// Drivers and other CPU pods: any node (the taints keep them off accelerator hosts).
+const CPU_FLAVOUR: &str = "cpu";
+
+/// The ClusterQueues, each behind a LocalQueue of the name the fixtures use
+/// (`multislice-queue`) in namespaces of its own.
+const QUEUE: &str = "multislice-queue";
+
+/// Flavours, ClusterQueues and LocalQueues: `tpu` (4x4, room for anything here), `misfit`
+/// (only 2x4), and `pair` (2x4 quota for two single-slice JobSets).
+async fn set_up_queues(cluster: &Cluster) -> anyhow::Result<()> {
+    for flavour in [&V6E_4X4, &V6E_2X4] {
+        cluster
+            .apply(&kueue::resource_flavor(flavour.name, &flavour.labels()))
+            .await?;
+    }
+    cluster
+        .apply(&kueue::resource_flavor(CPU_FLAVOUR, &BTreeMap::new()))
+        .await?;
+    for (queue, flavour, chips) in [
+        ("tpu", &V6E_4X4, 256),
+        ("misfit", &V6E_2X4, 256),
+        ("pair", &V6E_2X4, 16),
+    ] {
+        cluster
+            .apply(&kueue::tpu_cluster_queue(
+                queue,
+                flavour.name,
+                chips,
+                CPU_FLAVOUR,
+            ))
+            .await?;
+    }
+    for (namespace, queue) in [
+        ("kueue-v6e", "tpu"),
+        ("kueue-xpk", "tpu"),
+        ("kueue-misfit", "misfit"),
+        ("kueue-pair", "pair"),
+    ] {
+        cluster
+            .apply(&json!({"apiVersion": "v1", "kind": "Namespace",
+                           "metadata": {"name": namespace}}))
+            .await?;
+        cluster
+            .apply(&kueue::local_queue(namespace, QUEUE, queue))
+            .await?;
+    }
+    Ok(())
+}
+
+/// Polls `probe` until it returns something, or `bound` runs out.
+async fn eventually<T, F, Fut>(bound: Duration, mut probe: F) -> anyhow::Result<Option<T>>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<Option<T>>>,
+{
+    let deadline = Instant::now() + bound;
+    loop {
+        if let Some(found) = probe().await? {
+            return Ok(Some(found));
+        }
+        if Instant::now() > deadline {
+            return Ok(None);
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// The Workload of a JobSet once `ready` holds for it.
+async fn workload_when(
+    cluster: &Cluster,
+    sub: &Submitted,
+    bound: Duration,
+    ready: impl Fn(&Value) -> bool,
+) -> anyhow::Result<Option<Value>> {
+    let uid = sub.created.body["metadata"]["uid"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    eventually(bound, || {
+        let uid = uid.clone();
+        let ready = &ready;
+        async move {
+            let workloads = kueue::workloads_of(cluster, &sub.namespace, &uid).await?;
+            Ok(workloads.into_iter().find(|w| ready(w)))
+        }
+    })
+    .await
+}
+
+/// The flavour Kueue assigned to each pod set's TPUs.
+fn tpu_flavours(workload: &Value) -> Vec<String> {
+    workload["status"]["admission"]["podSetAssignments"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|a| a["flavors"][TPU].as_str().map(str::to_string))
+        .collect()
+}
+
+/// CREATE, as a user submits a queued JobSet: our webhook accepts it and stamps its facts on
+/// each pod template, its warnings reach the client, and Kueue's webhook suspends it.
+async fn create_queued(
+    f: &mut Failures,
+    plane: &ControlPlane,
+    object: &Value,
+) -> anyhow::Result<Option<Submitted>> {
+    let namespace = object["metadata"]["namespace"].as_str().unwrap_or_default();
+    let sub = run::submit(&plane.cluster, std::slice::from_ref(object))
+        .await?
+        .remove(0);
+    let what = format!("JobSet {namespace}/{}", sub.name);
+    f.check(sub.allowed(), || {
+        format!("{what}: CREATE refused: {:?}", sub.created.message())
+    });
+    if !sub.allowed() {
+        return Ok(None);
+    }
+    let reviews = plane.reviews()?;
+    match review_of(&reviews, "JobSet", namespace, &sub.name) {
+        Some(review) => {
+            f.eq(
+                &review["allowed"],
+                &json!(true),
+                &format!("{what}: our CREATE verdict"),
+            );
+            let answered: Vec<String> =
+                serde_json::from_value(review["warnings"].clone()).unwrap_or_default();
+            f.eq(
+                &sub.created.warnings,
+                &answered,
+                &format!("{what}: Warning headers"),
+            );
+        }
+        None => {
+            f.0.push(format!("{what}: our webhook never saw its CREATE"))
+        }
+    }
+    let created = &sub.created.body;
+    f.eq(
+        &created["spec"]["suspend"],
+        &json!(true),
+        &format!("{what}: suspended by Kueue at CREATE"),
+    );
+    for rjob in created["spec"]["replicatedJobs"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        f.check(
+            rjob["template"]["spec"]["template"]["metadata"]["annotations"][FACTS].is_string(),
+            || {
+                format!(
+                    "{what}: replicated job {} has no facts at CREATE",
+                    rjob["name"]
+                )
+            },
+        );
+    }
+    Ok(Some(sub))
+}
+
+/// One queued JobSet from CREATE to its running pods, each step asserted.
+async fn queued_jobset_runs(
+    plane: &ControlPlane,
+    file: &str,
+    namespace: &str,
+    flavour: &Flavour,
+) -> anyhow::Result<Failures> {
+    let mut f = Failures::default();
+    let object = fixture_jobset(file, namespace)?;
+    let started = kueue::as_started_in(&object, &flavour.labels());
+    let pools = fleet::pools_for(std::slice::from_ref(&started), &format!("{namespace}-"));
+    fleet::provision(&plane.cluster, &pools).await?;
+
+    let Some(sub) = create_queued(&mut f, plane, &object).await? else {
+        return Ok(f);
+    };
+    let what = format!("JobSet {namespace}/{}", sub.name);
+    let created = &sub.created.body;
+
+    // Kueue reserves quota in the flavour and admits the workload.
+    let workload = workload_when(&plane.cluster, &sub, BOUND, |w| is_true(w, "Admitted")).await?;
+    let Some(workload) = workload else {
+        f.0.push(format!(
+            "{what}: Kueue did not admit its Workload within {BOUND:?}"
+        ));
+        return Ok(f);
+    };
+    let assigned = tpu_flavours(&workload);
+    f.check(
+        !assigned.is_empty() && assigned.iter().all(|a| a == flavour.name),
+        || {
+            format!(
+                "{what}: TPU flavours assigned {assigned:?}, want {}",
+                flavour.name
+            )
+        },
+    );
+
+    // The unsuspending UPDATE, with the flavour's selectors, passes our validation.
+    let expected = run::expected_pods(&object);
+    let (complete, pods) =
+        run::wait_bound(&plane.cluster, &[(sub.clone(), expected)], BOUND).await?;
+    let pods = pods.into_iter().next().unwrap_or_default();
+    f.check(complete, || {
+        format!("{what}: {} of {expected} pods bound", pods.len())
+    });
+    let reviews = plane.reviews()?;
+    let updates = kueue::unsuspending_reviews(&reviews, namespace, &sub.name);
+    f.check(!updates.is_empty(), || {
+        format!("{what}: our webhook never saw the unsuspending UPDATE")
+    });
+    for u in &updates {
+        f.eq(
+            &u["allowed"],
+            &json!(true),
+            &format!("{what}: our verdict on the unsuspending UPDATE"),
+        );
+        for rjob in u["object"]["spec"]["replicatedJobs"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            if !oracle::is_tpu(rjob) {
+                continue;
+            }
+            let selector = &rjob["template"]["spec"]["template"]["spec"]["nodeSelector"];
+            for (k, v) in flavour.labels() {
+                f.eq(
+                    &selector[&k],
+                    &json!(v),
+                    &format!("{what}: UPDATE's nodeSelector {k}"),
+                );
+            }
+        }
+    }
+
+    // The real pods: the flavour's selectors, the env of SPEC §4, one slice per node pool.
+    let stored = plane.cluster.get(created).await?.unwrap_or(created.clone());
+    for p in &pods {
+        if p["spec"]["containers"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(oracle::is_tpu_container)
+        {
+            for (k, v) in flavour.labels() {
+                f.eq(
+                    &p["spec"]["nodeSelector"][&k],
+                    &json!(v),
+                    &format!("{what}: pod {} nodeSelector {k}", p["metadata"]["name"]),
+                );
+            }
+        }
+    }
+    check_jobset_pods(&mut f, &what, &stored, &pods);
+    check_nothing_lost_jobset(&mut f, &what, &object, &pods);
+    check_exclusive_placement(&mut f, &what, &stored, &pods, &plane.cluster).await;
+    eprintln!(
+        "kueue: {what}: suspended at CREATE, admitted in {}, {} unsuspending UPDATE(s) allowed, {} pods bound",
+        assigned.join(","),
+        updates.len(),
+        pods.len()
+    );
+    plane.cluster.delete(&object_named(&sub)).await?;
+    fleet::remove(&plane.cluster, &pools).await?;
+    Ok(f)
+}
+
+/// The JobSet of a fixture file, moved to `namespace`.
+fn fixture_jobset(file: &str, namespace: &str) -> anyhow::Result<Value> {
+    let shape = shape(file, &workspace_root().join(file), 0)?;
+    let mut object = shape
+        .objects
+        .into_iter()
+        .find(|o| o["kind"] == "JobSet")
+        .ok_or_else(|| anyhow::anyhow!("{file} has no JobSet"))?;
+    object["metadata"]["namespace"] = json!(namespace);
+    Ok(object)
+}
+
+/// The same JobSet admitted into a flavour whose slices have 2 hosts, not 4: Kueue reserves
+/// the quota, and its unsuspending UPDATE is refused by T4. What Kueue then does is asserted:
+/// it keeps the quota, retries, leaves the JobSet suspended, and records our message in its
+/// log only.
+async fn misfit_flavour_is_refused(plane: &ControlPlane) -> anyhow::Result<Failures> {
+    let mut f = Failures::default();
+    let namespace = "kueue-misfit";
+    let object = fixture_jobset("test_data/jobsets/jobset-v6e-example.yaml", namespace)?;
+    let Some(sub) = create_queued(&mut f, plane, &object).await? else {
+        return Ok(f);
+    };
+    let what = format!("JobSet {namespace}/{}", sub.name);
+    let message = "[T4] spec.replicatedJobs[0].template.spec.parallelism: is 4 but a tpu-v6e-slice 2x4 slice with 4 chips per pod has 2 hosts; set parallelism and completions to 2";
+    let Some(workload) =
+        workload_when(&plane.cluster, &sub, BOUND, |w| is_true(w, "QuotaReserved")).await?
+    else {
+        f.0.push(format!("{what}: Kueue reserved no quota within {BOUND:?}"));
+        return Ok(f);
+    };
+    f.eq(
+        tpu_flavours(&workload),
+        vec![V6E_2X4.name.to_string()],
+        &format!("{what}: TPU flavour"),
+    );
+    // Kueue retries the UPDATE with its controller's backoff; wait for a few refusals.
+    let refused = eventually(BOUND, || async {
+        let reviews = plane.reviews()?;
+        let updates = kueue::unsuspending_reviews(&reviews, namespace, &sub.name);
+        Ok((updates.len() >= 3).then(|| updates.into_iter().cloned().collect::<Vec<_>>()))
+    })
+    .await?
+    .unwrap_or_default();
+    f.check(refused.len() >= 3, || {
+        format!("{what}: fewer than 3 unsuspending UPDATEs reached our webhook")
+    });
+    for u in &refused {
+        f.eq(
+            &u["allowed"],
+            &json!(false),
+            &format!("{what}: our verdict on the unsuspending UPDATE"),
+        );
+        f.eq(
+            u["message"].as_str(),
+            Some(message),
+            &format!("{what}: our message"),
+        );
+    }
+    let stored = plane
+        .cluster
+        .get(&sub.created.body)
+        .await?
+        .unwrap_or_default();
+    f.eq(
+        &stored["spec"]["suspend"],
+        &json!(true),
+        &format!("{what}: still suspended"),
+    );
+    let pods = run::pods_of(&plane.cluster, &sub).await?;
+    f.eq(pods.len(), 0, &format!("{what}: pods"));
+    let uid = sub.created.body["metadata"]["uid"]
+        .as_str()
+        .unwrap_or_default();
+    let workload = kueue::workloads_of(&plane.cluster, namespace, uid)
+        .await?
+        .into_iter()
+        .next()
+        .unwrap_or_default();
+    // The Workload shows the quota taken and the workload admitted, as if it ran.
+    for kind in ["QuotaReserved", "Admitted"] {
+        f.check(is_true(&workload, kind), || {
+            format!("{what}: Workload condition {kind} is not True")
+        });
+    }
+    f.check(!is_true(&workload, "Finished"), || {
+        format!("{what}: Workload finished")
+    });
+    let conditions = kueue::conditions_text(&workload);
+    let conditions_text = workload["status"]["conditions"].to_string();
+    f.check(!conditions_text.contains("[T4]"), || {
+        format!("{what}: the Workload's conditions carry our message")
+    });
+    // Where a user might look: the namespace's Events, and Kueue's log.
+    let events = plane
+        .cluster
+        .list("v1", "Event", Some(namespace), None)
+        .await?;
+    let with_message = events
+        .iter()
+        .filter(|e| e["message"].as_str().is_some_and(|m| m.contains("[T4]")))
+        .count();
+    let reasons: Vec<String> = events
+        .iter()
+        .map(|e| {
+            format!(
+                "{} {}: {}",
+                e["involvedObject"]["kind"].as_str().unwrap_or(""),
+                e["reason"].as_str().unwrap_or(""),
+                e["message"].as_str().unwrap_or("")
+            )
+        })
+        .collect();
+    f.eq(with_message, 0, &format!("{what}: Events with our message"));
+    let log = std::fs::read_to_string(plane.dir.join("logs/kueue.log")).unwrap_or_default();
+    let logged = log
+        .lines()
+        .filter(|l| l.contains("Unsuspending job") && l.contains("[T4]"))
+        .count();
+    f.check(logged >= 1, || {
+        format!("{what}: Kueue's log has no \"Unsuspending job\" line with our message")
+    });
+    eprintln!(
+        "kueue: {what}: flavour {}: {} unsuspending UPDATEs refused with T4, still suspended, 0 pods; Workload {conditions:?}; {} Events, none with our message ({reasons:?}); {logged} \"Unsuspending job\" lines with it in Kueue's log",
+        V6E_2X4.name,
+        refused.len(),
+        events.len(),
+    );
+    plane.cluster.delete(&object_named(&sub)).await?;
+    Ok(f)
+}
+
+/// Quota for two single-slice JobSets, three submitted: the third waits in the queue until the
+/// first finishes, then runs with the right env.
+async fn third_waits_for_quota(
+    plane: &ControlPlane,
+    agent: &NodeAgent,
+) -> anyhow::Result<Failures> {
+    let mut f = Failures::default();
+    let namespace = "kueue-pair";
+    let mut objects = Vec::new();
+    for name in ["pair-a", "pair-b", "pair-c"] {
+        let mut object = fixture_jobset("test_data/jobsets/jobset-v6e-example.yaml", namespace)?;
+        object["metadata"]["name"] = json!(name);
+        // One slice of v6e 2x4: 2 hosts of 4 chips, 8 chips of the queue's 16.
+        let rjob = &mut object["spec"]["replicatedJobs"][0];
+        rjob["replicas"] = json!(1);
+        rjob["template"]["spec"]["parallelism"] = json!(2);
+        rjob["template"]["spec"]["completions"] = json!(2);
+        objects.push(object);
+    }
+    let started: Vec<Value> = objects
+        .iter()
+        .map(|o| kueue::as_started_in(o, &V6E_2X4.labels()))
+        .collect();
+    let pools = fleet::pools_for(&started, "pair-");
+    fleet::provision(&plane.cluster, &pools).await?;
+    let mut subs = Vec::new();
+    for object in &objects {
+        if let Some(sub) = create_queued(&mut f, plane, object).await? {
+            subs.push(sub);
+        }
+    }
+    if subs.len() != 3 {
+        return Ok(f);
+    }
+    let first_two: Vec<(Submitted, u64)> = subs[..2].iter().map(|s| (s.clone(), 2)).collect();
+    let (complete, _) = run::wait_bound(&plane.cluster, &first_two, BOUND).await?;
+    f.check(complete, || {
+        "the first two JobSets did not get their pods bound".to_string()
+    });
+    let third = &subs[2];
+    let waiting = workload_when(&plane.cluster, third, BOUND, |w| {
+        kueue::condition(w, "QuotaReserved")
+            .is_some_and(|c| c["status"] == "False" && c["reason"] == "Pending")
+    })
+    .await?;
+    let pending_message = waiting
+        .as_ref()
+        .and_then(|w| kueue::condition(w, "QuotaReserved"))
+        .and_then(|c| c["message"].as_str())
+        .unwrap_or_default()
+        .to_string();
+    f.check(waiting.is_some(), || {
+        "pair-c: its Workload is not Pending".to_string()
+    });
+    f.check(
+        pending_message.contains("insufficient unused quota for google.com/tpu"),
+        || format!("pair-c: Pending because {pending_message:?}"),
+    );
+    let stored = plane
+        .cluster
+        .get(&third.created.body)
+        .await?
+        .unwrap_or_default();
+    f.eq(
+        &stored["spec"]["suspend"],
+        &json!(true),
+        "pair-c: suspended while it waits",
+    );
+    f.eq(
+        run::pods_of(&plane.cluster, third).await?.len(),
+        0,
+        "pair-c: pods while it waits",
+    );
+
+    // The first finishes: its pods succeed, JobSet completes it, Kueue frees its quota.
+    agent.succeed_jobset(namespace, "pair-a");
+    let finished =
+        workload_when(&plane.cluster, &subs[0], BOUND, |w| is_true(w, "Finished")).await?;
+    f.check(finished.is_some(), || {
+        "pair-a: its Workload did not finish".to_string()
+    });
+    let (complete, pods) = run::wait_bound(&plane.cluster, &[(third.clone(), 2)], BOUND).await?;
+    let pods = pods.into_iter().next().unwrap_or_default();
+    f.check(complete, || {
+        format!(
+            "pair-c: {} of 2 pods bound after pair-a finished",
+            pods.len()
+        )
+    });
+    let stored = plane
+        .cluster
+        .get(&third.created.body)
+        .await?
+        .unwrap_or_default();
+    check_jobset_pods(&mut f, "JobSet kueue-pair/pair-c", &stored, &pods);
+    check_exclusive_placement(
+        &mut f,
+        "JobSet kueue-pair/pair-c",
+        &stored,
+        &pods,
+        &plane.cluster,
+    )
+    .await;
+    let reviews = plane.reviews()?;
+    let updates = kueue::unsuspending_reviews(&reviews, namespace, "pair-c");
+    f.check(
+        !updates.is_empty() && updates.iter().all(|u| u["allowed"] == json!(true)),
+        || {
+            format!(
+                "pair-c: unsuspending UPDATEs {:?}",
+                updates.iter().map(|u| &u["allowed"]).collect::<Vec<_>>()
+            )
+        },
+    );
+    eprintln!(
+        "kueue: quota for two: pair-c Pending ({pending_message}), admitted once pair-a finished, {} pods bound",
+        pods.len()
+    );
+    for sub in &subs {
+        plane.cluster.delete(&object_named(sub)).await?;
+    }
+    fleet::remove(&plane.cluster, &pools).await?;
+    Ok(f)
+}
+
+const TAS_ANNOTATION: &str = "kueue.x-k8s.io/podset-slice-required-topology";
+
+/// Kueue's Topology Aware Scheduling places a queued two-slice JobSet: a flavour with a
+/// Topology of node pools and hosts, each slice of 4 pods required in one node pool
+/// (`podset-slice-required-topology`, `podset-slice-size`), no JobSet exclusive placement.
+/// Kueue gates the pods, picks a host for each, and ungates them.
+async fn topology_aware_scheduling(plane: &ControlPlane) -> anyhow::Result<Failures> {
+    let mut f = Failures::default();
+    let namespace = "kueue-tas";
+    let flavour = &V6E_4X4;
+    let cluster = &plane.cluster;
+    cluster
+        .apply(&kueue::topology(
+            "tpu-pools",
+            &[fleet::NODEPOOL, "kubernetes.io/hostname"],
+        ))
+        .await?;
+    let mut rf = kueue::resource_flavor("tpu-v6e-4x4-tas", &flavour.labels());
+    rf["spec"]["topologyName"] = json!("tpu-pools");
+    // Kueue places pods before the API server gives them the TPU toleration: the flavour
+    // brings it.
+    rf["spec"]["tolerations"] = json!([{"key": TPU, "operator": "Exists", "effect": "NoSchedule"}]);
+    cluster.apply(&rf).await?;
+    cluster
+        .apply(&kueue::tpu_cluster_queue(
+            "tas",
+            "tpu-v6e-4x4-tas",
+            256,
+            CPU_FLAVOUR,
+        ))
+        .await?;
+    cluster
+        .apply(&json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}))
+        .await?;
+    cluster
+        .apply(&kueue::local_queue(namespace, QUEUE, "tas"))
+        .await?;
+
+    let mut object = fixture_jobset("test_data/jobsets/jobset-v6e-example.yaml", namespace)?;
+    object["metadata"]["name"] = json!("v6e-tas");
+    if let Some(a) = object["metadata"]["annotations"].as_object_mut() {
+        a.remove("alpha.jobset.sigs.k8s.io/exclusive-topology");
+    }
+    object["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["metadata"] = json!({"annotations": {TAS_ANNOTATION: fleet::NODEPOOL, "kueue.x-k8s.io/podset-slice-size": "4"}});
+    // Three node pools of 4 hosts for 2 slices: Kueue chooses.
+    let mut pools = fleet::pools_for(
+        std::slice::from_ref(&kueue::as_started_in(&object, &flavour.labels())),
+        "tas-",
+    );
+    if let Some(extra) = pools.first().cloned() {
+        let mut extra = extra;
+        extra.name = "tas-spare".to_string();
+        extra
+            .labels
+            .insert(fleet::NODEPOOL.to_string(), extra.name.clone());
+        pools.push(extra);
+    }
+    fleet::provision(cluster, &pools).await?;
+    let Some(sub) = create_queued(&mut f, plane, &object).await? else {
+        return Ok(f);
+    };
+    let what = format!("JobSet {namespace}/{}", sub.name);
+    let (complete, pods) = run::wait_bound(cluster, &[(sub.clone(), 8)], BOUND).await?;
+    let pods = pods.into_iter().next().unwrap_or_default();
+    let uid = sub.created.body["metadata"]["uid"]
+        .as_str()
+        .unwrap_or_default();
+    let workload = kueue::workloads_of(cluster, namespace, uid)
+        .await?
+        .into_iter()
+        .next()
+        .unwrap_or_default();
+    f.check(complete, || {
+        format!(
+            "{what}: {} of 8 pods bound; Workload {:?}",
+            pods.len(),
+            kueue::conditions_text(&workload)
+        )
+    });
+    let assignment = &workload["status"]["admission"]["podSetAssignments"][0]["topologyAssignment"];
+    f.check(!assignment.is_null(), || {
+        format!("{what}: the Workload has no topology assignment")
+    });
+    // Each slice in one node pool, the two in different pools, every pod ungated and pinned.
+    let nodes: BTreeMap<String, Value> = cluster
+        .list("v1", "Node", None, None)
+        .await?
+        .into_iter()
+        .map(|n| {
+            (
+                n["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+                n,
+            )
+        })
+        .collect();
+    let mut pools_of_slice: BTreeMap<String, std::collections::BTreeSet<String>> = BTreeMap::new();
+    for p in &pods {
+        let name = p["metadata"]["name"].as_str().unwrap_or_default();
+        let node = p["spec"]["nodeName"].as_str().unwrap_or_default();
+        let pool = nodes
+            .get(node)
+            .and_then(|n| n["metadata"]["labels"][fleet::NODEPOOL].as_str())
+            .unwrap_or("?");
+        let slice = p["metadata"]["labels"]["jobset.sigs.k8s.io/job-index"]
+            .as_str()
+            .unwrap_or("?");
+        pools_of_slice
+            .entry(slice.to_string())
+            .or_default()
+            .insert(pool.to_string());
+        f.check(
+            p["spec"]["schedulingGates"]
+                .as_array()
+                .is_none_or(|g| g.is_empty()),
+            || format!("{what}: pod {name} is still gated"),
+        );
+        f.eq(
+            p["spec"]["nodeSelector"]["kubernetes.io/hostname"].as_str(),
+            Some(node),
+            &format!("{what}: pod {name}: Kueue's hostname selector"),
+        );
+    }
+    let distinct: std::collections::BTreeSet<&String> = pools_of_slice.values().flatten().collect();
+    f.check(
+        pools_of_slice.len() == 2
+            && pools_of_slice.values().all(|p| p.len() == 1)
+            && distinct.len() == 2,
+        || format!("{what}: node pools by slice {pools_of_slice:?}"),
+    );
+    let stored = cluster.get(&sub.created.body).await?.unwrap_or_default();
+    check_jobset_pods(&mut f, &what, &stored, &pods);
+    check_nothing_lost_jobset(&mut f, &what, &object, &pods);
+    eprintln!(
+        "kueue: TAS: {what}: {} pods bound, node pools by slice {pools_of_slice:?}",
+        pods.len()
+    );
+    cluster.delete(&object_named(&sub)).await?;
+    fleet::remove(cluster, &pools).await?;
+    Ok(f)
+}
+
+/// `make cluster-preview FILE=examples/kueue-queued.yaml QUEUE_FLAVOR=…`, run as a user runs
+/// it: the report shows the queued JobSet's pods with the flavour's selectors and their env,
+/// or, in a flavour that does not fit, our refusal of Kueue's unsuspending UPDATE.
+fn preview_in_flavour(flavour: &str, fits: bool) -> anyhow::Result<Failures> {
+    let mut f = Failures::default();
+    let file = workspace_root().join("examples/kueue-queued.yaml");
+    let out = std::process::Command::new("timeout")
+        .args(["--kill-after=5", "400"])
+        .arg(env!("CARGO_BIN_EXE_cluster-preview"))
+        .arg(&file)
+        .args(["--queue-flavor", flavour, "--wait", "150"])
+        .stderr(std::process::Stdio::inherit())
+        .output()?;
+    f.check(out.status.success(), || {
+        format!("cluster-preview exited {}", out.status)
+    });
+    let report: Value = serde_json::from_slice(&out.stdout)
+        .map_err(|e| anyhow::anyhow!("cluster-preview printed no JSON report: {e}"))?;
+    let (accelerator, topology) = flavour.split_once(':').unwrap_or_default();
+    f.eq(&report["complete"], &json!(true), "complete");
+    let object = &report["objects"][0];
+    f.eq(
+        &object["allowed"],
+        &json!(true),
+        "queued-v5p: CREATE allowed",
+    );
+    let verdicts = object["kueue"]["unsuspendingUpdates"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    f.check(!verdicts.is_empty(), || {
+        "no unsuspending UPDATE in the report".to_string()
+    });
+    let pods = report["pods"].as_array().cloned().unwrap_or_default();
+    if fits {
+        f.check(verdicts.iter().all(|v| v["allowed"] == json!(true)), || {
+            format!("verdicts {verdicts:?}")
+        });
+        f.eq(pods.len(), 8, "pods");
+        let mut slice_ids = std::collections::BTreeSet::new();
+        for p in &pods {
+            let name = p["name"].as_str().unwrap_or_default();
+            f.eq(
+                &p["nodeSelector"]["cloud.google.com/gke-tpu-accelerator"],
+                &json!(accelerator),
+                &format!("{name}: accelerator selector"),
+            );
+            f.eq(
+                &p["nodeSelector"]["cloud.google.com/gke-tpu-topology"],
+                &json!(topology),
+                &format!("{name}: topology selector"),
+            );
+            f.check(p["nodeName"].is_string(), || format!("{name}: not bound"));
+            let env = &p["containers"][0]["env"];
+            f.eq(
+                &env["MEGASCALE_NUM_SLICES"],
+                &json!("2"),
+                &format!("{name}: MEGASCALE_NUM_SLICES"),
+            );
+            f.eq(
+                &env["MEGASCALE_COORDINATOR_ADDRESS"],
+                &json!("queued-v5p-slice-0-0.queued-v5p"),
+                &format!("{name}: MEGASCALE_COORDINATOR_ADDRESS"),
+            );
+            slice_ids.insert(
+                env["MEGASCALE_SLICE_ID"]
+                    .as_str()
+                    .unwrap_or("?")
+                    .to_string(),
+            );
+        }
+        f.eq(
+            slice_ids,
+            ["0", "1"].into_iter().map(String::from).collect(),
+            "slice ids",
+        );
+    } else {
+        let message = format!("[T4] spec.replicatedJobs[0].template.spec.parallelism: is 4 but a {accelerator} {topology} slice with 4 chips per pod has 2 hosts; set parallelism and completions to 2");
+        f.check(
+            verdicts
+                .iter()
+                .all(|v| v["allowed"] == json!(false) && v["message"] == json!(message)),
+            || format!("verdicts {verdicts:?}, want each refused with {message:?}"),
+        );
+        f.eq(pods.len(), 0, "pods");
+        let conditions = object["kueue"]["workloads"][0]["conditions"].to_string();
+        f.check(conditions.contains("Admitted=True"), || {
+            format!("Workload conditions {conditions}")
+        });
+    }
+    eprintln!(
+        "kueue: cluster-preview QUEUE_FLAVOR={flavour}: {} pods, unsuspending UPDATEs {:?}",
+        pods.len(),
+        verdicts.iter().map(|v| &v["allowed"]).collect::<Vec<_>>()
+    );
+    Ok(f)
+}
+
+/// Every Kueue case, on a control plane with Kueue.
+pub async fn cases(binaries: &Binaries, report: &mut Report) -> anyhow::Result<()> {
+    let mut plane = ControlPlane::start(
+        binaries,
+        Options {
+            kueue: true,
+            ..Options::default()
+        },
+    )
+    .await?;
+    let agent = NodeAgent::start(plane.cluster.clone(), plane.remaining());
+    set_up_queues(&plane.cluster).await?;
+    let before = report.failed;
+    report.record(
+        "Kueue admits JobSet's own v6e example (no node selectors) into its flavour, and it runs",
+        queued_jobset_runs(
+            &plane,
+            "test_data/jobsets/jobset-v6e-example.yaml",
+            "kueue-v6e",
+            &V6E_4X4,
+        )
+        .await,
+    );
+    report.record(
+        "Kueue admits xpk's v6e JobSet (its own selectors), and it runs",
+        queued_jobset_runs(
+            &plane,
+            "test_data/jobsets/xpk-v6e-multislice.yaml",
+            "kueue-xpk",
+            &V6E_4X4,
+        )
+        .await,
+    );
+    report.record(
+        "a flavour that does not fit: Kueue's unsuspending UPDATE is refused by T4, and the JobSet stays queued",
+        misfit_flavour_is_refused(&plane).await,
+    );
+    report.record(
+        "quota for two JobSets, three submitted: the third waits, then runs when the first finishes",
+        third_waits_for_quota(&plane, &agent).await,
+    );
+    report.record(
+        "Kueue's Topology Aware Scheduling places each slice of a queued JobSet in one node pool",
+        topology_aware_scheduling(&plane).await,
+    );
+    if let Err(e) = plane.check_alive() {
+        report.record("the Kueue control plane stayed up", Err(e));
+    }
+    if report.failed > before {
+        plane.keep_logs();
+    }
+    drop(agent);
+    drop(plane);
+    // cluster-preview starts a control plane of its own.
+    report.record(
+        "make cluster-preview QUEUE_FLAVOR=tpu-v5p-slice:2x2x4 runs examples/kueue-queued.yaml through Kueue",
+        preview_in_flavour("tpu-v5p-slice:2x2x4", true),
+    );
+    report.record(
+        "make cluster-preview QUEUE_FLAVOR=tpu-v5p-slice:2x2x2 reports our refusal of Kueue's UPDATE",
+        preview_in_flavour("tpu-v5p-slice:2x2x2", false),
+    );
+    Ok(())
+}
