@@ -23,12 +23,13 @@ pub fn wanted_annotations(view: &JobSetView, facts: &[Facts]) -> Vec<Option<Stri
 /// The facts annotations to write, as (replicated job index, value); empty when the JobSet
 /// already carries exactly them.
 pub fn changes(view: &JobSetView, facts: &[Facts]) -> Vec<(usize, String)> {
-    wanted_annotations(view, facts)
-        .into_iter()
-        .enumerate()
-        .filter_map(|(i, w)| {
-            let current = map_str(view.replicated_jobs[i].pod_annotations, keys::FACTS);
-            w.filter(|w| current != Some(w.as_str())).map(|w| (i, w))
+    view.replicated_jobs
+        .iter()
+        .zip(wanted_annotations(view, facts))
+        .filter_map(|(rjob, w)| {
+            let current = map_str(rjob.pod_annotations, keys::FACTS);
+            w.filter(|w| current != Some(w.as_str()))
+                .map(|w| (rjob.index, w))
         })
         .collect()
 }

@@ -18,8 +18,7 @@ pub struct JobView<'a> {
     /// `spec.template.spec.subdomain`, when set and not empty.
     pub subdomain: Option<&'a str>,
     pub pod_annotations: Option<&'a Object>,
-    /// `spec.template.spec`, whose containers' own env the warnings read.
-    pub pod_spec: &'a Object,
+    /// The pod spec's containers, each with its JSON object, whose own env the warnings read.
     pub containers: Vec<ContainerView<'a>>,
 }
 
@@ -57,7 +56,6 @@ impl<'a> JobView<'a> {
             subdomain: json::opt_str(pod_spec, "subdomain", "spec.template.spec")?
                 .filter(|s| !s.is_empty()),
             pod_annotations,
-            pod_spec,
             containers: pod_spec::containers(pod_spec, "spec.template.spec", tpu_resource)?,
         })
     }

@@ -52,10 +52,9 @@ pub struct ReplicatedJob<'a> {
     pub pod_annotations: Option<&'a Object>,
     /// Node labels the pod template pins to one value (see `node_pins::pins`).
     pub pins: Vec<Pin<'a>>,
-    /// `template.spec.template.spec`, where the containers' own env is read.
-    pub pod_spec: &'a Object,
     /// `template.spec.template.spec`, for messages.
     pub pod_spec_path: String,
+    /// The pod spec's containers, each with its JSON object, where its own env is read.
     pub containers: Vec<ContainerView<'a>>,
     pub chips_per_pod: u32,
 }
@@ -285,7 +284,6 @@ fn parse_replicated_job<'a>(
         completion_mode,
         pod_annotations,
         pins,
-        pod_spec,
         pod_spec_path: ps_path,
         containers,
         chips_per_pod,
