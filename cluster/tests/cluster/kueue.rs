@@ -437,7 +437,11 @@ async fn misfit_flavour_is_refused(plane: &ControlPlane) -> anyhow::Result<Failu
     let log = std::fs::read_to_string(plane.dir.join("logs/kueue.log")).unwrap_or_default();
     let logged = log
         .lines()
-        .filter(|l| l.contains("Unsuspending job") && l.contains("[T4]"))
+        .filter(|l| {
+            l.contains("Unsuspending job")
+                && l.contains("kubewarden.admission")
+                && l.contains(&format!("denied the request: {message}"))
+        })
         .count();
     f.check(logged >= 1, || {
         format!("{what}: Kueue's log has no \"Unsuspending job\" line with our message")
