@@ -5,6 +5,7 @@
 mod kueue;
 #[path = "../../../tests/wasm/oracle.rs"]
 mod oracle;
+mod preview;
 
 use multislice_cluster::agent::NodeAgent;
 use multislice_cluster::fleet::{self, Pool};
@@ -1172,8 +1173,8 @@ fn object_named(sub: &Submitted) -> Value {
     })
 }
 
-/// Which parts run: `CLUSTER_PARTS=shapes,rules,unprotected,kueue` (all by default), to
-/// narrow a run when debugging.
+/// Which parts run: `CLUSTER_PARTS=shapes,rules,unprotected,kueue` (all by default; `kueue`
+/// includes cluster-preview with Kueue), to narrow a run when debugging.
 fn part(name: &str) -> bool {
     std::env::var("CLUSTER_PARTS").map_or(true, |parts| parts.split(',').any(|p| p == name))
 }
@@ -1191,6 +1192,8 @@ async fn main_async() -> anyhow::Result<bool> {
         if let Err(e) = kueue::cases(&binaries, &mut report).await {
             report.record("the Kueue cases", Err(e));
         }
+        // cluster-preview starts a control plane of its own, after the others have stopped.
+        preview::cases(&mut report);
     }
     println!("{} passed, {} failed", report.passed, report.failed);
     Ok(report.failed == 0)
