@@ -168,7 +168,8 @@ impl ControlPlane {
             webhook: None,
             started: Instant::now(),
             lifetime,
-            keep: false,
+            // CLUSTER_KEEP_LOGS=1 keeps them after a run that passed too.
+            keep: std::env::var_os("CLUSTER_KEEP_LOGS").is_some(),
             fixed_files: None,
         };
         plane.wait_ready().await?;
