@@ -148,6 +148,10 @@ check_manifest() {
   check_case reject-n1
 }
 
+@test "N2: a host-network multi-host slice with the default dnsPolicy is rejected" {
+  check_case reject-n2
+}
+
 @test "J: an opted-in Indexed Job gets its facts stamped on the pod template" {
   check_case job-jax-facts
 }

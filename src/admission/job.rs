@@ -52,14 +52,18 @@ pub(super) fn is_opted_in(raw: &RawValue) -> bool {
     opted_in && !jobset_child
 }
 
-/// Job CREATE of an opted-in plain Job (SPEC §4.6): J1–J3, then the facts its pods need.
-/// `jaxEnv: never` turns the JAX env off for Jobs too.
+/// Job CREATE of an opted-in plain Job (SPEC §4.6): J1–J3 and N2, then the facts its pods
+/// need. `jaxEnv: never` turns the JAX env off for Jobs too, and with it J1–J3; N2 is about
+/// the pods, whoever sets their env.
 pub(super) fn admit_create(mut object: Value, settings: &Settings) -> Result<Verdict, InputError> {
-    if settings.jax_env == JaxEnv::Never {
-        return Ok(Verdict::accept());
-    }
     let (annotation, warnings) = {
         let view = JobView::parse(&object, &settings.tpu_resource)?;
+        if settings.jax_env == JaxEnv::Never {
+            return Ok(match rules::job::n2(&view) {
+                Some(v) => rejection(&[v], Vec::new()),
+                None => Verdict::accept(),
+            });
+        }
         let violations = rules::job::check(&view);
         if !violations.is_empty() {
             return Ok(rejection(&violations, Vec::new()));
