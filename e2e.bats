@@ -188,6 +188,10 @@ check_manifest() {
   check_case jobset-template-env-contradicts-warning
 }
 
+@test "an env reference that can never resolve earns a warning at kubectl apply" {
+  check_case warn-references-never-resolve
+}
+
 @test "each TPU container of a tpu7x pod gets its own MEGASCALE_PORT" {
   check_case pod-tpu7x-port-per-tpu-container
 }
