@@ -572,3 +572,114 @@ proptest! {
         );
     }
 }
+
+/// Every `batch.kubernetes.io/` key the spec counts as set on a plain Job's pods.
+const SET_BY_JOB_CONTROLLER: [&str; 5] = [
+    "job-name",
+    "job-completion-index",
+    "controller-uid",
+    "job-index-failure-count",
+    "job-index-ignored-failure-count",
+];
+
+#[derive(Debug, Clone)]
+enum JobKey {
+    /// `batch.kubernetes.io/` + one of SET_BY_JOB_CONTROLLER, or any other suffix.
+    Batch(Result<usize, String>),
+    /// `jobset.sigs.k8s.io/` + a key JobSet sets on its own pods, or a typo.
+    JobSet(Key),
+    /// `jobset.sigs.k8s.io/own-<n>`, set by the template itself when the flag says so.
+    Own(u8, bool),
+}
+
+fn job_key() -> impl Strategy<Value = JobKey> {
+    prop_oneof![
+        (0..SET_BY_JOB_CONTROLLER.len()).prop_map(|i| JobKey::Batch(Ok(i))),
+        prop_oneof![
+            Just("job-completion-idx".to_string()),
+            Just("jobname".to_string()),
+            "[a-z]{1,10}(-[a-z]{1,8})?",
+        ]
+        .prop_map(|t| JobKey::Batch(Err(t))),
+        key().prop_map(JobKey::JobSet),
+        (0u8..3, any::<bool>()).prop_map(|(n, set)| JobKey::Own(n, set)),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    /// The same property on opted-in plain Jobs (SPEC §4.6): no JobSet owns them, so every
+    /// `jobset.sigs.k8s.io/` key the template does not set itself is missing.
+    #[test]
+    fn a_plain_job_warns_exactly_for_each_reference_that_never_resolves(
+        shape in gen::jobs::job_shape(),
+        refs in prop::collection::vec((0usize..4, any::<bool>(), job_key()), 0..6),
+    ) {
+        let mut base = gen::jobs::build_job(&shape);
+        for (_, label, key) in &refs {
+            if let JobKey::Own(n, true) = key {
+                let map = if *label { "labels" } else { "annotations" };
+                base["spec"]["template"]["metadata"][map][format!("jobset.sigs.k8s.io/own-{n}")] = json!("x");
+            }
+        }
+        let mut with = base.clone();
+        let containers = with["spec"]["template"]["spec"]["containers"].as_array_mut().unwrap();
+        let before: Vec<Option<usize>> = containers
+            .iter()
+            .map(|c| c.get("env").and_then(Value::as_array).map(Vec::len))
+            .collect();
+        let mut expected = Vec::new();
+        for (i, (c, label, key)) in refs.iter().enumerate() {
+            let c = c % containers.len();
+            let full = match key {
+                JobKey::Batch(Ok(k)) => format!("batch.kubernetes.io/{}", SET_BY_JOB_CONTROLLER[*k]),
+                JobKey::Batch(Err(t)) => format!("batch.kubernetes.io/{t}"),
+                JobKey::JobSet(k) => format!("jobset.sigs.k8s.io/{}", key_name(k)),
+                JobKey::Own(n, _) => format!("jobset.sigs.k8s.io/own-{n}"),
+            };
+            let set_by_template = base["spec"]["template"]["metadata"]
+                .as_object()
+                .is_some_and(|m| m.values().any(|v| v.get(&full).is_some()));
+            let resolves = set_by_template
+                || full
+                    .strip_prefix("batch.kubernetes.io/")
+                    .is_some_and(|k| SET_BY_JOB_CONTROLLER.contains(&k));
+            let (map, singular) = if *label { ("labels", "label") } else { ("annotations", "annotation") };
+            let env = containers[c].as_object_mut().unwrap().entry("env").or_insert(json!([])).as_array_mut().unwrap();
+            let name = format!("REF_{i}");
+            env.push(entry(&name, map, &full));
+            if !resolves {
+                expected.push((
+                    (c, env.len() - 1),
+                    format!("spec.template.spec.containers[{c}].env[{}]: {name} reads the {singular} {full}, which ", env.len() - 1),
+                ));
+            }
+        }
+        expected.sort();
+        let plain = job_create(&base, &no_settings());
+        let got = job_create(&with, &no_settings());
+        prop_assert_eq!(got.accepted, plain.accepted);
+        prop_assert_eq!(&got.message, &plain.message);
+        let n = plain.warnings.len();
+        prop_assert!(got.warnings.len() >= n, "{:?}", got.warnings);
+        prop_assert_eq!(&got.warnings[..n], &plain.warnings[..]);
+        let extra = &got.warnings[n..];
+        prop_assert_eq!(extra.len(), expected.len(), "{:?} vs {:?}", extra, expected);
+        for (w, (_, prefix)) in extra.iter().zip(&expected) {
+            prop_assert!(w.starts_with(prefix.as_str()), "{} does not start with {}", w, prefix);
+            prop_assert!(w.contains(EMPTY), "{}", w);
+        }
+        let mut admitted = patched(&with, &got);
+        for (c, len) in before.iter().enumerate() {
+            let container = admitted["spec"]["template"]["spec"]["containers"][c].as_object_mut().unwrap();
+            match len {
+                Some(len) => container["env"].as_array_mut().unwrap().truncate(*len),
+                None => {
+                    container.remove("env");
+                }
+            }
+        }
+        prop_assert_eq!(admitted, patched(&base, &plain));
+    }
+}
