@@ -244,14 +244,18 @@ fn admit_jobset_create(mut object: Value, settings: &Settings) -> Result<Verdict
     let (changes, warnings) = {
         let view = JobSetView::parse(&object, &settings.tpu_resource)?;
         let findings = rules::judge(&view, settings, Moment::Create)?;
+        // Every parsed JobSet, judged or not: an empty value is as empty on a CPU pod.
+        let references = pods::references::jobset_warnings(&view);
+        let mut warnings = findings.warnings;
         if !findings.violations.is_empty() {
-            return Ok(rejection(&findings.violations, findings.warnings));
+            warnings.extend(references);
+            return Ok(rejection(&findings.violations, warnings));
         }
         let facts = groups::plan(&view, settings)?;
-        let mut warnings = findings.warnings;
         warnings.extend(pods::contradictions::warnings(
             &object, &view, &facts, settings,
         )?);
+        warnings.extend(references);
         (mutate::jobset::changes(&view, &facts), warnings)
     };
     if changes.is_empty() {

@@ -8,6 +8,7 @@ pub mod jax;
 pub mod job;
 pub mod multislice;
 pub mod place;
+pub mod references;
 pub mod tpu_host;
 
 use crate::error::{checked_add, checked_mul, InputError};

@@ -1,10 +1,30 @@
-//! J1–J3: what an opted-in plain Indexed Job needs for its pods to form one JAX run (SPEC §4.6).
+//! J1–J3: what an opted-in plain Indexed Job needs for its pods to form one JAX run (SPEC §4.6),
+//! and N2 for its pods.
+use super::network;
 use crate::job::JobView;
 use crate::violation::{Rule, Violation};
 
-/// Every J rule, in the order a rejection lists them.
+/// Every rule of an opted-in Job, in the order a rejection lists them.
 pub fn check(job: &JobView) -> Vec<Violation> {
-    [j1(job), j2(job), j3(job)].into_iter().flatten().collect()
+    [j1(job), j2(job), j3(job), n2(job)]
+        .into_iter()
+        .flatten()
+        .collect()
+}
+
+/// N2: with more than one process, every pod dials the coordinator `<job>-0.<subdomain>` by
+/// name. It holds whatever `jaxEnv` says (SPEC §6): the Job's pods need it with or without
+/// the policy's env.
+pub fn n2(job: &JobView) -> Option<Violation> {
+    if job.completions? <= 1 {
+        return None;
+    }
+    network::cluster_dns(
+        job.host_network,
+        job.dns_policy,
+        "spec.template.spec",
+        "the coordinator's hostname",
+    )
 }
 
 /// J1: the pods need DNS names, or no process can reach the coordinator `<job>-0`.

@@ -31,7 +31,7 @@ pub enum Moment {
 
 /// Every rule in the order a rejection lists them. T3 and T4 judge node selectors, which Kueue
 /// injects when it unsuspends a JobSet, so they wait while the JobSet is suspended.
-const RULES: [(RuleFn, bool); 13] = [
+const RULES: [(RuleFn, bool); 14] = [
     (groups::g1, false),
     (groups::g2, false),
     (groups::g3, false),
@@ -45,6 +45,7 @@ const RULES: [(RuleFn, bool); 13] = [
     (placement::x3, false),
     (placement::x4, false),
     (network::n1, false),
+    (network::n2, false),
 ];
 
 /// Whether the policy judges this JobSet at all: it has a TPU replicated job or the JAX env

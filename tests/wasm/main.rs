@@ -13,6 +13,7 @@ mod operations;
 mod properties;
 mod real_jax;
 mod real_shapes;
+mod references;
 mod rules;
 mod settings;
 mod shipping;
