@@ -4,7 +4,7 @@
 //! (`kueue-…`), which sort after `clusterwide-…` and `jobset-…`, so the API server calls our
 //! webhook, then JobSet's, then Kueue's.
 use super::QUEUE_LABEL;
-use crate::controlplane::{args, crd_files, module_dir, ControlPlane};
+use crate::controlplane::{args, crd_files, module_dir, released_by_url, ControlPlane};
 use crate::procs::{free_port, Process};
 use anyhow::{bail, Context, Result};
 use multislice_host::fixtures::load_yaml;
@@ -143,15 +143,8 @@ pub fn webhook_configurations(module: &Path, port: u16, ca: &str) -> Result<Vec<
         if !kind.ends_with("WebhookConfiguration") {
             continue;
         }
-        let name = doc["metadata"]["name"].as_str().unwrap_or_default();
-        doc["metadata"]["name"] = json!(format!("kueue-{name}"));
+        released_by_url(&mut doc, "kueue-", port, ca);
         for webhook in doc["webhooks"].as_array_mut().into_iter().flatten() {
-            let path = webhook["clientConfig"]["service"]["path"]
-                .as_str()
-                .unwrap_or("/")
-                .to_string();
-            webhook["clientConfig"] =
-                json!({"url": format!("https://127.0.0.1:{port}{path}"), "caBundle": ca});
             let key = (
                 kind.clone(),
                 webhook["name"].as_str().unwrap_or_default().to_string(),

@@ -4,8 +4,8 @@
 //! selectors; that UPDATE goes through our webhook, and the pods the real controllers then
 //! make are checked as in every other shape.
 use super::{
-    check_exclusive_placement, check_jobset_pods, check_nothing_lost_jobset, object_named, oracle,
-    review_of, shape, Failures, Report,
+    check_exclusive_placement, check_jobset_pods, check_nothing_lost_jobset,
+    check_warnings_reached, object_named, oracle, review_of, shape, Failures, Report,
 };
 use multislice_cluster::agent::NodeAgent;
 use multislice_cluster::fleet::{self, TPU};
@@ -171,13 +171,7 @@ async fn create_queued(
                 &json!(true),
                 &format!("{what}: our CREATE verdict"),
             );
-            let answered: Vec<String> =
-                serde_json::from_value(review["warnings"].clone()).unwrap_or_default();
-            f.eq(
-                &sub.created.warnings,
-                &answered,
-                &format!("{what}: Warning headers"),
-            );
+            check_warnings_reached(f, &what, review, &sub);
         }
         None => {
             f.0.push(format!("{what}: our webhook never saw its CREATE"))
@@ -660,20 +654,7 @@ async fn topology_aware_scheduling(plane: &ControlPlane) -> anyhow::Result<Failu
         format!("{what}: the Workload has no topology assignment")
     });
     // Each slice in one node pool, the two in different pools, every pod ungated and pinned.
-    let nodes: BTreeMap<String, Value> = cluster
-        .list("v1", "Node", None, None)
-        .await?
-        .into_iter()
-        .map(|n| {
-            (
-                n["metadata"]["name"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_string(),
-                n,
-            )
-        })
-        .collect();
+    let nodes = fleet::nodes_by_name(cluster).await?;
     let mut pools_of_slice: BTreeMap<String, std::collections::BTreeSet<String>> = BTreeMap::new();
     for p in &pods {
         let name = p["metadata"]["name"].as_str().unwrap_or_default();

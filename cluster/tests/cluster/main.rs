@@ -373,13 +373,7 @@ async fn check_submitted(
     }
     // The warnings our webhook answered reach the client as Warning headers.
     if let Some(review) = review_of(reviews, &sub.kind, &shape.namespace, &sub.name) {
-        let answered: Vec<String> =
-            serde_json::from_value(review["warnings"].clone()).unwrap_or_default();
-        f.eq(
-            &sub.created.warnings,
-            &answered,
-            &format!("{what}: Warning headers"),
-        );
+        check_warnings_reached(f, &what, review, sub);
     } else if sub.kind == "JobSet" || is_opted_in_job(&sub.created.body) {
         f.0.push(format!("{what}: our webhook never saw its CREATE"));
     }
@@ -421,6 +415,18 @@ async fn check_submitted(
         "Job" => check_job_pods(f, &what, &sub.created.body, pods),
         _ => {}
     }
+}
+
+/// The warnings our webhook answered for a CREATE are what the client read from the
+/// `Warning` headers.
+fn check_warnings_reached(f: &mut Failures, what: &str, review: &Value, sub: &Submitted) {
+    let answered: Vec<String> =
+        serde_json::from_value(review["warnings"].clone()).unwrap_or_default();
+    f.eq(
+        &sub.created.warnings,
+        &answered,
+        &format!("{what}: Warning headers"),
+    );
 }
 
 fn is_opted_in_job(job: &Value) -> bool {
@@ -817,21 +823,7 @@ async fn check_exclusive_placement(
     else {
         return;
     };
-    let nodes: BTreeMap<String, Value> = cluster
-        .list("v1", "Node", None, None)
-        .await
-        .unwrap_or_default()
-        .into_iter()
-        .map(|n| {
-            (
-                n["metadata"]["name"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_string(),
-                n,
-            )
-        })
-        .collect();
+    let nodes = fleet::nodes_by_name(cluster).await.unwrap_or_default();
     let mut domains: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for p in pods {
         let node = p["spec"]["nodeName"].as_str().unwrap_or_default();
