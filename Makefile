@@ -214,7 +214,7 @@ clean:
 	rm -f policy.wasm annotated-policy.wasm bench/baseline.wasm bench/annotated-baseline.wasm
 
 # A real control plane on loopback (cluster/, README "A real control plane"): etcd,
-# kube-apiserver, kube-controller-manager, kube-scheduler and JobSet, each built with the `go`
+# kube-apiserver, kube-controller-manager, kube-scheduler, JobSet and Kueue, each built with the `go`
 # client from its Go module into ~/.cache/jobset-multislice-policy/cluster/<module>@<version>.
 .PHONY: cluster-deps
 cluster-deps:
@@ -226,7 +226,8 @@ cluster-deps:
 cluster-test: policy.wasm cluster-deps jax-venv e2e-deps
 	JAX_PYTHON=$(JAX_PYTHON) cargo test -q --workspace --test cluster
 
-# make cluster-preview FILE=my.yaml [SETTINGS=settings.yaml]: one JSON report on stdout.
+# make cluster-preview FILE=my.yaml [SETTINGS=settings.yaml] [QUEUE_FLAVOR=accelerator:topology]:
+# one JSON report on stdout.
 .PHONY: cluster-preview
 cluster-preview: policy.wasm cluster-deps
 	@$(WORKSPACE_BINS)

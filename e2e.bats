@@ -148,6 +148,10 @@ check_manifest() {
   check_case reject-n1
 }
 
+@test "N2: a host-network multi-host slice with the default dnsPolicy is rejected" {
+  check_case reject-n2
+}
+
 @test "J: an opted-in Indexed Job gets its facts stamped on the pod template" {
   check_case job-jax-facts
 }
@@ -182,6 +186,10 @@ check_manifest() {
 
 @test "a template env that contradicts the policy earns a warning at kubectl apply" {
   check_case jobset-template-env-contradicts-warning
+}
+
+@test "an env reference that can never resolve earns a warning at kubectl apply" {
+  check_case warn-references-never-resolve
 }
 
 @test "each TPU container of a tpu7x pod gets its own MEGASCALE_PORT" {

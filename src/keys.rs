@@ -13,6 +13,19 @@ pub const JOB_INDEX: &str = "jobset.sigs.k8s.io/job-index";
 pub const JOB_GLOBAL_INDEX: &str = "jobset.sigs.k8s.io/job-global-index";
 /// Sum of all replicated jobs' replicas.
 pub const GLOBAL_REPLICAS: &str = "jobset.sigs.k8s.io/global-replicas";
+/// The child Job's key, a hash of its namespaced name.
+pub const JOB_KEY: &str = "jobset.sigs.k8s.io/job-key";
+/// How many times the JobSet was restarted.
+pub const RESTART_ATTEMPT: &str = "jobset.sigs.k8s.io/restart-attempt";
+/// Also set on pods by current JobSet releases (SPEC §4.2): the JobSet's UID, per-Job and
+/// in-place restart counts, and the JobSet's priority.
+pub const JOBSET_UID: &str = "jobset.sigs.k8s.io/jobset-uid";
+pub const JOB_RESTART_ATTEMPT: &str = "jobset.sigs.k8s.io/job-restart-attempt";
+pub const IN_PLACE_RESTART_ATTEMPT: &str = "jobset.sigs.k8s.io/in-place-restart-attempt";
+pub const PRIORITY: &str = "jobset.sigs.k8s.io/priority";
+/// The JobSet controllers' prefix: a key under it that no release puts on a pod is a
+/// reference that can never resolve (SPEC §4.2).
+pub const JOBSET_PREFIX: &str = "jobset.sigs.k8s.io/";
 
 // --- Set by JobSet v0.9+ natively; the policy adds them on older controllers (SPEC §4.1).
 pub const GROUP_NAME: &str = "jobset.sigs.k8s.io/group-name";
@@ -20,6 +33,28 @@ pub const GROUP_REPLICAS: &str = "jobset.sigs.k8s.io/group-replicas";
 pub const JOB_GROUP_INDEX: &str = "jobset.sigs.k8s.io/job-group-index";
 /// The three group keys, in the order they are written.
 pub const GROUP_KEYS: [&str; 3] = [GROUP_NAME, GROUP_REPLICAS, JOB_GROUP_INDEX];
+
+/// Every `jobset.sigs.k8s.io/` key on every JobSet pod, as label or annotation (a release that
+/// sets one as only one of them counts as setting both): the controller's, and the group keys,
+/// which the policy adds on older controllers. `JOBSET_COORDINATOR` is there only when
+/// `spec.coordinator` is set.
+pub const JOBSET_POD_KEYS: [&str; 15] = [
+    JOBSET_NAME,
+    REPLICATED_JOB_NAME,
+    REPLICATED_JOB_REPLICAS,
+    JOB_INDEX,
+    JOB_GLOBAL_INDEX,
+    GLOBAL_REPLICAS,
+    JOB_KEY,
+    RESTART_ATTEMPT,
+    JOBSET_UID,
+    JOB_RESTART_ATTEMPT,
+    IN_PLACE_RESTART_ATTEMPT,
+    PRIORITY,
+    GROUP_NAME,
+    GROUP_REPLICAS,
+    JOB_GROUP_INDEX,
+];
 
 /// Set by the JobSet controller when `spec.coordinator` is given: `<jobset>-<rjob>-<j>-<p>.<subdomain>`.
 pub const JOBSET_COORDINATOR: &str = "jobset.sigs.k8s.io/coordinator";
@@ -29,6 +64,24 @@ pub const COMPLETION_INDEX: &str = "batch.kubernetes.io/job-completion-index";
 /// Set by the Job controller on each pod: the Job's name (label), also under the legacy key.
 pub const JOB_NAME: &str = "batch.kubernetes.io/job-name";
 pub const LEGACY_JOB_NAME: &str = "job-name";
+/// Set by the Job controller on each pod: the Job's UID (label; also the legacy
+/// `controller-uid`, outside any prefix the policy judges).
+pub const CONTROLLER_UID: &str = "batch.kubernetes.io/controller-uid";
+/// Set by the Job controller on the pods of an Indexed Job with `backoffLimitPerIndex`.
+pub const JOB_INDEX_FAILURE_COUNT: &str = "batch.kubernetes.io/job-index-failure-count";
+pub const JOB_INDEX_IGNORED_FAILURE_COUNT: &str =
+    "batch.kubernetes.io/job-index-ignored-failure-count";
+/// The Job controller's prefix: on an opted-in plain Job, a key under it that the controller
+/// never sets is a reference that can never resolve (SPEC §4.2, §4.6).
+pub const BATCH_PREFIX: &str = "batch.kubernetes.io/";
+/// Every `batch.kubernetes.io/` key the Job controller puts on a pod.
+pub const JOB_POD_KEYS: [&str; 5] = [
+    JOB_NAME,
+    COMPLETION_INDEX,
+    CONTROLLER_UID,
+    JOB_INDEX_FAILURE_COUNT,
+    JOB_INDEX_IGNORED_FAILURE_COUNT,
+];
 
 /// JobSet exclusive placement: on the JobSet or on `replicatedJobs[].template.metadata`.
 pub const EXCLUSIVE_TOPOLOGY: &str = "alpha.jobset.sigs.k8s.io/exclusive-topology";
@@ -120,6 +173,17 @@ mod tests {
                 !key.starts_with(PREFIX),
                 "{key} is JobSet's, not the policy's"
             );
+        }
+    }
+
+    /// The keys that count as set are under the prefix whose other keys are warned about.
+    #[test]
+    fn the_pod_keys_lie_under_their_controllers_prefix() {
+        for key in JOBSET_POD_KEYS.iter().chain([&JOBSET_COORDINATOR]) {
+            assert!(key.starts_with(JOBSET_PREFIX), "{key}");
+        }
+        for key in JOB_POD_KEYS {
+            assert!(key.starts_with(BATCH_PREFIX), "{key}");
         }
     }
 }

@@ -202,8 +202,8 @@ fn unknown_key_message(key: &str) -> String {
     format!("unknown setting {key:?}; did you mean {nearest:?}?")
 }
 
-/// Levenshtein distance, for suggesting the setting a typo meant.
-fn edit_distance(a: &str, b: &str) -> usize {
+/// Levenshtein distance, for suggesting the setting (or the key) a typo meant.
+pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
     let b: Vec<char> = b.chars().collect();
     let mut row: Vec<usize> = (0..=b.len()).collect();
     for (i, ca) in a.chars().enumerate() {

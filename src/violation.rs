@@ -17,6 +17,7 @@ pub enum Rule {
     X3,
     X4,
     N1,
+    N2,
     J1,
     J2,
     J3,

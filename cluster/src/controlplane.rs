@@ -172,7 +172,8 @@ impl ControlPlane {
             webhook: None,
             started: Instant::now(),
             lifetime,
-            keep: false,
+            // CLUSTER_KEEP_LOGS=1 keeps them after a run that passed too.
+            keep: std::env::var_os("CLUSTER_KEEP_LOGS").is_some(),
             fixed_files: None,
         };
         plane.wait_ready().await?;
@@ -552,16 +553,7 @@ pub fn jobset_webhook_configurations(module: &Path, port: u16, ca: &str) -> Resu
             json_patch::patch(&mut doc, &patch)
                 .map_err(|e| anyhow!("{}: {e}", patch_path.display()))?;
         }
-        let name = doc["metadata"]["name"].as_str().unwrap_or_default();
-        doc["metadata"]["name"] = json!(format!("jobset-{name}"));
-        for webhook in doc["webhooks"].as_array_mut().into_iter().flatten() {
-            let path = webhook["clientConfig"]["service"]["path"]
-                .as_str()
-                .unwrap_or("/")
-                .to_string();
-            webhook["clientConfig"] =
-                json!({"url": format!("https://127.0.0.1:{port}{path}"), "caBundle": ca});
-        }
+        released_by_url(&mut doc, "jobset-", port, ca);
         out.push(doc);
     }
     if out.len() != 2 {
@@ -571,4 +563,26 @@ pub fn jobset_webhook_configurations(module: &Path, port: u16, ca: &str) -> Resu
         );
     }
     Ok(out)
+}
+
+/// A webhook configuration from a project's `config/`, under its released name (kustomize's
+/// `namePrefix`), each webhook's Service reference replaced by the same path on loopback:
+/// there is no kube-proxy, so no Service can be reached.
+pub(crate) fn released_by_url(configuration: &mut Value, prefix: &str, port: u16, ca: &str) {
+    let name = configuration["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default();
+    configuration["metadata"]["name"] = json!(format!("{prefix}{name}"));
+    for webhook in configuration["webhooks"]
+        .as_array_mut()
+        .into_iter()
+        .flatten()
+    {
+        let path = webhook["clientConfig"]["service"]["path"]
+            .as_str()
+            .unwrap_or("/")
+            .to_string();
+        webhook["clientConfig"] =
+            json!({"url": format!("https://127.0.0.1:{port}{path}"), "caBundle": ca});
+    }
 }

@@ -278,3 +278,19 @@ pub async fn remove(cluster: &Cluster, pools: &[Pool]) -> Result<()> {
     }
     Ok(())
 }
+
+/// Every node of the cluster, by name.
+pub async fn nodes_by_name(cluster: &Cluster) -> Result<BTreeMap<String, Value>> {
+    Ok(cluster
+        .list("v1", "Node", None, None)
+        .await?
+        .into_iter()
+        .map(|n| {
+            let name = n["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            (name, n)
+        })
+        .collect())
+}

@@ -1,7 +1,8 @@
 //! A real control plane on loopback for the policy's tests and `make cluster-preview`: etcd,
-//! kube-apiserver, kube-controller-manager, kube-scheduler and the JobSet controller, built
-//! from their Go modules, with the policy served as a URL webhook by the host crate. Fake nodes
-//! and a small node agent stand in for kubelets; everything else is the real component.
+//! kube-apiserver, kube-controller-manager, kube-scheduler, the JobSet controller and (when
+//! asked) Kueue, built from their Go modules, with the policy served as a URL webhook by the
+//! host crate. Fake nodes and a small node agent stand in for kubelets; everything else is the
+//! real component.
 pub mod agent;
 pub mod controlplane;
 pub mod fleet;

@@ -1,6 +1,7 @@
 //! Plain `batch/v1` Jobs (SPEC §4.6): the cheap opt-in check, Job CREATE and Job UPDATE.
 use super::contradictions;
 use super::heads::LabelsHead;
+use super::references;
 use super::verdict::{rejection, Verdict};
 use crate::error::InputError;
 use crate::facts::JobFacts;
@@ -53,22 +54,30 @@ pub(super) fn is_opted_in(raw: &RawValue) -> bool {
     opted_in && !jobset_child
 }
 
-/// Job CREATE of an opted-in plain Job (SPEC §4.6): J1–J3, then the facts its pods need.
-/// `jaxEnv: never` turns the JAX env off for Jobs too.
+/// Job CREATE of an opted-in plain Job (SPEC §4.6): J1–J3 and N2, then the facts its pods
+/// need. `jaxEnv: never` turns the JAX env off for Jobs too, and with it J1–J3; N2 and the
+/// references that can never resolve are about the pods, whoever sets their env.
 pub(super) fn admit_create(mut object: Value, settings: &Settings) -> Result<Verdict, InputError> {
-    if settings.jax_env == JaxEnv::Never {
-        return Ok(Verdict::accept());
-    }
     let (annotation, warnings) = {
         let view = JobView::parse(&object, &settings.tpu_resource)?;
+        let references = references::job_warnings(&view);
+        if settings.jax_env == JaxEnv::Never {
+            return Ok(
+                match rules::indexed_job::n2_pods_resolve_cluster_dns(&view) {
+                    Some(v) => rejection(&[v], references),
+                    None => Verdict::with(None, references),
+                },
+            );
+        }
         let violations = rules::indexed_job::check(&view);
         if !violations.is_empty() {
-            return Ok(rejection(&violations, Vec::new()));
+            return Ok(rejection(&violations, references));
         }
         // J3 holds, so completions is set and equals parallelism.
         let completions = view.completions.unwrap_or(view.parallelism);
         let job = JobFacts { completions };
-        let warnings = contradictions::job_warnings(&view, &job, settings)?;
+        let mut warnings = contradictions::job_warnings(&view, &job, settings)?;
+        warnings.extend(references);
         let facts = mutate::stamp_job::facts(&view, job);
         (mutate::stamp_job::change(&view, &facts), warnings)
     };

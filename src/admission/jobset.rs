@@ -1,6 +1,7 @@
 //! JobSets (SPEC §5, §6): JobSet CREATE is judged and stamped; JobSet UPDATE is judged on
 //! what it changed.
 use super::contradictions;
+use super::references;
 use super::verdict::{rejection, Verdict};
 use crate::error::InputError;
 use crate::groups;
@@ -17,12 +18,16 @@ pub(super) fn admit_create(mut object: Value, settings: &Settings) -> Result<Ver
     let (changes, warnings) = {
         let view = JobSetView::parse(&object, &settings.tpu_resource)?;
         let findings = rules::judge(&view, settings, Moment::Create)?;
+        // Every parsed JobSet, judged or not: an empty value is as empty on a CPU pod.
+        let references = references::jobset_warnings(&view);
+        let mut warnings = findings.warnings;
         if !findings.violations.is_empty() {
-            return Ok(rejection(&findings.violations, findings.warnings));
+            warnings.extend(references);
+            return Ok(rejection(&findings.violations, warnings));
         }
         let facts = groups::plan(&view, settings)?;
-        let mut warnings = findings.warnings;
         warnings.extend(contradictions::warnings(&view, &facts, settings)?);
+        warnings.extend(references);
         (mutate::stamp_jobset::changes(&view, &facts), warnings)
     };
     if changes.is_empty() {

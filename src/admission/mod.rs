@@ -6,6 +6,7 @@ mod heads;
 mod job;
 mod jobset;
 mod pod;
+mod references;
 mod verdict;
 
 pub use verdict::Verdict;

@@ -1,17 +1,35 @@
-//! J1–J3: what an opted-in plain Indexed Job needs for its pods to form one JAX run (SPEC §4.6).
+//! J1–J3: what an opted-in plain Indexed Job needs for its pods to form one JAX run (SPEC §4.6),
+//! and N2 for its pods.
+use super::network;
 use crate::views::job_view::JobView;
 use crate::violation::{Rule, Violation};
 
-/// Every J rule, in the order a rejection lists them.
+/// Every rule of an opted-in Job, in the order a rejection lists them.
 pub fn check(job: &JobView) -> Vec<Violation> {
     [
         j1_pods_have_dns_names(job),
         j2_indexed_completion(job),
         j3_all_processes_at_once(job),
+        n2_pods_resolve_cluster_dns(job),
     ]
     .into_iter()
     .flatten()
     .collect()
+}
+
+/// N2: with more than one process, every pod dials the coordinator `<job>-0.<subdomain>` by
+/// name. It holds whatever `jaxEnv` says (SPEC §6): the Job's pods need it with or without
+/// the policy's env.
+pub fn n2_pods_resolve_cluster_dns(job: &JobView) -> Option<Violation> {
+    if job.completions? <= 1 {
+        return None;
+    }
+    network::cluster_dns(
+        job.host_network,
+        job.dns_policy,
+        "spec.template.spec",
+        "the coordinator's hostname",
+    )
 }
 
 /// J1: the pods need DNS names, or no process can reach the coordinator `<job>-0`.

@@ -52,7 +52,7 @@ const fn rule_waiting_while_suspended(check: RuleFn) -> TableRule {
 }
 
 /// Every rule in the order a rejection lists them.
-const RULES: [TableRule; 13] = [
+const RULES: [TableRule; 14] = [
     rule(replica_groups::g1_group_name_is_a_label),
     rule(replica_groups::g2_field_and_annotation_agree),
     rule(replica_groups::g3_no_cpu_job_among_slices),
@@ -66,6 +66,7 @@ const RULES: [TableRule; 13] = [
     rule(exclusive_placement::x3_node_selector_flag_takes_effect),
     rule(exclusive_placement::x4_exclusive_key_not_pinned),
     rule(network::n1_hostnames_resolve),
+    rule(network::n2_pods_resolve_cluster_dns),
 ];
 
 /// Whether the policy judges this JobSet at all: it has a TPU replicated job or the JAX env

@@ -1,14 +1,14 @@
-//! N1: hostnames must resolve for a multi-host or multi-slice TPU JobSet, or a JAX group of
-//! several processes.
+//! N1 and N2: the pods of a multi-host or multi-slice TPU JobSet, or of a JAX group of several
+//! processes, find each other by hostname, so those hostnames must exist (N1) and the pods
+//! must be able to resolve them (N2).
 use crate::groups::{jax_groups, slice_groups};
 use crate::settings::Settings;
 use crate::views::jobset_view::JobSetView;
 use crate::violation::{Rule, Violation};
 
-pub fn n1_hostnames_resolve(view: &JobSetView, settings: &Settings) -> Vec<Violation> {
-    if view.enable_dns_hostnames != Some(false) {
-        return Vec::new();
-    }
+/// Why the JobSet's pods dial each other by hostname, in the words of N1's message; `None`
+/// when they do not (a single single-host slice, one JAX process).
+fn needs_hostnames(view: &JobSetView, settings: &Settings) -> Option<&'static str> {
     let sum = |members: &[usize], weight: &dyn Fn(usize) -> u64| {
         // Saturating: only "more than one" matters, and u32 × u32 terms can add past u64.
         members
@@ -21,17 +21,22 @@ pub fn n1_hostnames_resolve(view: &JobSetView, settings: &Settings) -> Vec<Viola
     let multi_slice = slice_groups(view)
         .iter()
         .any(|(_, members)| sum(members, &replicas) > 1);
+    if multi_host || multi_slice {
+        return Some("multi-host TPU JobSet");
+    }
     // Every JAX process dials the coordinator by its hostname.
     let multi_process = jax_groups(view, settings)
         .iter()
         .any(|(_, members)| sum(members, &pods) > 1);
-    if !(multi_host || multi_slice || multi_process) {
+    multi_process.then_some("JAX JobSet of several processes")
+}
+
+pub fn n1_hostnames_resolve(view: &JobSetView, settings: &Settings) -> Vec<Violation> {
+    if view.enable_dns_hostnames != Some(false) {
         return Vec::new();
     }
-    let what = if multi_host || multi_slice {
-        "multi-host TPU JobSet"
-    } else {
-        "JAX JobSet of several processes"
+    let Some(what) = needs_hostnames(view, settings) else {
+        return Vec::new();
     };
     vec![Violation::new(
         Rule::N1,
@@ -41,4 +46,89 @@ pub fn n1_hostnames_resolve(view: &JobSetView, settings: &Settings) -> Vec<Viola
         ),
         "remove it or set it to true",
     )]
+}
+
+/// N2: where N1 applies, every replicated job's pods resolve cluster DNS names.
+pub fn n2_pods_resolve_cluster_dns(view: &JobSetView, settings: &Settings) -> Vec<Violation> {
+    // Most templates keep the default dnsPolicy off the host network: nothing to judge.
+    let suspicious = view
+        .replicated_jobs
+        .iter()
+        .any(|r| r.host_network || r.dns_policy.is_some());
+    if !suspicious || needs_hostnames(view, settings).is_none() {
+        return Vec::new();
+    }
+    view.replicated_jobs
+        .iter()
+        .filter_map(|r| {
+            cluster_dns(
+                r.host_network,
+                r.dns_policy,
+                &r.pod_spec_path,
+                "the coordinator and worker hostnames",
+            )
+        })
+        .collect()
+}
+
+/// The N2 violation of one pod spec at `spec_path` whose pods must resolve `names`, if its
+/// `hostNetwork` and `dnsPolicy` give them the node's resolver. Kubernetes falls back from
+/// `ClusterFirst` (the default) to the node's resolver on the host network; `Default` is the
+/// node's resolver everywhere; `None` means the user wrote `dnsConfig`, which is theirs.
+pub fn cluster_dns(
+    host_network: bool,
+    dns_policy: Option<&str>,
+    spec_path: &str,
+    names: &str,
+) -> Option<Violation> {
+    let problem = match (host_network, dns_policy) {
+        (_, Some("Default")) => "is \"Default\", the node's resolver".to_string(),
+        (true, None) => "is not set, and with hostNetwork: true the default ClusterFirst falls back to the node's resolver".to_string(),
+        (true, Some("ClusterFirst")) => "is \"ClusterFirst\", which with hostNetwork: true falls back to the node's resolver".to_string(),
+        _ => return None,
+    };
+    let fix = if host_network {
+        "set it to ClusterFirstWithHostNet"
+    } else {
+        "set it to ClusterFirst or remove it"
+    };
+    Some(Violation::new(
+        Rule::N2,
+        format!("{spec_path}.dnsPolicy"),
+        format!("{problem}, so the pods cannot resolve {names}"),
+        fix,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    #[rstest]
+    #[case::default_off_host_network(false, None, false)]
+    #[case::cluster_first(false, Some("ClusterFirst"), false)]
+    #[case::xpks_pairing(true, Some("ClusterFirstWithHostNet"), false)]
+    #[case::none_with_dns_config(true, Some("None"), false)]
+    #[case::host_network_default(true, None, true)]
+    #[case::host_network_cluster_first(true, Some("ClusterFirst"), true)]
+    #[case::node_resolver(false, Some("Default"), true)]
+    #[case::node_resolver_on_host_network(true, Some("Default"), true)]
+    fn only_the_nodes_resolver_breaks_n2(
+        #[case] host_network: bool,
+        #[case] dns_policy: Option<&str>,
+        #[case] broken: bool,
+    ) {
+        let v = cluster_dns(host_network, dns_policy, "spec", "names");
+        assert_eq!(v.is_some(), broken, "{v:?}");
+        if let Some(v) = v {
+            assert_eq!(v.path, "spec.dnsPolicy");
+            let fix = if host_network {
+                "ClusterFirstWithHostNet"
+            } else {
+                "ClusterFirst or remove it"
+            };
+            assert!(v.to_string().ends_with(fix), "{v}");
+        }
+    }
 }

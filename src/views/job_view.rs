@@ -18,6 +18,11 @@ pub struct JobView<'a> {
     /// `spec.template.spec.subdomain`, when set and not empty.
     pub subdomain: Option<&'a str>,
     pub pod_annotations: Option<&'a Object>,
+    /// `spec.template.metadata.labels`, read only for the keys present.
+    pub pod_labels: Option<&'a Object>,
+    /// `hostNetwork` and `dnsPolicy` of the pod spec: how its pods resolve names (N2).
+    pub host_network: bool,
+    pub dns_policy: Option<&'a str>,
     /// The pod spec's containers, each with its JSON object, whose own env the warnings read.
     pub containers: Vec<ContainerView<'a>>,
 }
@@ -43,7 +48,8 @@ impl<'a> JobView<'a> {
         };
         let spec = required(root, "spec", "")?;
         let template = required(spec, "template", "spec")?;
-        let pod_annotations = match json::opt_object(template, "metadata", "spec.template")? {
+        let pod_metadata = json::opt_object(template, "metadata", "spec.template")?;
+        let pod_annotations = match pod_metadata {
             Some(m) => json::opt_string_map(m, "annotations", "spec.template.metadata")?,
             None => None,
         };
@@ -56,6 +62,10 @@ impl<'a> JobView<'a> {
             subdomain: json::opt_str(pod_spec, "subdomain", "spec.template.spec")?
                 .filter(|s| !s.is_empty()),
             pod_annotations,
+            pod_labels: pod_metadata.and_then(|m| json::field(m, "labels")?.as_object()),
+            host_network: json::opt_bool(pod_spec, "hostNetwork", "spec.template.spec")?
+                .unwrap_or(false),
+            dns_policy: json::opt_str(pod_spec, "dnsPolicy", "spec.template.spec")?,
             containers: pod_spec::containers(pod_spec, "spec.template.spec", tpu_resource)?,
         })
     }

@@ -50,6 +50,11 @@ pub struct ReplicatedJob<'a> {
     pub completions: Option<u32>,
     pub completion_mode: Option<&'a str>,
     pub pod_annotations: Option<&'a Object>,
+    /// `template.spec.template.metadata.labels`, read only for the keys present.
+    pub pod_labels: Option<&'a Object>,
+    /// `hostNetwork` and `dnsPolicy` of the pod spec: how its pods resolve names (N2).
+    pub host_network: bool,
+    pub dns_policy: Option<&'a str>,
     /// Node labels the pod template pins to one value (see `node_pins::pins`).
     pub pins: Vec<Pin<'a>>,
     /// `template.spec.template.spec`, for messages.
@@ -259,7 +264,8 @@ fn parse_replicated_job<'a>(
 
     let pt_path = Lazy(move || format!("{p}.template.spec.template"));
     let pod_template = required_object(job_spec, "template", js_path)?;
-    let pod_annotations = match json::opt_object(pod_template, "metadata", pt_path)? {
+    let pod_metadata = json::opt_object(pod_template, "metadata", pt_path)?;
+    let pod_annotations = match pod_metadata {
         Some(m) => json::opt_string_map(
             m,
             "annotations",
@@ -269,6 +275,8 @@ fn parse_replicated_job<'a>(
     };
     let ps_path = format!("{p}.template.spec.template.spec");
     let pod_spec = required_object(pod_template, "spec", pt_path)?;
+    let host_network = json::opt_bool(pod_spec, "hostNetwork", ps_path.as_str())?.unwrap_or(false);
+    let dns_policy = json::opt_str(pod_spec, "dnsPolicy", ps_path.as_str())?;
     let containers = pod_spec::containers(pod_spec, &ps_path, tpu_resource)?;
     let chips_per_pod = pod_spec::chips_per_pod(&containers, &ps_path)?;
     let pins = node_pins::pins(pod_spec, &ps_path)?;
@@ -283,6 +291,9 @@ fn parse_replicated_job<'a>(
         completions,
         completion_mode,
         pod_annotations,
+        pod_labels: pod_metadata.and_then(|m| json::field(m, "labels")?.as_object()),
+        host_network,
+        dns_policy,
         pins,
         pod_spec_path: ps_path,
         containers,

@@ -459,3 +459,90 @@ fn under_jax_env_never_a_stamped_job_may_resize() {
     let outcome = validate(&job_update(&old, &new), &json!({"jaxEnv": "never"}));
     assert!(outcome.accepted, "{:?}", outcome.message);
 }
+
+// --- N2 (SPEC v3 §6): an opted-in Job of several processes resolves cluster DNS names.
+
+fn with_dns(host_network: Option<bool>, dns_policy: Option<&str>, completions: u32) -> Value {
+    let mut job = job_request("jax-gpu-4")["object"].clone();
+    job["spec"]["completions"] = json!(completions);
+    job["spec"]["parallelism"] = json!(completions);
+    let spec = &mut job["spec"]["template"]["spec"];
+    if let Some(h) = host_network {
+        spec["hostNetwork"] = json!(h);
+    }
+    if let Some(p) = dns_policy {
+        spec["dnsPolicy"] = json!(p);
+    }
+    job
+}
+
+const N2_PATH: &str = "[N2] spec.template.spec.dnsPolicy";
+const CANNOT: &str = "so the pods cannot resolve the coordinator's hostname";
+
+#[rstest]
+#[case::host_network_default_policy(Some(true), None, format!("{N2_PATH}: is not set, and with hostNetwork: true the default ClusterFirst falls back to the node's resolver, {CANNOT}; set it to ClusterFirstWithHostNet"))]
+#[case::host_network_cluster_first(Some(true), Some("ClusterFirst"), format!("{N2_PATH}: is \"ClusterFirst\", which with hostNetwork: true falls back to the node's resolver, {CANNOT}; set it to ClusterFirstWithHostNet"))]
+#[case::default_policy(None, Some("Default"), format!("{N2_PATH}: is \"Default\", the node's resolver, {CANNOT}; set it to ClusterFirst or remove it"))]
+#[case::default_policy_on_host_network(Some(true), Some("Default"), format!("{N2_PATH}: is \"Default\", the node's resolver, {CANNOT}; set it to ClusterFirstWithHostNet"))]
+fn n2_rejects_a_job_whose_pods_cannot_resolve_cluster_dns(
+    #[case] host_network: Option<bool>,
+    #[case] dns_policy: Option<&str>,
+    #[case] message: String,
+    #[values("{}", r#"{"jaxEnv": "always"}"#, r#"{"jaxEnv": "never"}"#)] settings: &str,
+) {
+    // Whatever jaxEnv says (SPEC §6 N2).
+    let settings: Value = serde_json::from_str(settings).unwrap();
+    let job = with_dns(host_network, dns_policy, 4);
+    let outcome = validate(
+        &admission_request(Kind::Job, "CREATE", &job, None),
+        &settings,
+    );
+    assert!(!outcome.accepted);
+    assert_eq!(outcome.code, Some(400));
+    assert_eq!(outcome.message.as_deref(), Some(message.as_str()));
+    assert_eq!(outcome.patch, None);
+}
+
+#[rstest]
+#[case::xpks_pairing(Some(true), Some("ClusterFirstWithHostNet"), 4)]
+#[case::none_with_dns_config(None, Some("None"), 4)]
+#[case::cluster_first_off_host_network(Some(false), Some("ClusterFirst"), 4)]
+#[case::one_process_needs_no_dns(Some(true), None, 1)]
+fn n2_near_misses_of_a_job_pass(
+    #[case] host_network: Option<bool>,
+    #[case] dns_policy: Option<&str>,
+    #[case] completions: u32,
+) {
+    let mut job = with_dns(host_network, dns_policy, completions);
+    if dns_policy == Some("None") {
+        job["spec"]["template"]["spec"]["dnsConfig"] = json!({"nameservers": ["10.96.0.10"]});
+    }
+    let outcome = validate(
+        &admission_request(Kind::Job, "CREATE", &job, None),
+        &no_settings(),
+    );
+    assert!(outcome.accepted, "{:?}", outcome.message);
+    assert!(outcome.patch.is_some());
+    assert_eq!(outcome.warnings, Vec::<String>::new());
+}
+
+#[test]
+fn n2_comes_after_the_j_rules() {
+    let mut job = with_dns(Some(true), None, 4);
+    job["spec"]["template"]["spec"]
+        .as_object_mut()
+        .unwrap()
+        .remove("subdomain");
+    let outcome = validate(
+        &admission_request(Kind::Job, "CREATE", &job, None),
+        &no_settings(),
+    );
+    let rules: Vec<&str> = outcome
+        .message
+        .as_deref()
+        .unwrap()
+        .lines()
+        .map(|l| &l[..4])
+        .collect();
+    assert_eq!(rules, ["[J1]", "[N2]"]);
+}

@@ -10,6 +10,7 @@ mod operations;
 mod properties;
 mod real_jax;
 mod real_shapes;
+mod references;
 mod rules;
 mod settings;
 mod shipping;

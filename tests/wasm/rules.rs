@@ -46,7 +46,7 @@ fn every_rule_fixture_gets_its_expected_verdict() {
 fn every_rule_has_a_failing_fixture_and_a_near_miss() {
     let expected = expectations();
     for rule in [
-        "G1", "G2", "G3", "G4", "T1", "T2", "T3", "T4", "X1", "X2", "X3", "X4", "N1",
+        "G1", "G2", "G3", "G4", "T1", "T2", "T3", "T4", "X1", "X2", "X3", "X4", "N1", "N2",
     ] {
         let of_rule: Vec<&Expected> = expected.values().filter(|e| e.rule == rule).collect();
         assert!(
@@ -239,4 +239,22 @@ fn bad_chip_counts_get_t4s_message(#[case] chips: Value, #[case] problem: &str) 
             format!("[T4] spec.replicatedJobs[0].template.spec.template.spec.containers[0].resources.limits[\"google.com/tpu\"]: {problem}")
         );
     }
+}
+
+/// N2 on a JAX JobSet of several processes (no TPU): every JAX process dials the coordinator
+/// by name. With the JAX env off the policy does not judge the JobSet at all (SPEC §6).
+#[test]
+fn n2_judges_a_jax_jobset_of_several_processes() {
+    let mut jobset =
+        fixture_request("jax-gpu", multislice_host::controller::JobSetApi::V09)["object"].clone();
+    jobset["spec"]["replicatedJobs"][1]["template"]["spec"]["template"]["spec"]["hostNetwork"] =
+        json!(true);
+    let outcome = validate(&create(&jobset), &no_settings());
+    assert!(!outcome.accepted);
+    assert_eq!(
+        outcome.message.as_deref(),
+        Some("[N2] spec.replicatedJobs[1].template.spec.template.spec.dnsPolicy: is not set, and with hostNetwork: true the default ClusterFirst falls back to the node's resolver, so the pods cannot resolve the coordinator and worker hostnames; set it to ClusterFirstWithHostNet")
+    );
+    let off = validate(&create(&jobset), &json!({"jaxEnv": "never"}));
+    assert!(off.accepted, "{:?}", off.message);
 }

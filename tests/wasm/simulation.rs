@@ -16,7 +16,8 @@ const MEGASCALE: [&str; 3] = [
     "MEGASCALE_COORDINATOR_ADDRESS",
 ];
 
-/// Every fixture simulated below; `user-set-env` has its own test.
+/// Every fixture simulated below; `user-set-env` and `manual-env-block` have their own tests
+/// (`manual-env-block` in references.rs).
 const SIMULATED: [&str; 28] = [
     "tpu-4-slices",
     "tpu-two-rjobs-one-group",
@@ -53,6 +54,7 @@ const SIMULATED: [&str; 28] = [
 fn every_jobset_fixture_is_simulated() {
     let mut covered: Vec<&str> = SIMULATED.to_vec();
     covered.push("user-set-env");
+    covered.push("manual-env-block");
     covered.sort();
     assert_eq!(fixtures::jobset_names().unwrap(), covered);
 }

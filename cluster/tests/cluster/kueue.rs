@@ -4,8 +4,8 @@
 //! selectors; that UPDATE goes through our webhook, and the pods the real controllers then
 //! make are checked as in every other shape.
 use super::{
-    check_exclusive_placement, check_jobset_pods, check_nothing_lost_jobset, object_named, oracle,
-    review_of, shape, Failures, Report,
+    check_exclusive_placement, check_jobset_pods, check_nothing_lost_jobset,
+    check_warnings_reached, object_named, oracle, review_of, shape, Failures, Report,
 };
 use multislice_cluster::agent::NodeAgent;
 use multislice_cluster::fleet::{self, TPU};
@@ -19,8 +19,6 @@ use std::time::{Duration, Instant};
 
 /// How long Kueue may take to admit a workload, or the controllers to make its pods.
 const BOUND: Duration = Duration::from_secs(180);
-const ACCELERATOR: &str = "cloud.google.com/gke-tpu-accelerator";
-const TOPOLOGY: &str = "cloud.google.com/gke-tpu-topology";
 /// The policy's annotation on each pod template (SPEC §4.4).
 const FACTS: &str = "multislice.kubewarden.io/facts";
 
@@ -33,10 +31,7 @@ struct Flavour {
 
 impl Flavour {
     fn labels(&self) -> BTreeMap<String, String> {
-        [(ACCELERATOR, self.accelerator), (TOPOLOGY, self.topology)]
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
+        kueue::tpu_node_labels(self.accelerator, self.topology)
     }
 }
 
@@ -176,13 +171,7 @@ async fn create_queued(
                 &json!(true),
                 &format!("{what}: our CREATE verdict"),
             );
-            let answered: Vec<String> =
-                serde_json::from_value(review["warnings"].clone()).unwrap_or_default();
-            f.eq(
-                &sub.created.warnings,
-                &answered,
-                &format!("{what}: Warning headers"),
-            );
+            check_warnings_reached(f, &what, review, &sub);
         }
         None => {
             f.0.push(format!("{what}: our webhook never saw its CREATE"))
@@ -437,7 +426,11 @@ async fn misfit_flavour_is_refused(plane: &ControlPlane) -> anyhow::Result<Failu
     let log = std::fs::read_to_string(plane.dir.join("logs/kueue.log")).unwrap_or_default();
     let logged = log
         .lines()
-        .filter(|l| l.contains("Unsuspending job") && l.contains("[T4]"))
+        .filter(|l| {
+            l.contains("Unsuspending job")
+                && l.contains("kubewarden.admission")
+                && l.contains(&format!("denied the request: {message}"))
+        })
         .count();
     f.check(logged >= 1, || {
         format!("{what}: Kueue's log has no \"Unsuspending job\" line with our message")
@@ -661,20 +654,7 @@ async fn topology_aware_scheduling(plane: &ControlPlane) -> anyhow::Result<Failu
         format!("{what}: the Workload has no topology assignment")
     });
     // Each slice in one node pool, the two in different pools, every pod ungated and pinned.
-    let nodes: BTreeMap<String, Value> = cluster
-        .list("v1", "Node", None, None)
-        .await?
-        .into_iter()
-        .map(|n| {
-            (
-                n["metadata"]["name"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_string(),
-                n,
-            )
-        })
-        .collect();
+    let nodes = fleet::nodes_by_name(cluster).await?;
     let mut pools_of_slice: BTreeMap<String, std::collections::BTreeSet<String>> = BTreeMap::new();
     for p in &pods {
         let name = p["metadata"]["name"].as_str().unwrap_or_default();
@@ -718,104 +698,6 @@ async fn topology_aware_scheduling(plane: &ControlPlane) -> anyhow::Result<Failu
     );
     cluster.delete(&object_named(&sub)).await?;
     fleet::remove(cluster, &pools).await?;
-    Ok(f)
-}
-
-/// `make cluster-preview FILE=examples/kueue-queued.yaml QUEUE_FLAVOR=…`, run as a user runs
-/// it: the report shows the queued JobSet's pods with the flavour's selectors and their env,
-/// or, in a flavour that does not fit, our refusal of Kueue's unsuspending UPDATE.
-fn preview_in_flavour(flavour: &str, fits: bool) -> anyhow::Result<Failures> {
-    let mut f = Failures::default();
-    let file = workspace_root().join("examples/kueue-queued.yaml");
-    let out = std::process::Command::new("timeout")
-        .args(["--kill-after=5", "400"])
-        .arg(env!("CARGO_BIN_EXE_cluster-preview"))
-        .arg(&file)
-        .args(["--queue-flavor", flavour, "--wait", "150"])
-        .stderr(std::process::Stdio::inherit())
-        .output()?;
-    f.check(out.status.success(), || {
-        format!("cluster-preview exited {}", out.status)
-    });
-    let report: Value = serde_json::from_slice(&out.stdout)
-        .map_err(|e| anyhow::anyhow!("cluster-preview printed no JSON report: {e}"))?;
-    let (accelerator, topology) = flavour.split_once(':').unwrap_or_default();
-    f.eq(&report["complete"], &json!(true), "complete");
-    let object = &report["objects"][0];
-    f.eq(
-        &object["allowed"],
-        &json!(true),
-        "queued-v5p: CREATE allowed",
-    );
-    let verdicts = object["kueue"]["unsuspendingUpdates"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    f.check(!verdicts.is_empty(), || {
-        "no unsuspending UPDATE in the report".to_string()
-    });
-    let pods = report["pods"].as_array().cloned().unwrap_or_default();
-    if fits {
-        f.check(verdicts.iter().all(|v| v["allowed"] == json!(true)), || {
-            format!("verdicts {verdicts:?}")
-        });
-        f.eq(pods.len(), 8, "pods");
-        let mut slice_ids = std::collections::BTreeSet::new();
-        for p in &pods {
-            let name = p["name"].as_str().unwrap_or_default();
-            f.eq(
-                &p["nodeSelector"]["cloud.google.com/gke-tpu-accelerator"],
-                &json!(accelerator),
-                &format!("{name}: accelerator selector"),
-            );
-            f.eq(
-                &p["nodeSelector"]["cloud.google.com/gke-tpu-topology"],
-                &json!(topology),
-                &format!("{name}: topology selector"),
-            );
-            f.check(p["nodeName"].is_string(), || format!("{name}: not bound"));
-            let env = &p["containers"][0]["env"];
-            f.eq(
-                &env["MEGASCALE_NUM_SLICES"],
-                &json!("2"),
-                &format!("{name}: MEGASCALE_NUM_SLICES"),
-            );
-            f.eq(
-                &env["MEGASCALE_COORDINATOR_ADDRESS"],
-                &json!("queued-v5p-slice-0-0.queued-v5p"),
-                &format!("{name}: MEGASCALE_COORDINATOR_ADDRESS"),
-            );
-            slice_ids.insert(
-                env["MEGASCALE_SLICE_ID"]
-                    .as_str()
-                    .unwrap_or("?")
-                    .to_string(),
-            );
-        }
-        f.eq(
-            slice_ids,
-            ["0", "1"].into_iter().map(String::from).collect(),
-            "slice ids",
-        );
-    } else {
-        let message = format!("[T4] spec.replicatedJobs[0].template.spec.parallelism: is 4 but a {accelerator} {topology} slice with 4 chips per pod has 2 hosts; set parallelism and completions to 2");
-        f.check(
-            verdicts
-                .iter()
-                .all(|v| v["allowed"] == json!(false) && v["message"] == json!(message)),
-            || format!("verdicts {verdicts:?}, want each refused with {message:?}"),
-        );
-        f.eq(pods.len(), 0, "pods");
-        let conditions = object["kueue"]["workloads"][0]["conditions"].to_string();
-        f.check(conditions.contains("Admitted=True"), || {
-            format!("Workload conditions {conditions}")
-        });
-    }
-    eprintln!(
-        "kueue: cluster-preview QUEUE_FLAVOR={flavour}: {} pods, unsuspending UPDATEs {:?}",
-        pods.len(),
-        verdicts.iter().map(|v| &v["allowed"]).collect::<Vec<_>>()
-    );
     Ok(f)
 }
 
@@ -870,16 +752,5 @@ pub async fn cases(binaries: &Binaries, report: &mut Report) -> anyhow::Result<(
     if report.failed > before {
         plane.keep_logs();
     }
-    drop(agent);
-    drop(plane);
-    // cluster-preview starts a control plane of its own.
-    report.record(
-        "make cluster-preview QUEUE_FLAVOR=tpu-v5p-slice:2x2x4 runs examples/kueue-queued.yaml through Kueue",
-        preview_in_flavour("tpu-v5p-slice:2x2x4", true),
-    );
-    report.record(
-        "make cluster-preview QUEUE_FLAVOR=tpu-v5p-slice:2x2x2 reports our refusal of Kueue's UPDATE",
-        preview_in_flavour("tpu-v5p-slice:2x2x2", false),
-    );
     Ok(())
 }

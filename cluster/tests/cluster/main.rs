@@ -3,6 +3,7 @@
 //! every case, in order; a case records its failures and the run goes on, then prints
 //! `N passed, N failed`. On a failure the control plane's logs are kept.
 mod kueue;
+mod preview;
 
 use multislice_cluster::agent::NodeAgent;
 use multislice_cluster::fleet::{self, Pool};
@@ -386,13 +387,7 @@ async fn check_submitted(
     }
     // The warnings our webhook answered reach the client as Warning headers.
     if let Some(review) = review_of(reviews, &sub.kind, &shape.namespace, &sub.name) {
-        let answered: Vec<String> =
-            serde_json::from_value(review["warnings"].clone()).unwrap_or_default();
-        f.eq(
-            &sub.created.warnings,
-            &answered,
-            &format!("{what}: Warning headers"),
-        );
+        check_warnings_reached(f, &what, review, sub);
     } else if sub.kind == "JobSet" || is_opted_in_job(&sub.created.body) {
         f.0.push(format!("{what}: our webhook never saw its CREATE"));
     }
@@ -434,6 +429,18 @@ async fn check_submitted(
         "Job" => check_job_pods(f, &what, &sub.created.body, pods),
         _ => {}
     }
+}
+
+/// The warnings our webhook answered for a CREATE are what the client read from the
+/// `Warning` headers.
+fn check_warnings_reached(f: &mut Failures, what: &str, review: &Value, sub: &Submitted) {
+    let answered: Vec<String> =
+        serde_json::from_value(review["warnings"].clone()).unwrap_or_default();
+    f.eq(
+        &sub.created.warnings,
+        &answered,
+        &format!("{what}: Warning headers"),
+    );
 }
 
 fn is_opted_in_job(job: &Value) -> bool {
@@ -830,21 +837,7 @@ async fn check_exclusive_placement(
     else {
         return;
     };
-    let nodes: BTreeMap<String, Value> = cluster
-        .list("v1", "Node", None, None)
-        .await
-        .unwrap_or_default()
-        .into_iter()
-        .map(|n| {
-            (
-                n["metadata"]["name"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_string(),
-                n,
-            )
-        })
-        .collect();
+    let nodes = fleet::nodes_by_name(cluster).await.unwrap_or_default();
     let mut domains: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for p in pods {
         let node = p["spec"]["nodeName"].as_str().unwrap_or_default();
@@ -1186,8 +1179,8 @@ fn object_named(sub: &Submitted) -> Value {
     })
 }
 
-/// Which parts run: `CLUSTER_PARTS=shapes,rules,unprotected,kueue` (all by default), to
-/// narrow a run when debugging.
+/// Which parts run: `CLUSTER_PARTS=shapes,rules,unprotected,kueue` (all by default; `kueue`
+/// includes cluster-preview with Kueue), to narrow a run when debugging.
 fn part(name: &str) -> bool {
     std::env::var("CLUSTER_PARTS").map_or(true, |parts| parts.split(',').any(|p| p == name))
 }
@@ -1205,6 +1198,8 @@ async fn main_async() -> anyhow::Result<bool> {
         if let Err(e) = kueue::cases(&binaries, &mut report).await {
             report.record("the Kueue cases", Err(e));
         }
+        // cluster-preview starts a control plane of its own, after the others have stopped.
+        preview::cases(&mut report);
     }
     println!("{} passed, {} failed", report.passed, report.failed);
     Ok(report.failed == 0)

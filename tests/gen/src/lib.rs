@@ -415,9 +415,27 @@ fn add_unknown_fields(jobset: &mut Value) {
 }
 
 /// Ways to break one rule of a valid JobSet.
-pub const BREAKABLE: [&str; 13] = [
-    "G1", "G2", "G3", "G4", "T1", "T2", "T3", "T4", "X1", "X2", "X3", "X4", "N1",
+pub const BREAKABLE: [&str; 14] = [
+    "G1", "G2", "G3", "G4", "T1", "T2", "T3", "T4", "X1", "X2", "X3", "X4", "N1", "N2",
 ];
+
+/// Whether the JobSet's pods dial each other by hostname (where N1 and N2 apply): a
+/// multi-host TPU job, or a slice group of more than one slice.
+fn needs_hostnames(shape: &Shape, rjobs: &[Value], tpu: &[usize]) -> bool {
+    let multi_host = tpu
+        .iter()
+        .any(|&i| rjobs[i]["template"]["spec"]["parallelism"].as_u64() > Some(1));
+    let mut slices_per_group = std::collections::BTreeMap::new();
+    for (g, (explicit, _, members)) in shape.groups.iter().enumerate() {
+        let name = if *explicit {
+            format!("g{g}")
+        } else {
+            "default".into()
+        };
+        *slices_per_group.entry(name).or_insert(0u32) += members.iter().sum::<u32>();
+    }
+    multi_host || slices_per_group.values().any(|n| *n > 1)
+}
 
 fn tpu_indexes(jobset: &Value) -> Vec<usize> {
     jobset["spec"]["replicatedJobs"]
@@ -585,22 +603,17 @@ pub fn break_rule(shape: &Shape, rule: &str) -> Option<Value> {
                 json!("pool-1");
         }
         "N1" => {
-            let multi_host = tpu
-                .iter()
-                .any(|&i| rjobs[i]["template"]["spec"]["parallelism"].as_u64() > Some(1));
-            let mut slices_per_group = std::collections::BTreeMap::new();
-            for (g, (explicit, _, members)) in shape.groups.iter().enumerate() {
-                let name = if *explicit {
-                    format!("g{g}")
-                } else {
-                    "default".into()
-                };
-                *slices_per_group.entry(name).or_insert(0u32) += members.iter().sum::<u32>();
-            }
-            if !multi_host && slices_per_group.values().all(|n| *n <= 1) {
+            if !needs_hostnames(shape, rjobs, &tpu) {
                 return None;
             }
             js["spec"]["network"] = json!({"enableDNSHostnames": false});
+        }
+        "N2" => {
+            if !needs_hostnames(shape, rjobs, &tpu) {
+                return None;
+            }
+            // A hand-written host-network pod that keeps the default dnsPolicy.
+            rjobs[first]["template"]["spec"]["template"]["spec"]["hostNetwork"] = json!(true);
         }
         _ => return None,
     }

@@ -1,0 +1,235 @@
+//! JobSet CREATE (and opted-in Job CREATE, §4.6): a warning for each env entry whose
+//! `fieldRef` names a controller's label or annotation that no controller ever puts on the
+//! template's pods (SPEC §4.2, "References that can never resolve"). Such a value is the empty
+//! string in every pod, and the program reading it fails far from the cause: an empty
+//! coordinator address from the manual block of kubernetes-sigs/jobset#787 on a JobSet without
+//! `spec.coordinator`, or a typo such as `job-globalindex`.
+//!
+//! A warning must never be false, so a key counts as set when any release sets it as label or
+//! annotation (in either map), and when the template itself sets it in either map. Only the
+//! controllers' prefixes are judged: anything else on a pod may come from anywhere. This reads
+//! the env names and `fieldRef` paths only, so that the JobSet CREATE path stays cheap; a
+//! malformed env is the pods' problem, reported at pod admission.
+use crate::json::{self, Object};
+use crate::keys;
+use crate::settings::edit_distance;
+use crate::views::container_env::metadata_key;
+use crate::views::job_view::JobView;
+use crate::views::jobset_view::JobSetView;
+use crate::views::pod_spec::ContainerView;
+use serde_json::Value;
+
+/// Why a key never resolves on a template's pods.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Why {
+    /// `jobset.sigs.k8s.io/coordinator` on a JobSet without `spec.coordinator`.
+    NoCoordinator,
+    /// A `jobset.sigs.k8s.io/` key no JobSet release sets; the nearest known key, if close.
+    NotJobSets(Option<&'static str>),
+    /// A `jobset.sigs.k8s.io/` key on a plain Job, which no JobSet owns.
+    PlainJob,
+    /// A `batch.kubernetes.io/` key the Job controller does not set; the nearest, if close.
+    NotJobControllers(Option<&'static str>),
+}
+
+impl Why {
+    fn reason(self) -> &'static str {
+        match self {
+            Why::NoCoordinator => {
+                "which the JobSet controller sets only when spec.coordinator is set"
+            }
+            Why::NotJobSets(_) => "which no JobSet release sets on pods",
+            Why::PlainJob => "which no controller sets on the pods of a plain Job",
+            Why::NotJobControllers(_) => "which the Job controller does not set on pods",
+        }
+    }
+
+    fn hint(self) -> Option<String> {
+        match self {
+            Why::NoCoordinator => Some("set spec.coordinator to name the coordinator pod".into()),
+            Why::NotJobSets(near) | Why::NotJobControllers(near) => {
+                near.map(|n| format!("did you mean {n}?"))
+            }
+            Why::PlainJob => None,
+        }
+    }
+}
+
+/// The warnings for a JobSet about to be admitted, replicated job by replicated job.
+pub fn jobset_warnings(view: &JobSetView) -> Vec<String> {
+    let coordinator_set = view.coordinator.is_some();
+    let judge = |key: &str| -> Option<Why> {
+        if !key.starts_with(keys::JOBSET_PREFIX) || keys::JOBSET_POD_KEYS.contains(&key) {
+            return None;
+        }
+        if key == keys::JOBSET_COORDINATOR {
+            return (!coordinator_set).then_some(Why::NoCoordinator);
+        }
+        let known = keys::JOBSET_POD_KEYS
+            .iter()
+            .copied()
+            .chain(coordinator_set.then_some(keys::JOBSET_COORDINATOR));
+        Some(Why::NotJobSets(nearest(key, known)))
+    };
+    let mut out = Vec::new();
+    for r in &view.replicated_jobs {
+        let template = Template {
+            spec_path: &r.pod_spec_path,
+            containers: &r.containers,
+            labels: r.pod_labels,
+            annotations: r.pod_annotations,
+        };
+        template.scan(&judge, &mut out);
+    }
+    out
+}
+
+/// The warnings for an opted-in plain Job about to be admitted: no JobSet owns it, so every
+/// `jobset.sigs.k8s.io/` key is missing, and of `batch.kubernetes.io/` only the Job
+/// controller's keys are there.
+pub fn job_warnings(view: &JobView) -> Vec<String> {
+    let judge = |key: &str| -> Option<Why> {
+        if key.starts_with(keys::JOBSET_PREFIX) {
+            return Some(Why::PlainJob);
+        }
+        if !key.starts_with(keys::BATCH_PREFIX) || keys::JOB_POD_KEYS.contains(&key) {
+            return None;
+        }
+        Some(Why::NotJobControllers(nearest(
+            key,
+            keys::JOB_POD_KEYS.iter().copied(),
+        )))
+    };
+    let template = Template {
+        spec_path: "spec.template.spec",
+        containers: &view.containers,
+        labels: view.pod_labels,
+        annotations: view.pod_annotations,
+    };
+    let mut out = Vec::new();
+    template.scan(&judge, &mut out);
+    out
+}
+
+/// A pod template, as far as the references need it.
+struct Template<'a> {
+    spec_path: &'a str,
+    containers: &'a [ContainerView<'a>],
+    labels: Option<&'a Object>,
+    annotations: Option<&'a Object>,
+}
+
+impl Template<'_> {
+    /// Whether the template puts `key` on its pods itself, as label or annotation.
+    fn sets(&self, key: &str) -> bool {
+        [self.labels, self.annotations]
+            .iter()
+            .any(|m| m.is_some_and(|m| m.contains_key(key)))
+    }
+
+    /// One warning per env entry, in container order (as the view lists them) and entry order,
+    /// whose `fieldRef` key `judge` finds missing and the template does not set.
+    fn scan(&self, judge: &dyn Fn(&str) -> Option<Why>, out: &mut Vec<String>) {
+        for c in self.containers {
+            let env = c.object.get("env").and_then(Value::as_array);
+            let Some(env) = env else { continue };
+            for (e, entry) in env.iter().enumerate() {
+                let Some((map, key)) = field_ref(entry).and_then(metadata_key) else {
+                    continue;
+                };
+                let Some(why) = judge(key).filter(|_| !self.sets(key)) else {
+                    continue;
+                };
+                let var = entry.get("name").and_then(Value::as_str).unwrap_or("");
+                let singular = if map == "labels" {
+                    "label"
+                } else {
+                    "annotation"
+                };
+                let path = json::index(&json::join(&c.path(self.spec_path), "env"), e);
+                let hint = why.hint().map_or(String::new(), |h| format!("; {h}"));
+                out.push(format!(
+                    "{path}: {var} reads the {singular} {key}, {}, so {var} will be empty in every pod{hint}",
+                    why.reason()
+                ));
+            }
+        }
+    }
+}
+
+/// `valueFrom.fieldRef.fieldPath` of an env entry.
+fn field_ref(entry: &Value) -> Option<&str> {
+    entry
+        .get("valueFrom")?
+        .get("fieldRef")?
+        .get("fieldPath")?
+        .as_str()
+}
+
+/// The known key a typo most likely meant: within two edits, else none. Keys longer than any
+/// label key are not compared (the distance is quadratic).
+fn nearest(key: &str, known: impl Iterator<Item = &'static str>) -> Option<&'static str> {
+    const MAX_EDITS: usize = 2;
+    if key.len() > 317 {
+        return None;
+    }
+    known
+        .map(|k| (edit_distance(key, k), k))
+        .filter(|(d, _)| *d <= MAX_EDITS)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, k)| k)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn jobset(env: Value, coordinator: bool) -> Value {
+        let mut js = json!({
+            "metadata": {"name": "js"},
+            "spec": {"replicatedJobs": [{"name": "w", "template": {"spec": {"template": {
+                "metadata": {"labels": {"jobset.sigs.k8s.io/mine": "x"}},
+                "spec": {"containers": [{"name": "c", "env": env}]}}}}}]}
+        });
+        if coordinator {
+            js["spec"]["coordinator"] = json!({"replicatedJob": "w"});
+        }
+        js
+    }
+
+    fn warned(js: &Value) -> Vec<String> {
+        jobset_warnings(&JobSetView::parse(js, "google.com/tpu").unwrap())
+    }
+
+    fn reference(map: &str, key: &str) -> Value {
+        json!({"name": "V", "valueFrom": {"fieldRef": {"fieldPath": format!("metadata.{map}['{key}']")}}})
+    }
+
+    #[test]
+    fn only_the_keys_nothing_sets_are_warned_about() {
+        let env = json!([
+            reference("labels", "jobset.sigs.k8s.io/job-index"),
+            reference("annotations", "jobset.sigs.k8s.io/mine"),
+            reference("labels", "jobset.sigs.k8s.io/coordinator"),
+            reference("labels", "jobset.sigs.k8s.io/job-globalindex"),
+            reference("labels", "example.com/anything"),
+            {"name": "M", "valueFrom": {"fieldRef": "not an object"}},
+            "not an entry"
+        ]);
+        let got = warned(&jobset(env.clone(), false));
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert!(got[0].starts_with("spec.replicatedJobs[0].template.spec.template.spec.containers[0].env[2]: V reads the label jobset.sigs.k8s.io/coordinator, which the JobSet controller sets only when spec.coordinator is set"));
+        assert!(got[1].ends_with("; did you mean jobset.sigs.k8s.io/job-global-index?"));
+        let got = warned(&jobset(env, true));
+        assert_eq!(got.len(), 1, "{got:?}");
+    }
+
+    #[test]
+    fn a_coordinator_typo_is_suggested_only_where_it_would_resolve() {
+        let env = json!([reference("annotations", "jobset.sigs.k8s.io/coordinater")]);
+        assert!(!warned(&jobset(env.clone(), false))[0].contains("did you mean"));
+        assert!(warned(&jobset(env, true))[0]
+            .ends_with("; did you mean jobset.sigs.k8s.io/coordinator?"));
+    }
+}
