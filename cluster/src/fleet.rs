@@ -89,11 +89,7 @@ fn label_safe(name: &str) -> String {
 
 fn pool_for_job(name: &str, job_spec: &Value, exclusive_key: Option<&str>) -> Pool {
     let name = &label_safe(name);
-    let parallelism = job_spec["parallelism"].as_u64().unwrap_or(1);
-    let pods = job_spec["completions"]
-        .as_u64()
-        .map_or(parallelism, |c| c.min(parallelism))
-        .max(1);
+    let pods = crate::run::pods_at_once(job_spec).max(1);
     let pod = &job_spec["template"]["spec"];
     let mut labels: BTreeMap<String, String> = pod["nodeSelector"]
         .as_object()

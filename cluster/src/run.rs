@@ -57,23 +57,26 @@ pub async fn submit(cluster: &Cluster, objects: &[Value]) -> Result<Vec<Submitte
     Ok(out)
 }
 
+/// How many pods the Job controller runs at once for a Job spec: min(parallelism,
+/// completions).
+pub fn pods_at_once(job_spec: &Value) -> u64 {
+    let parallelism = job_spec["parallelism"].as_u64().unwrap_or(1);
+    job_spec["completions"]
+        .as_u64()
+        .map_or(parallelism, |c| c.min(parallelism))
+}
+
 /// How many pods the controllers make for an object: every Job of a JobSet runs
-/// min(parallelism, completions) pods at once.
+/// `pods_at_once`.
 pub fn expected_pods(object: &Value) -> u64 {
-    let job = |spec: &Value| {
-        let parallelism = spec["parallelism"].as_u64().unwrap_or(1);
-        spec["completions"]
-            .as_u64()
-            .map_or(parallelism, |c| c.min(parallelism))
-    };
     match object["kind"].as_str() {
         Some("JobSet") => object["spec"]["replicatedJobs"]
             .as_array()
             .into_iter()
             .flatten()
-            .map(|r| r["replicas"].as_u64().unwrap_or(1) * job(&r["template"]["spec"]))
+            .map(|r| r["replicas"].as_u64().unwrap_or(1) * pods_at_once(&r["template"]["spec"]))
             .sum(),
-        Some("Job") => job(&object["spec"]),
+        Some("Job") => pods_at_once(&object["spec"]),
         _ => 0,
     }
 }
