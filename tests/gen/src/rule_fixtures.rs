@@ -45,3 +45,34 @@ pub fn fixture_names() -> Vec<String> {
 pub fn fixture(name: &str) -> Value {
     load_yaml(&test_data().join(format!("rules/{name}.yaml"))).unwrap()
 }
+
+/// What the policy answered for one fixture, from whichever runner sent it.
+pub struct Answer<'a> {
+    pub accepted: bool,
+    pub message: Option<&'a str>,
+    pub warnings: &'a [String],
+    pub code: Option<u16>,
+}
+
+impl Expected {
+    /// Asserts the answer is the expected verdict: acceptance, the exact message and warnings,
+    /// code 400 for a rejection, and every line of its message tagged with the rule.
+    pub fn assert_answered(&self, name: &str, answer: &Answer) {
+        assert_eq!(
+            answer.accepted, self.accepted,
+            "{name}: {:?}",
+            answer.message
+        );
+        assert_eq!(answer.message, self.message.as_deref(), "{name}");
+        assert_eq!(answer.warnings, self.warnings.as_slice(), "{name}");
+        if let Some(message) = answer.message {
+            assert_eq!(answer.code, Some(400), "{name}");
+            for line in message.lines() {
+                assert!(
+                    line.starts_with(&format!("[{}] ", self.rule)),
+                    "{name}: {line}"
+                );
+            }
+        }
+    }
+}
