@@ -170,10 +170,7 @@ async fn queue_report(
     s: &run::Submitted,
     reviews: &[Value],
 ) -> Result<Value> {
-    let uid = s.created.body["metadata"]["uid"]
-        .as_str()
-        .unwrap_or_default();
-    let workloads = kueue::workloads_of(&plane.cluster, &s.namespace, uid).await?;
+    let workloads = kueue::workloads_of(&plane.cluster, s).await?;
     let verdicts: Vec<Value> = kueue::unsuspending_reviews(reviews, &s.namespace, &s.name)
         .iter()
         .map(|r| json!({"allowed": r["allowed"], "message": r["message"]}))

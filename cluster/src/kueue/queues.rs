@@ -2,6 +2,7 @@
 //! them up, a JobSet as Kueue starts it in a flavour, and the Workloads, conditions and our
 //! verdicts that show what Kueue did with a queued JobSet.
 use crate::fleet::TPU;
+use crate::run::Submitted;
 use anyhow::{bail, Result};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -93,14 +94,16 @@ pub fn local_queue(namespace: &str, name: &str, cluster_queue: &str) -> Value {
     })
 }
 
-/// The Workloads Kueue made for an object (by their owner reference).
-pub async fn workloads_of(
-    cluster: &crate::Cluster,
-    namespace: &str,
-    owner_uid: &str,
-) -> Result<Vec<Value>> {
+/// The Workloads Kueue made for a submitted object (by their owner reference to its uid).
+pub async fn workloads_of(cluster: &crate::Cluster, owner: &Submitted) -> Result<Vec<Value>> {
+    let uid = &owner.created.body["metadata"]["uid"];
     let all = cluster
-        .list("kueue.x-k8s.io/v1beta2", "Workload", Some(namespace), None)
+        .list(
+            "kueue.x-k8s.io/v1beta2",
+            "Workload",
+            Some(&owner.namespace),
+            None,
+        )
         .await?;
     Ok(all
         .into_iter()
@@ -109,7 +112,7 @@ pub async fn workloads_of(
                 .as_array()
                 .into_iter()
                 .flatten()
-                .any(|o| o["uid"] == owner_uid)
+                .any(|o| uid.is_string() && &o["uid"] == uid)
         })
         .collect())
 }

@@ -120,15 +120,10 @@ async fn workload_when(
     bound: Duration,
     ready: impl Fn(&Value) -> bool,
 ) -> anyhow::Result<Option<Value>> {
-    let uid = sub.created.body["metadata"]["uid"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
     eventually(bound, || {
-        let uid = uid.clone();
         let ready = &ready;
         async move {
-            let workloads = kueue::workloads_of(cluster, &sub.namespace, &uid).await?;
+            let workloads = kueue::workloads_of(cluster, sub).await?;
             Ok(workloads.into_iter().find(|w| ready(w)))
         }
     })
@@ -380,10 +375,7 @@ async fn misfit_flavour_is_refused(plane: &ControlPlane) -> anyhow::Result<Failu
     );
     let pods = run::pods_of(&plane.cluster, &sub).await?;
     f.eq(pods.len(), 0, &format!("{what}: pods"));
-    let uid = sub.created.body["metadata"]["uid"]
-        .as_str()
-        .unwrap_or_default();
-    let workload = kueue::workloads_of(&plane.cluster, namespace, uid)
+    let workload = kueue::workloads_of(&plane.cluster, &sub)
         .await?
         .into_iter()
         .next()
@@ -634,10 +626,7 @@ async fn topology_aware_scheduling(plane: &ControlPlane) -> anyhow::Result<Failu
     let what = format!("JobSet {namespace}/{}", sub.name);
     let (complete, pods) = run::wait_bound(cluster, &[(sub.clone(), 8)], BOUND).await?;
     let pods = pods.into_iter().next().unwrap_or_default();
-    let uid = sub.created.body["metadata"]["uid"]
-        .as_str()
-        .unwrap_or_default();
-    let workload = kueue::workloads_of(cluster, namespace, uid)
+    let workload = kueue::workloads_of(cluster, &sub)
         .await?
         .into_iter()
         .next()
