@@ -23,14 +23,21 @@ pub struct Expected {
     pub settings: Option<Value>,
 }
 
-/// The table, by fixture name.
+/// The table, by fixture name. It names exactly the fixtures on disk: a fixture without an
+/// expectation, or one the other way round, fails every runner.
 pub fn expectations() -> BTreeMap<String, Expected> {
     let text = std::fs::read_to_string(test_data().join("rules/expected.yaml")).unwrap();
-    serde_yaml::from_str(&text).unwrap()
+    let table: BTreeMap<String, Expected> = serde_yaml::from_str(&text).unwrap();
+    assert_eq!(
+        fixture_names(),
+        table.keys().cloned().collect::<Vec<_>>(),
+        "fixtures and expectations differ"
+    );
+    table
 }
 
 /// The fixtures on disk, sorted by name, to compare with the table's names.
-pub fn fixture_names() -> Vec<String> {
+fn fixture_names() -> Vec<String> {
     let mut files: Vec<String> = std::fs::read_dir(test_data().join("rules"))
         .unwrap()
         .filter_map(|e| e.ok()?.file_name().into_string().ok())
