@@ -91,6 +91,12 @@ pub const NODE_SELECTOR_STRATEGY: &str = "alpha.jobset.sigs.k8s.io/node-selector
 // --- Kueue and GKE dynamic slicing (SPEC §2, §5).
 /// Kueue suspends every JobSet carrying it (label; older Kueue: annotation), after this policy ran.
 pub const KUEUE_QUEUE_NAME: &str = "kueue.x-k8s.io/queue-name";
+/// Kueue's partial admission of a `batch/v1` Job (annotations on the Job): Kueue may start it
+/// with as few as this many pods, lowering `parallelism` at the unsuspend (J4)...
+pub const KUEUE_JOB_MIN_PARALLELISM: &str = "kueue.x-k8s.io/job-min-parallelism";
+/// ...and, with this `"true"`, `completions` with it.
+pub const KUEUE_JOB_COMPLETIONS_EQUAL_PARALLELISM: &str =
+    "kueue.x-k8s.io/job-completions-equal-parallelism";
 /// Pod template annotation naming the slice's topology under GKE dynamic slicing (SPEC §3).
 pub const SLICE_TOPOLOGY: &str = "cloud.google.com/gke-tpu-slice-topology";
 /// Kueue Topology Aware Scheduling: place a pod set inside one topology domain.

@@ -13,6 +13,29 @@ pub enum JaxEnv {
     Never,
 }
 
+/// Which half of the work this deployment of the module does (SPEC §5 "Roles"). Mutating
+/// webhooks run before JobSet's and Kueue's, validating ones after every mutating webhook: the
+/// recommended pair mutates in one policy and judges the stored object in the other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// One mutating policy that also judges, as before roles existed.
+    Both,
+    /// Only the mutations; refuses only malformed requests.
+    Mutate,
+    /// Only the verdicts and warnings, on JobSets and opted-in Jobs; never a mutation.
+    Validate,
+}
+
+impl Role {
+    pub fn mutates(self) -> bool {
+        self != Role::Validate
+    }
+
+    pub fn judges(self) -> bool {
+        self != Role::Mutate
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Settings {
     pub multislice_env: bool,
@@ -28,6 +51,7 @@ pub struct Settings {
     /// Added to, or overriding, the built-in accelerator table (SPEC §7).
     pub accelerators: accelerators::Overrides,
     pub reject_unknown_accelerators: bool,
+    pub role: Role,
 }
 
 impl Default for Settings {
@@ -45,12 +69,13 @@ impl Default for Settings {
             exclusive_topology_keys: vec!["cloud.google.com/gke-nodepool".into()],
             accelerators: BTreeMap::new(),
             reject_unknown_accelerators: false,
+            role: Role::Both,
         }
     }
 }
 
 /// Every settings key, as users write it.
-pub const KEYS: [&str; 12] = [
+pub const KEYS: [&str; 13] = [
     "multisliceEnv",
     "tpuWorkerEnv",
     "jaxEnv",
@@ -63,6 +88,7 @@ pub const KEYS: [&str; 12] = [
     "exclusiveTopologyKeys",
     "accelerators",
     "rejectUnknownAccelerators",
+    "role",
 ];
 
 impl Settings {
@@ -85,7 +111,7 @@ impl Settings {
             match key.as_str() {
                 "multisliceEnv" => read(&mut s.multislice_env, key, v, e),
                 "tpuWorkerEnv" => read(&mut s.tpu_worker_env, key, v, e),
-                "jaxEnv" => read_jax_env(&mut s.jax_env, key, v, e),
+                "jaxEnv" => read_choice(&mut s.jax_env, (key, v), &JAX_ENV_CHOICES, e),
                 "jaxCoordinatorPort" => read_port(&mut s.jax_coordinator_port, key, v, e),
                 "tpuResource" => read(&mut s.tpu_resource, key, v, e),
                 "acceleratorLabel" => read(&mut s.accelerator_label, key, v, e),
@@ -95,6 +121,7 @@ impl Settings {
                 "exclusiveTopologyKeys" => read(&mut s.exclusive_topology_keys, key, v, e),
                 "accelerators" => read_accelerators(&mut s.accelerators, key, v, e),
                 "rejectUnknownAccelerators" => read(&mut s.reject_unknown_accelerators, key, v, e),
+                "role" => read_choice(&mut s.role, (key, v), &ROLE_CHOICES, e),
                 unknown => errors.push(unknown_key_message(unknown)),
             }
         }
@@ -170,17 +197,37 @@ fn read_accelerators(
     }
 }
 
-fn read_jax_env(slot: &mut JaxEnv, key: &str, v: &Value, errors: &mut Vec<String>) {
-    match v.as_str() {
-        Some("annotated") => *slot = JaxEnv::Annotated,
-        Some("always") => *slot = JaxEnv::Always,
-        Some("never") => *slot = JaxEnv::Never,
-        _ => errors.push(format!(
-            "{key}: expected one of \"annotated\", \"always\", \"never\", found {}",
-            crate::json::type_name(v)
-        )),
+/// One of a fixed set of strings, each standing for a value.
+fn read_choice<T: Copy>(
+    slot: &mut T,
+    (key, v): (&str, &Value),
+    choices: &[(&str, T)],
+    errors: &mut Vec<String>,
+) {
+    match choices.iter().find(|(name, _)| v.as_str() == Some(name)) {
+        Some((_, value)) => *slot = *value,
+        None => {
+            let names: Vec<String> = choices.iter().map(|(n, _)| format!("{n:?}")).collect();
+            errors.push(format!(
+                "{key}: expected one of {}, found {}",
+                names.join(", "),
+                crate::json::type_name(v)
+            ))
+        }
     }
 }
+
+const JAX_ENV_CHOICES: [(&str, JaxEnv); 3] = [
+    ("annotated", JaxEnv::Annotated),
+    ("always", JaxEnv::Always),
+    ("never", JaxEnv::Never),
+];
+
+const ROLE_CHOICES: [(&str, Role); 3] = [
+    ("both", Role::Both),
+    ("mutate", Role::Mutate),
+    ("validate", Role::Validate),
+];
 
 fn read_port(slot: &mut u16, key: &str, v: &Value, errors: &mut Vec<String>) {
     match v.as_i64() {
@@ -279,6 +326,8 @@ mod tests {
     #[case::typo(json!({"tpuWorkerEnvs": true}), "unknown setting \"tpuWorkerEnvs\"; did you mean \"tpuWorkerEnv\"?")]
     #[case::case(json!({"jaxenv": "always"}), "unknown setting \"jaxenv\"; did you mean \"jaxEnv\"?")]
     #[case::wrong_type(json!({"multisliceEnv": "yes"}), "multisliceEnv: invalid type: string \"yes\", expected a boolean")]
+    #[case::bad_role(json!({"role": "mutating"}), "role: expected one of \"both\", \"mutate\", \"validate\", found the string \"mutating\"")]
+    #[case::role_typo(json!({"rol": "validate"}), "unknown setting \"rol\"; did you mean \"role\"?")]
     #[case::bad_enum(json!({"jaxEnv": "sometimes"}), "jaxEnv: expected one of \"annotated\", \"always\", \"never\", found the string \"sometimes\"")]
     #[case::port_zero(json!({"jaxCoordinatorPort": 0}), "jaxCoordinatorPort: 0 is not a port; use 1 to 65535")]
     #[case::port_high(json!({"jaxCoordinatorPort": 70000}), "jaxCoordinatorPort: 70000 is not a port; use 1 to 65535")]
@@ -305,7 +354,7 @@ mod tests {
             "acceleratorLabel": "example.com/acc", "topologyLabel": "example.com/topo",
             "requireTpuNodeSelectors": false, "requireExclusiveTopology": false,
             "exclusiveTopologyKeys": ["example.com/pool", "kubernetes.io/hostname"],
-            "rejectUnknownAccelerators": true
+            "rejectUnknownAccelerators": true, "role": "validate"
         }))
         .unwrap();
         assert!(!s.multislice_env && s.tpu_worker_env && s.jax_env == JaxEnv::Never);
@@ -316,5 +365,6 @@ mod tests {
         assert!(!s.require_tpu_node_selectors && !s.require_exclusive_topology);
         assert_eq!(s.exclusive_topology_keys.len(), 2);
         assert!(s.reject_unknown_accelerators);
+        assert_eq!(s.role, Role::Validate);
     }
 }

@@ -18,9 +18,11 @@ pub enum Rule {
     X4,
     N1,
     N2,
+    E1,
     J1,
     J2,
     J3,
+    J4,
 }
 
 impl fmt::Display for Rule {

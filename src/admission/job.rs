@@ -9,6 +9,7 @@ use crate::mutate;
 use crate::rules;
 use crate::settings::{JaxEnv, Settings};
 use crate::views::job_view::JobView;
+use crate::violation::Violation;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -54,30 +55,33 @@ pub(super) fn is_opted_in(raw: &RawValue) -> bool {
     opted_in && !jobset_child
 }
 
-/// Job CREATE of an opted-in plain Job (SPEC §4.6): J1–J3 and N2, then the facts its pods
-/// need. `jaxEnv: never` turns the JAX env off for Jobs too, and with it J1–J3; N2 and the
-/// references that can never resolve are about the pods, whoever sets their env.
+/// Job CREATE of an opted-in plain Job (SPEC §4.6): J1–J4 and N2, then the facts its pods
+/// need. `jaxEnv: never` turns the JAX env off for Jobs too, and with it J1–J4; N2 and the
+/// references that can never resolve are about the pods, whoever sets their env. The role
+/// decides which half runs (SPEC §5).
 pub(super) fn admit_create(mut object: Value, settings: &Settings) -> Result<Verdict, InputError> {
     let (annotation, warnings) = {
         let view = JobView::parse(&object, &settings.tpu_resource)?;
-        let references = references::job_warnings(&view);
-        if settings.jax_env == JaxEnv::Never {
-            return Ok(
-                match rules::indexed_job::n2_pods_resolve_cluster_dns(&view) {
-                    Some(v) => rejection(&[v], references),
-                    None => Verdict::with(None, references),
-                },
-            );
-        }
-        let violations = rules::indexed_job::check(&view);
+        let (violations, references) = judge(&view, settings);
         if !violations.is_empty() {
             return Ok(rejection(&violations, references));
         }
-        // J3 holds, so completions is set and equals parallelism.
+        if settings.jax_env == JaxEnv::Never {
+            return Ok(Verdict::with(None, references));
+        }
+        // Where the rules ran, J3 holds: completions is set and equals parallelism. Where they
+        // did not (the role `mutate`), the validating policy refuses any other Job.
         let completions = view.completions.unwrap_or(view.parallelism);
         let job = JobFacts { completions };
-        let mut warnings = contradictions::job_warnings(&view, &job, settings)?;
+        let mut warnings = if settings.role.judges() {
+            contradictions::job_warnings(&view, &job, settings)?
+        } else {
+            Vec::new()
+        };
         warnings.extend(references);
+        if !settings.role.mutates() {
+            return Ok(Verdict::with(None, warnings));
+        }
         let facts = mutate::stamp_job::facts(&view, job);
         (mutate::stamp_job::change(&view, &facts), warnings)
     };
@@ -88,13 +92,29 @@ pub(super) fn admit_create(mut object: Value, settings: &Settings) -> Result<Ver
     Ok(Verdict::with(Some(object), warnings))
 }
 
+/// The verdict half of Job CREATE: the violations, and the references that can never resolve.
+/// Nothing in the role `mutate`.
+fn judge(view: &JobView, settings: &Settings) -> (Vec<Violation>, Vec<String>) {
+    if !settings.role.judges() {
+        return (Vec::new(), Vec::new());
+    }
+    let violations = if settings.jax_env == JaxEnv::Never {
+        rules::indexed_job::n2_pods_resolve_cluster_dns(view)
+            .into_iter()
+            .collect()
+    } else {
+        rules::indexed_job::check(view)
+    };
+    (violations, references::job_warnings(view))
+}
+
 /// Job UPDATE of a plain Job never mutates: the stamp is written once, at CREATE. An
 /// elastic Indexed Job may change `completions` together with `parallelism`; when Job CREATE
 /// stamped the old Job's template, its pods' JAX env counts the old size, and such an UPDATE
 /// is rejected. A Job that was never stamped (created without the annotation, under
 /// `jaxEnv: never`, or before the policy served Jobs) has no env to go stale.
 pub(super) fn admit_update(object: &Value, old: Option<&Value>, settings: &Settings) -> Verdict {
-    if settings.jax_env == JaxEnv::Never {
+    if settings.jax_env == JaxEnv::Never || !settings.role.judges() {
         return Verdict::accept();
     }
     // An old object that cannot be read has nothing to compare.

@@ -9,25 +9,42 @@ use crate::mutate;
 use crate::rules::{self, Findings, Moment};
 use crate::settings::Settings;
 use crate::views::jobset_view::JobSetView;
-use crate::violation::{self, Violation};
+use crate::violation::Violation;
 use serde_json::Value;
 
 /// JobSet CREATE: the rules, then the facts each replicated job's pods need, stamped on its
-/// pod template, with the warnings about templates that contradict them.
+/// pod template, with the warnings about templates that contradict them. The role decides
+/// which half runs (SPEC §5): `mutate` stamps and judges nothing, `validate` judges and stamps
+/// nothing, `both` does both.
 pub(super) fn admit_create(mut object: Value, settings: &Settings) -> Result<Verdict, InputError> {
+    let role = settings.role;
     let (changes, warnings) = {
         let view = JobSetView::parse(&object, &settings.tpu_resource)?;
-        let findings = rules::judge(&view, settings, Moment::Create)?;
+        let findings = if role.judges() {
+            rules::judge(&view, settings, Moment::Create)?
+        } else {
+            rules::check_input(&view, settings)?;
+            Findings::default()
+        };
         // Every parsed JobSet, judged or not: an empty value is as empty on a CPU pod.
-        let references = references::jobset_warnings(&view);
+        let references = if role.judges() {
+            references::jobset_warnings(&view)
+        } else {
+            Vec::new()
+        };
         let mut warnings = findings.warnings;
         if !findings.violations.is_empty() {
             warnings.extend(references);
             return Ok(rejection(&findings.violations, warnings));
         }
         let facts = groups::plan(&view, settings)?;
-        warnings.extend(contradictions::warnings(&view, &facts, settings)?);
+        if role.judges() {
+            warnings.extend(contradictions::warnings(&view, &facts, settings)?);
+        }
         warnings.extend(references);
+        if !role.mutates() {
+            return Ok(Verdict::with(None, warnings));
+        }
         (mutate::stamp_jobset::changes(&view, &facts), warnings)
     };
     if changes.is_empty() {
@@ -42,9 +59,9 @@ fn findings_of(object: &Value, settings: &Settings) -> Result<Findings, InputErr
     rules::judge(&view, settings, Moment::Update)
 }
 
-/// ElasticJobSet resizes that would leave stamped values stale (SPEC §5). Objects that cannot
-/// be read have no sizes to compare; their problem is reported by the findings.
-fn stale_resizes(object: &Value, old: Option<&Value>, settings: &Settings) -> Vec<String> {
+/// ElasticJobSet resizes that would leave stamped values stale (SPEC §5, E1). Objects that
+/// cannot be read have no sizes to compare; their problem is reported by the findings.
+fn stale_resizes(object: &Value, old: Option<&Value>, settings: &Settings) -> Vec<Violation> {
     let Some(old) = old else {
         return Vec::new();
     };
@@ -72,7 +89,7 @@ pub(super) fn admit_update(object: &Value, old: Option<&Value>, settings: &Setti
         Some(Ok(f)) => (f.violations, f.warnings),
         _ => (Vec::new(), Vec::new()),
     };
-    let new_violations: Vec<Violation> = after
+    let mut new_violations: Vec<Violation> = after
         .violations
         .into_iter()
         .filter(|v| !old_violations.contains(v))
@@ -82,16 +99,10 @@ pub(super) fn admit_update(object: &Value, old: Option<&Value>, settings: &Setti
         .into_iter()
         .filter(|w| !old_warnings.contains(w))
         .collect();
-    let stale = stale_resizes(object, old, settings);
-    if new_violations.is_empty() && stale.is_empty() {
+    new_violations.extend(stale_resizes(object, old, settings));
+    if new_violations.is_empty() {
         Verdict::with(None, new_warnings)
     } else {
-        let lines = std::iter::once(violation::message(&new_violations))
-            .filter(|m| !m.is_empty())
-            .chain(stale);
-        Verdict {
-            warnings: new_warnings,
-            ..Verdict::reject(lines.collect::<Vec<_>>().join("\n"), 400)
-        }
+        rejection(&new_violations, new_warnings)
     }
 }

@@ -12,7 +12,7 @@ mod verdict;
 pub use verdict::Verdict;
 
 use crate::error::InputError;
-use crate::settings::Settings;
+use crate::settings::{Role, Settings};
 use heads::{Envelope, RequestHead};
 use kubewarden_policy_sdk::settings::SettingsValidationResponse;
 use serde_json::value::RawValue;
@@ -46,6 +46,16 @@ impl Route {
             (BATCH_GROUP, "Job", "CREATE") => Some(Route::JobCreate),
             (BATCH_GROUP, "Job", "UPDATE") => Some(Route::JobUpdate),
             _ => None,
+        }
+    }
+
+    /// Whether the role does anything with these requests (SPEC §5): pods are only mutated,
+    /// UPDATEs only judged.
+    fn in_role(self, role: Role) -> bool {
+        match self {
+            Route::PodCreate => role.mutates(),
+            Route::JobSetUpdate | Route::JobUpdate => role.judges(),
+            Route::JobSetCreate | Route::JobCreate => true,
         }
     }
 
@@ -101,6 +111,9 @@ pub fn evaluate(payload: &[u8]) -> Verdict {
             )
         }
     };
+    if !route.in_role(settings.role) {
+        return Verdict::accept();
+    }
     let object: Value = match serde_json::from_str(raw_object.get()) {
         Ok(v) => v,
         Err(e) => return InputError::Malformed(e.to_string()).into(),

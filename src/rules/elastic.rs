@@ -6,6 +6,7 @@ use crate::groups::jax_groups;
 use crate::settings::Settings;
 use crate::views::job_view::JobView;
 use crate::views::jobset_view::{JobSetView, ReplicatedJob};
+use crate::violation::{Rule, Violation};
 
 /// Why the pods of replicated job `i` depend on its parallelism, if they do: a member of a JAX
 /// group, or a TPU job under `tpuWorkerEnv`.
@@ -38,8 +39,8 @@ fn show(n: Option<u32>) -> String {
     n.map_or_else(|| "unset".to_string(), |n| n.to_string())
 }
 
-/// One message per changed field that would leave stamped values stale, each naming the field.
-pub fn stale_resizes(old: &JobSetView, new: &JobSetView, settings: &Settings) -> Vec<String> {
+/// E1: one violation per changed field that would leave stamped values stale.
+pub fn stale_resizes(old: &JobSetView, new: &JobSetView, settings: &Settings) -> Vec<Violation> {
     let mut out = Vec::new();
     for (i, before) in old.replicated_jobs.iter().enumerate() {
         let Some(after) = new.replicated_jobs.get(i).filter(|r| r.name == before.name) else {
@@ -50,12 +51,16 @@ pub fn stale_resizes(old: &JobSetView, new: &JobSetView, settings: &Settings) ->
         };
         for ((field, was), (_, is)) in counts(before).into_iter().zip(counts(after)) {
             if was != is {
-                out.push(format!(
-                    "{}.template.spec.{field}: changed from {} to {}, but the pods of replicated job {:?} get {what} computed from it when the JobSet was created, and a resize would leave them stale; delete and recreate the JobSet with the new size",
-                    after.path,
-                    show(was),
-                    show(is),
-                    after.name
+                out.push(Violation::new(
+                    Rule::E1,
+                    format!("{}.template.spec.{field}", after.path),
+                    format!(
+                        "changed from {} to {}, but the pods of replicated job {:?} get {what} computed from it when the JobSet was created, and a resize would leave them stale",
+                        show(was),
+                        show(is),
+                        after.name
+                    ),
+                    "delete and recreate the JobSet with the new size",
                 ));
             }
         }

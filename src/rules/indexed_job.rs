@@ -1,6 +1,8 @@
-//! J1–J3: what an opted-in plain Indexed Job needs for its pods to form one JAX run (SPEC §4.6),
+//! J1–J4: what an opted-in plain Indexed Job needs for its pods to form one JAX run (SPEC §4.6),
 //! and N2 for its pods.
 use super::network;
+use crate::json::map_str;
+use crate::keys;
 use crate::views::job_view::JobView;
 use crate::violation::{Rule, Violation};
 
@@ -10,6 +12,7 @@ pub fn check(job: &JobView) -> Vec<Violation> {
         j1_pods_have_dns_names(job),
         j2_indexed_completion(job),
         j3_all_processes_at_once(job),
+        j4_no_partial_admission(job),
         n2_pods_resolve_cluster_dns(job),
     ]
     .into_iter()
@@ -81,6 +84,37 @@ pub fn j3_all_processes_at_once(job: &JobView) -> Option<Violation> {
     }
 }
 
+/// J4: Kueue's partial admission starts a Job with fewer pods than asked by lowering
+/// `parallelism` (and, when told, `completions`) at the unsuspend. The JAX env counts the pods
+/// asked for at CREATE, so the policy refuses that unsuspend, and the Job would hold its quota
+/// without ever starting. Refuse it here, where the user reads the message. A value that is not
+/// a whole number is Kueue's own webhook's to refuse.
+pub fn j4_no_partial_admission(job: &JobView) -> Option<Violation> {
+    let text = map_str(job.annotations, keys::KUEUE_JOB_MIN_PARALLELISM)?;
+    let min: i64 = text.trim().parse().ok()?;
+    if min >= i64::from(job.parallelism) {
+        return None;
+    }
+    let lowered = if map_str(
+        job.annotations,
+        keys::KUEUE_JOB_COMPLETIONS_EQUAL_PARALLELISM,
+    ) == Some("true")
+    {
+        "parallelism and completions"
+    } else {
+        "parallelism"
+    };
+    Some(Violation::new(
+        Rule::J4,
+        format!("metadata.annotations[{:?}]", keys::KUEUE_JOB_MIN_PARALLELISM),
+        format!(
+            "is {min}, below parallelism {}: Kueue's partial admission may start the Job with as few as {min} pods by lowering its {lowered}, but the JAX env of its pods counts {} processes and jax.distributed.initialize waits for all of them",
+            job.parallelism, job.parallelism
+        ),
+        "remove the annotation: Kueue then admits the Job whole, or keeps it queued until it fits",
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -107,6 +141,35 @@ mod tests {
     #[case::no_completions(json!({"completionMode": "Indexed", "parallelism": 2}), vec![Rule::J3])]
     fn judges_the_job_spec(#[case] spec: Value, #[case] broken: Vec<Rule>) {
         assert_eq!(rules_broken(&job(spec)), broken);
+    }
+
+    fn with_annotations(annotations: Value) -> Value {
+        let mut object =
+            job(json!({"completionMode": "Indexed", "completions": 4, "parallelism": 4}));
+        object["metadata"]["annotations"] = annotations;
+        object
+    }
+
+    #[rstest]
+    #[case::below(json!({"kueue.x-k8s.io/job-min-parallelism": "2"}), vec![Rule::J4])]
+    #[case::zero(json!({"kueue.x-k8s.io/job-min-parallelism": "0"}), vec![Rule::J4])]
+    #[case::equal(json!({"kueue.x-k8s.io/job-min-parallelism": "4"}), vec![])]
+    #[case::not_a_number(json!({"kueue.x-k8s.io/job-min-parallelism": "two"}), vec![])]
+    #[case::only_completions_flag(json!({"kueue.x-k8s.io/job-completions-equal-parallelism": "true"}), vec![])]
+    fn partial_admission_is_refused(#[case] annotations: Value, #[case] broken: Vec<Rule>) {
+        assert_eq!(rules_broken(&with_annotations(annotations)), broken);
+    }
+
+    #[rstest]
+    #[case::parallelism_only(json!({"kueue.x-k8s.io/job-min-parallelism": "2"}), "parallelism")]
+    #[case::completions_too(json!({"kueue.x-k8s.io/job-min-parallelism": "2", "kueue.x-k8s.io/job-completions-equal-parallelism": "true"}), "parallelism and completions")]
+    fn j4_says_what_kueue_would_lower(#[case] annotations: Value, #[case] lowered: &str) {
+        let object = with_annotations(annotations);
+        let view = JobView::parse(&object, "google.com/tpu").unwrap();
+        assert_eq!(
+            j4_no_partial_admission(&view).unwrap().to_string(),
+            format!("[J4] metadata.annotations[\"kueue.x-k8s.io/job-min-parallelism\"]: is 2, below parallelism 4: Kueue's partial admission may start the Job with as few as 2 pods by lowering its {lowered}, but the JAX env of its pods counts 4 processes and jax.distributed.initialize waits for all of them; remove the annotation: Kueue then admits the Job whole, or keeps it queued until it fits")
+        );
     }
 
     #[test]

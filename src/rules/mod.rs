@@ -9,7 +9,7 @@ pub mod tpu;
 
 use crate::error::InputError;
 use crate::groups::jax_enabled;
-use crate::settings::Settings;
+use crate::settings::{Role, Settings};
 use crate::views::jobset_view::JobSetView;
 use crate::violation::Violation;
 
@@ -75,11 +75,21 @@ pub fn judged(view: &JobSetView, settings: &Settings) -> bool {
     view.tpu_jobs().next().is_some() || jax_enabled(view, settings)
 }
 
-/// Whether T3 and T4 wait: the JobSet is suspended, or, at CREATE, queued in Kueue, whose
-/// webhook suspends it after this policy has run (SPEC §2 "Admission order", §5). At an UPDATE
-/// the stored object already shows Kueue's `suspend`, and the unsuspending UPDATE is judged.
-pub fn deferred(view: &JobSetView, moment: Moment) -> bool {
-    view.suspend || (moment == Moment::Create && view.queued)
+/// Whether T3 and T4 wait: the JobSet is suspended, or, at CREATE in the role `both`, queued in
+/// Kueue, whose webhook suspends it after this mutating policy has run (SPEC §5). The role
+/// `validate` sees the stored object, where Kueue's `suspend` already is: a queue label that
+/// no Kueue acted on defers nothing there. At an UPDATE the unsuspending change is judged.
+pub fn deferred(view: &JobSetView, moment: Moment, role: Role) -> bool {
+    view.suspend || (moment == Moment::Create && role == Role::Both && view.queued)
+}
+
+/// The input errors of a JobSet the policy serves: a coordinator that names no pod. Every role
+/// refuses them, since the plan of the env reads the coordinator.
+pub fn check_input(view: &JobSetView, settings: &Settings) -> Result<(), InputError> {
+    if judged(view, settings) {
+        view.check_coordinator()?;
+    }
+    Ok(())
 }
 
 /// The verdict on a JobSet the policy judges; nothing for one it does not.
@@ -88,15 +98,15 @@ pub fn judge(
     settings: &Settings,
     moment: Moment,
 ) -> Result<Findings, InputError> {
+    check_input(view, settings)?;
     if !judged(view, settings) {
         return Ok(Findings::default());
     }
-    view.check_coordinator()?;
     Ok(check(view, settings, moment))
 }
 
 fn check(view: &JobSetView, settings: &Settings, moment: Moment) -> Findings {
-    let deferred = deferred(view, moment);
+    let deferred = deferred(view, moment, settings.role);
     let violations = RULES
         .iter()
         .filter(|r| !(deferred && r.waits_while_suspended))

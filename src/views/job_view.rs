@@ -11,6 +11,8 @@ use serde_json::Value;
 pub struct JobView<'a> {
     /// Empty when the Job is created with `generateName`: its pods carry the name instead.
     pub name: &'a str,
+    /// `metadata.annotations`: the opt-in, and Kueue's partial admission (J4).
+    pub annotations: Option<&'a Object>,
     /// `spec.parallelism`; the Job default is 1.
     pub parallelism: u32,
     pub completions: Option<u32>,
@@ -42,9 +44,12 @@ impl JobView<'_> {
 impl<'a> JobView<'a> {
     pub fn parse(object: &'a Value, tpu_resource: &str) -> Result<Self, InputError> {
         let root = json::as_object(object, "object")?;
-        let name = match json::opt_object(root, "metadata", "")? {
-            Some(m) => json::opt_str(m, "name", "metadata")?.unwrap_or(""),
-            None => "",
+        let (name, annotations) = match json::opt_object(root, "metadata", "")? {
+            Some(m) => (
+                json::opt_str(m, "name", "metadata")?.unwrap_or(""),
+                json::opt_string_map(m, "annotations", "metadata")?,
+            ),
+            None => ("", None),
         };
         let spec = required(root, "spec", "")?;
         let template = required(spec, "template", "spec")?;
@@ -56,6 +61,7 @@ impl<'a> JobView<'a> {
         let pod_spec = required(template, "spec", "spec.template")?;
         Ok(JobView {
             name,
+            annotations,
             parallelism: json::opt_count(spec, "parallelism", "spec")?.unwrap_or(1),
             completions: json::opt_count(spec, "completions", "spec")?,
             completion_mode: json::opt_str(spec, "completionMode", "spec")?,

@@ -59,7 +59,7 @@ fn other_jobs_pass_untouched(#[case] name: &str) {
 
 #[test]
 fn jax_env_never_turns_jobs_off_too() {
-    for name in ["jax-gpu-4", "j1-fail"] {
+    for name in ["jax-gpu-4", "j1-fail", "j4-fail"] {
         let outcome = validate(&job_request(name), &json!({"jaxEnv": "never"}));
         assert!(outcome.accepted, "{name}");
         assert_eq!(outcome.patch, None, "{name}");
@@ -70,6 +70,7 @@ fn jax_env_never_turns_jobs_off_too() {
 #[case::j1("j1-fail", "[J1] spec.template.spec.subdomain: is not set, so the Job's pods get no DNS names and no JAX process can reach the coordinator, the pod with completion index 0; set it to the name of a headless Service (clusterIP: None) that selects the Job's pods, and create that Service")]
 #[case::j2("j2-fail", "[J2] spec.completionMode: is \"NonIndexed\"; set it to Indexed: each pod's JAX process id is its completion index")]
 #[case::j3("j3-fail", "[J3] spec.parallelism: is 2 but completions is 4; every JAX process must run at once, set both to 4")]
+#[case::j4("j4-fail", "[J4] metadata.annotations[\"kueue.x-k8s.io/job-min-parallelism\"]: is 2, below parallelism 4: Kueue's partial admission may start the Job with as few as 2 pods by lowering its parallelism and completions, but the JAX env of its pods counts 4 processes and jax.distributed.initialize waits for all of them; remove the annotation: Kueue then admits the Job whole, or keeps it queued until it fits")]
 fn each_j_rule_rejects_with_its_exact_message(#[case] name: &str, #[case] message: &str) {
     let outcome = validate(&job_request(name), &no_settings());
     assert!(!outcome.accepted);
@@ -83,13 +84,14 @@ fn every_broken_j_rule_is_listed_in_order() {
     let mut job = fixtures::job_yaml("j1-fail").unwrap();
     job["spec"]["completionMode"] = json!("NonIndexed");
     job["spec"]["parallelism"] = json!(1);
+    job["metadata"]["annotations"]["kueue.x-k8s.io/job-min-parallelism"] = json!("0");
     let outcome = validate(
         &admission_request(Kind::Job, "CREATE", &job, None),
         &no_settings(),
     );
     let message = outcome.message.unwrap();
     let ids: Vec<&str> = message.lines().map(|l| &l[..4]).collect();
-    assert_eq!(ids, ["[J1]", "[J2]", "[J3]"]);
+    assert_eq!(ids, ["[J1]", "[J2]", "[J3]", "[J4]"]);
 }
 
 #[rstest]

@@ -11,6 +11,7 @@ mod properties;
 mod real_jax;
 mod real_shapes;
 mod references;
+mod roles;
 mod rules;
 mod settings;
 mod shipping;

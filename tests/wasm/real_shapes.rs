@@ -412,7 +412,7 @@ fn resized(jobset: &Value, rjob: usize, to: u64) -> Value {
     new
 }
 
-/// ElasticJobSet (SPEC §5): resizing a replicated job whose pods got parallelism-dependent
+/// ElasticJobSet (SPEC §5, E1): resizing a replicated job whose pods got parallelism-dependent
 /// values at CREATE is refused, naming the field; other resizes pass.
 #[test]
 fn elastic_resizes_that_would_leave_stamped_values_stale_are_rejected() {
@@ -425,8 +425,8 @@ fn elastic_resizes_that_would_leave_stamped_values_stale_are_rejected() {
     assert_eq!(
         outcome.message.unwrap(),
         format!(
-            "spec.replicatedJobs[1].template.spec.parallelism: changed from 4 to 8, {why}\n\
-             spec.replicatedJobs[1].template.spec.completions: changed from 4 to 8, {why}"
+            "[E1] spec.replicatedJobs[1].template.spec.parallelism: changed from 4 to 8, {why}\n\
+             [E1] spec.replicatedJobs[1].template.spec.completions: changed from 4 to 8, {why}"
         )
     );
 
@@ -449,7 +449,7 @@ fn elastic_resizes_that_would_leave_stamped_values_stale_are_rejected() {
     assert_eq!(
         outcome.message.as_deref(),
         Some("[T2] spec.replicatedJobs[0].template.spec.parallelism: is 4 but completions is 8; a TPU slice needs every host at once, set both to 4\n\
-              spec.replicatedJobs[0].template.spec.completions: changed from 4 to 8, but the pods of replicated job \"slice-job\" get TPU_WORKER_ID and TPU_WORKER_HOSTNAMES computed from it when the JobSet was created, and a resize would leave them stale; delete and recreate the JobSet with the new size")
+              [E1] spec.replicatedJobs[0].template.spec.completions: changed from 4 to 8, but the pods of replicated job \"slice-job\" get TPU_WORKER_ID and TPU_WORKER_HOSTNAMES computed from it when the JobSet was created, and a resize would leave them stale; delete and recreate the JobSet with the new size")
     );
     // The same update without tpuWorkerEnv is judged by T2 alone.
     let outcome = update(&new, &stored, &settings);
