@@ -31,6 +31,10 @@ import yaml
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 MANIFESTS = ["examples/cluster-admission-policy.yaml", "examples/admission-policy.yaml"]
+# The recommended pair (README "Install"): each binds part of the rules, with the conditions of
+# the resources it binds.
+PAIR = ["examples/cluster-admission-policy-mutate.yaml",
+        "examples/cluster-admission-policy-validate.yaml"]
 
 
 def request(path):
@@ -175,6 +179,12 @@ def sent(conditions, req):
             raise TypeError(f"{condition['name']} gave {result!r}, not a bool")
         results.append(result)
     return all(results)
+
+
+def bound(rules, req):
+    """Whether a policy's rules bind the request (its resource and operation)."""
+    return any(req["resource"]["resource"] in r["resources"] and req["operation"] in r["operations"]
+               for r in rules)
 
 
 def find_kwctl():
@@ -342,6 +352,23 @@ def main():
     # What the API server skips, the policy would have accepted unchanged.
     runs = [(name, manifest, req, spec.get("settings") or {})
             for name, req in skipped for manifest, spec in zip(MANIFESTS, specs)]
+
+    # The pair: each policy is sent, of the requests its rules bind, exactly what the single
+    # policy is sent; what its conditions skip goes to the policy under its own settings.
+    for manifest in PAIR:
+        spec = yaml.safe_load((ROOT / manifest).read_text())["spec"]
+        for name, req, expected in CASES:
+            if not bound(spec["rules"], req):
+                continue
+            try:
+                got = sent(spec.get("matchConditions") or [], req)
+            except Exception as error:
+                check(False, f"{manifest}: {name}: evaluation error: {error}")
+                continue
+            check(got == expected, f"{manifest}: {name}: {'sent' if got else 'skipped'}, "
+                  f"expected {'sent' if expected else 'skipped'}")
+            if not got:
+                runs.append((name, manifest, req, spec.get("settings") or {}))
     try:
         verdicts = host.verdicts([(req, settings) for _, _, req, settings in runs])
     except RuntimeError as error:

@@ -40,6 +40,12 @@ const MANIFESTS: [&str; 2] = [
     "examples/admission-policy.yaml",
 ];
 
+/// The recommended pair (SPEC §5): the mutating half, then the validating half.
+const PAIR: [&str; 2] = [
+    "examples/cluster-admission-policy-mutate.yaml",
+    "examples/cluster-admission-policy-validate.yaml",
+];
+
 /// A manifest's `spec.settings` as kwctl hands them to the policy: none is `{}`.
 fn manifest_settings(file: &str) -> Value {
     match &yaml(file)["spec"]["settings"] {
@@ -97,7 +103,7 @@ fn versions_rules_and_mutation_flag_agree() {
     let oci = meta["annotations"]["io.kubewarden.policy.ociUrl"]
         .as_str()
         .unwrap();
-    for file in ["README.md", MANIFESTS[0], MANIFESTS[1]] {
+    for file in ["README.md", MANIFESTS[0], MANIFESTS[1], PAIR[0], PAIR[1]] {
         let source = text(file);
         let refs: Vec<&str> = source
             .match_indices(&format!("{oci}:"))
@@ -113,7 +119,7 @@ fn versions_rules_and_mutation_flag_agree() {
             assert_eq!(tag, format!("v{version}"), "{file}: {oci}:{tag}");
         }
     }
-    // The README's ClusterAdmissionPolicy binds the rules and flags of the metadata.
+    // The README's install shows the pair exactly as the example files have it.
     let readme = text("README.md");
     let snippet = readme
         .split("```yaml\n")
@@ -121,13 +127,17 @@ fn versions_rules_and_mutation_flag_agree() {
         .filter_map(|b| b.split_once("```").map(|(body, _)| body))
         .find(|b| b.contains("kind: ClusterAdmissionPolicy"))
         .expect("README shows a ClusterAdmissionPolicy");
-    let spec = &multislice_host::preview::yaml_documents(snippet).unwrap()[0]["spec"];
-    assert_eq!(spec["rules"], meta["rules"], "README's manifest");
-    assert_eq!(spec["mutating"], meta["mutating"], "README's manifest");
     assert_eq!(
-        spec["backgroundAudit"], meta["backgroundAudit"],
-        "README's manifest"
+        multislice_host::preview::yaml_documents(snippet).unwrap(),
+        PAIR.map(yaml).to_vec(),
+        "README's install manifests"
     );
+    for file in PAIR {
+        assert!(
+            readme.contains(&format!("-f {file}")),
+            "README applies {file}"
+        );
+    }
 }
 
 /// The twin of e2e.bats' "artifacthub-pkg.yml is exactly what kwctl generates": every field
@@ -262,8 +272,8 @@ fn the_questions_ui_and_the_readme_cover_every_setting() {
     assert_eq!(table, KEYS.to_vec(), "README settings table");
     let readme = text("README.md");
     for rule in [
-        "G1", "G2", "G3", "G4", "T1", "T2", "T3", "T4", "X1", "X2", "X3", "X4", "N1", "N2", "J1",
-        "J2", "J3",
+        "G1", "G2", "G3", "G4", "T1", "T2", "T3", "T4", "X1", "X2", "X3", "X4", "N1", "N2", "E1",
+        "J1", "J2", "J3", "J4",
     ] {
         assert!(
             readme.contains(&format!("#### {rule} — ")),
@@ -422,4 +432,100 @@ fn example_policies_bind_every_rule_with_valid_settings() {
             "{file}"
         );
     }
+}
+
+/// The pair's two policies come from one module and differ only where a role must: their
+/// settings only in `role`; the mutating one is `mutating: true` without audit (it gives no
+/// verdicts), binds only the CREATEs it mutates and pods; the validating one is `mutating:
+/// false`, audited, and binds JobSets and Jobs, CREATE and UPDATE, never pods. Every rule either
+/// binds is one of the metadata's, and every other field is the same in both.
+#[test]
+fn the_pair_differs_only_in_role() {
+    let [mutate, judge] = PAIR.map(yaml);
+    let without_role = |file: &str| {
+        let mut s = manifest_settings(file);
+        let role = s.as_object_mut().unwrap().remove("role");
+        (role, s)
+    };
+    let (mutate_role, mutate_settings) = without_role(PAIR[0]);
+    let (judge_role, judge_settings) = without_role(PAIR[1]);
+    assert_eq!(mutate_role, Some(json!("mutate")));
+    assert_eq!(judge_role, Some(json!("validate")));
+    assert_eq!(mutate_settings, judge_settings, "settings beside role");
+    for file in PAIR {
+        assert!(
+            policy()
+                .validate_settings(&manifest_settings(file))
+                .unwrap()
+                .valid
+        );
+    }
+
+    assert_eq!(mutate["spec"]["mutating"], json!(true));
+    assert_eq!(mutate["spec"]["backgroundAudit"], json!(false));
+    assert_eq!(judge["spec"]["mutating"], json!(false));
+    assert_eq!(judge["spec"]["backgroundAudit"], json!(true));
+
+    let meta = yaml("policy-metadata.yml");
+    let rule = |resource: &str, operations: Value| -> Value {
+        let mut r = meta["rules"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["resources"] == json!([resource]))
+            .unwrap()
+            .clone();
+        r["operations"] = operations;
+        r
+    };
+    assert_eq!(
+        mutate["spec"]["rules"],
+        json!([
+            rule("jobsets", json!(["CREATE"])),
+            rule("pods", json!(["CREATE"])),
+            rule("jobs", json!(["CREATE"]))
+        ])
+    );
+    assert_eq!(
+        judge["spec"]["rules"],
+        json!([
+            rule("jobsets", json!(["CREATE", "UPDATE"])),
+            rule("jobs", json!(["CREATE", "UPDATE"]))
+        ])
+    );
+
+    // Everything else is one deployment's: module, failure policy, timeout, namespaces.
+    for key in [
+        "module",
+        "failurePolicy",
+        "timeoutSeconds",
+        "namespaceSelector",
+    ] {
+        assert_eq!(mutate["spec"][key], judge["spec"][key], "spec.{key}");
+    }
+    // The validating half's Job condition is the mutating half's, widened to UPDATEs.
+    let condition = |doc: &Value, name: &str| -> String {
+        doc["spec"]["matchConditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == name)
+            .map(|c| c["expression"].as_str().unwrap().to_string())
+            .unwrap_or_default()
+    };
+    let single = yaml(MANIFESTS[0]);
+    assert_eq!(
+        condition(&judge, "opted-in-jobs-only"),
+        condition(&single, "opted-in-jobs-only")
+    );
+    assert!(condition(&single, "opted-in-jobs-only")
+        .starts_with(&condition(&mutate, "opted-in-jobs-only")));
+    assert_eq!(
+        condition(&mutate, "pods-of-jobsets-or-opted-in-jobs"),
+        condition(&single, "pods-of-jobsets-or-opted-in-jobs")
+    );
+    assert_eq!(
+        judge["spec"]["matchConditions"].as_array().unwrap().len(),
+        1
+    );
 }
