@@ -160,6 +160,10 @@ check_manifest() {
   check_case reject-j1
 }
 
+@test "J4: an opted-in Job that allows Kueue's partial admission is rejected" {
+  check_case reject-j4
+}
+
 @test "a Job without the JAX annotation is accepted with no patch" {
   check_case job-not-opted-in
 }
@@ -174,6 +178,18 @@ check_manifest() {
 
 @test "a JobSet queued by Kueue without suspend is stamped; T3 and T4 wait for Kueue" {
   check_case jobset-queued-by-kueue-without-suspend
+}
+
+@test "role mutate: a JobSet gets the same patch as under both, and no verdict" {
+  check_case role-mutate-jobset
+}
+
+@test "role validate: a queue label that no Kueue suspended defers nothing" {
+  check_case role-validate-bare-queue-label
+}
+
+@test "role validate: a pod is accepted untouched" {
+  check_case role-validate-pod
 }
 
 @test "a GKE super-slice (no topology selector, no exclusive-topology) is accepted" {
