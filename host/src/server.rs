@@ -24,6 +24,9 @@ pub struct ServedPolicy {
     /// An annotated module (`kwctl annotate`): policy-server reads its metadata.
     pub module: PathBuf,
     pub settings: Value,
+    /// `allowedToMutate`: false for a policy deployed with `mutating: false`, whose patches
+    /// policy-server refuses.
+    pub allowed_to_mutate: bool,
 }
 
 /// A running policy-server; stopped and its scratch folder removed when dropped.
@@ -187,7 +190,7 @@ impl PolicyServer {
                 json!({
                     "module": format!("file://{}", module.display()),
                     "settings": p.settings,
-                    "allowedToMutate": true,
+                    "allowedToMutate": p.allowed_to_mutate,
                 }),
             );
         }

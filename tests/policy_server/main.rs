@@ -15,19 +15,25 @@ use multislice_host::server::{PolicyServer, ServedPolicy, Verdict};
 use multislice_host::{default_wasm_path, workspace_root, Policy};
 use serde_json::{json, Value};
 
-/// The policy ids the server runs, with their settings.
-fn settings() -> Vec<(&'static str, Value)> {
+/// The policy ids the server runs, with their settings and whether they are deployed as
+/// mutating policies. The recommended pair (SPEC §5): the validating half is deployed with
+/// `mutating: false`, so policy-server would refuse any patch it returned.
+fn settings() -> Vec<(&'static str, Value, bool)> {
     vec![
-        ("defaults", json!({})),
+        ("defaults", json!({}), true),
         (
             "host-env-jax-always",
             json!({"tpuWorkerEnv": true, "jaxEnv": "always"}),
+            true,
         ),
         (
             "strict-accelerators",
             json!({"rejectUnknownAccelerators": true}),
+            true,
         ),
-        ("jax-never", json!({"jaxEnv": "never"})),
+        ("jax-never", json!({"jaxEnv": "never"}), true),
+        ("pair-mutate", json!({"role": "mutate"}), true),
+        ("pair-validate", json!({"role": "validate"}), false),
     ]
 }
 
@@ -149,10 +155,11 @@ fn policy_server_answers_every_review_as_the_wapc_harness_does() {
     let annotated = workspace_root().join("annotated-policy.wasm");
     let served: Vec<ServedPolicy> = settings()
         .into_iter()
-        .map(|(id, settings)| ServedPolicy {
+        .map(|(id, settings, allowed_to_mutate)| ServedPolicy {
             id: id.into(),
             module: annotated.clone(),
             settings,
+            allowed_to_mutate,
         })
         .collect();
     let server = PolicyServer::start(&served, None).unwrap_or_else(|e| panic!("{e:#}"));
@@ -198,6 +205,7 @@ fn policy_server_refuses_an_unknown_policy_id() {
             id: "defaults".into(),
             module: annotated,
             settings: json!({}),
+            allowed_to_mutate: true,
         }],
         Some(1),
     )
@@ -205,4 +213,47 @@ fn policy_server_refuses_an_unknown_policy_id() {
     let request = load_json(&fixtures::pod_request_path("not-a-jobset-pod")).unwrap();
     assert!(server.review("no-such-policy", &request).is_err());
     assert!(server.review("defaults", &request).is_ok());
+}
+
+/// What a role bug would look like in a cluster: the role `both` (which mutates) deployed with
+/// `mutating: false`. policy-server refuses the request rather than drop the patch; the
+/// harness's webhook host answers the same (host/src/webhook.rs), so the cluster tests would
+/// catch a `validate` role that mutates.
+#[test]
+fn policy_server_refuses_a_patch_from_a_policy_not_allowed_to_mutate() {
+    let annotated = workspace_root().join("annotated-policy.wasm");
+    let policies = [
+        ("both-not-mutating", json!({})),
+        ("validate", json!({"role": "validate"})),
+    ]
+    .map(|(id, settings)| ServedPolicy {
+        id: id.into(),
+        module: annotated.clone(),
+        settings,
+        allowed_to_mutate: false,
+    });
+    let server = PolicyServer::start(&policies, Some(1)).unwrap_or_else(|e| panic!("{e:#}"));
+    let request = load_json(&fixtures::jobset_request_path(
+        "tpu-4-slices",
+        JobSetApi::V09,
+    ))
+    .unwrap();
+    let refused =
+        Verdict::from_response(&server.review("both-not-mutating", &request).unwrap()).unwrap();
+    // policy-server keeps the rest of the policy's answer: its warnings.
+    let harness = Policy::load(&default_wasm_path()).unwrap_or_else(|e| panic!("{e:#}"));
+    let answered = harness.validate(&request, &json!({})).unwrap();
+    assert!(answered.patch.is_some(), "the fixture must be mutated");
+    assert_eq!(
+        refused,
+        Verdict {
+            allowed: false,
+            message: Some("Request rejected by policy both-not-mutating. The policy attempted to mutate the request, but it is currently configured to not allow mutations.".into()),
+            code: None,
+            patch: None,
+            warnings: answered.warnings,
+        }
+    );
+    let judged = Verdict::from_response(&server.review("validate", &request).unwrap()).unwrap();
+    assert!(judged.allowed && judged.patch.is_none(), "{judged:?}");
 }

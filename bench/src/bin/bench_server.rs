@@ -210,11 +210,13 @@ fn main() -> Result<()> {
                 id: "policy".into(),
                 module: policy.clone(),
                 settings: json!({}),
+                allowed_to_mutate: true,
             },
             ServedPolicy {
                 id: "baseline".into(),
                 module: baseline.clone(),
                 settings: json!({}),
+                allowed_to_mutate: true,
             },
         ],
         None,
