@@ -12,9 +12,10 @@ pub mod json;
 pub mod keys;
 pub mod quantity;
 
-// Configuration: the settings, and the accelerator table they extend.
+// Configuration: the settings, the accelerator table they extend, and which slices of it fit.
 pub mod accelerators;
 pub mod settings;
+pub mod slice_fit;
 
 // Views: read-only, typed views over the raw JobSet, Job, pod and pod spec.
 pub mod views;

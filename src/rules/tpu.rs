@@ -2,6 +2,7 @@
 use crate::accelerators::{self, Accelerator, Topology};
 use crate::placement::{pinned, slice_topology};
 use crate::settings::Settings;
+use crate::slice_fit::{self, Misfit};
 use crate::views::jobset_view::{JobSetView, ReplicatedJob};
 use crate::views::node_pins::Pin;
 use crate::violation::{Rule, Violation};
@@ -163,38 +164,24 @@ pub fn t4_topology_fits_the_slice(view: &JobSetView, settings: &Settings) -> Vec
 }
 
 fn check_slice(r: &ReplicatedJob, acc: &Accelerator, topology: &Pin) -> Option<Violation> {
+    let per_pod = r.chips_per_pod;
+    let misfit = slice_fit::misfit(acc, topology.value, per_pod, r.parallelism)?;
     let shapes = || format!("use one of {}", acc.shapes());
-    let t = match Topology::parse(topology.value, acc.dims) {
-        Ok(t) => t,
-        Err(e) => {
-            return Some(Violation::new(
-                Rule::T4,
-                topology.path(&r.pod_spec_path),
-                format!("{:?} {e}", topology.value),
-                shapes(),
-            ))
-        }
-    };
-    if !acc.allows(topology.value, &t) {
-        return Some(Violation::new(
+    let containers = || format!("{}.containers", r.pod_spec_path);
+    Some(match misfit {
+        Misfit::Malformed(e) => Violation::new(
+            Rule::T4,
+            topology.path(&r.pod_spec_path),
+            format!("{:?} {e}", topology.value),
+            shapes(),
+        ),
+        Misfit::NotInTable => Violation::new(
             Rule::T4,
             topology.path(&r.pod_spec_path),
             format!("{:?} is not a {} topology", topology.value, acc.name),
             shapes(),
-        ));
-    }
-    let chips = t.chips()?;
-    let per_pod = r.chips_per_pod;
-    let containers = || format!("{}.containers", r.pod_spec_path);
-    let host_sizes = || {
-        acc.chips_per_host
-            .iter()
-            .map(u32::to_string)
-            .collect::<Vec<_>>()
-            .join(" or ")
-    };
-    if per_pod == 0 || !acc.chips_per_host.contains(&per_pod) || chips % per_pod != 0 {
-        return Some(Violation::new(
+        ),
+        Misfit::ChipsPerPod { chips } => Violation::new(
             Rule::T4,
             containers(),
             format!(
@@ -203,28 +190,29 @@ fn check_slice(r: &ReplicatedJob, acc: &Accelerator, topology: &Pin) -> Option<V
             ),
             format!(
                 "a pod takes a whole host: ask for {} chips per pod, as the machine type has",
-                host_sizes()
+                acc.chips_per_host
+                    .iter()
+                    .map(u32::to_string)
+                    .collect::<Vec<_>>()
+                    .join(" or ")
             ),
-        ));
-    }
-    let hosts = chips / per_pod;
-    let multi = acc.multi_host_chips_per_host;
-    if hosts > 1 && per_pod != multi {
-        return Some(Violation::new(
-            Rule::T4,
-            containers(),
-            format!(
-                "ask for {per_pod} chips per pod, but a multi-host {} slice runs {multi} chips per host",
-                acc.name
-            ),
-            format!(
-                "ask for {multi} chips per pod and set parallelism and completions to {}",
-                chips / multi
-            ),
-        ));
-    }
-    (hosts != r.parallelism).then(|| {
-        Violation::new(
+        ),
+        Misfit::MultiHost { chips } => {
+            let multi = acc.multi_host_chips_per_host;
+            Violation::new(
+                Rule::T4,
+                containers(),
+                format!(
+                    "ask for {per_pod} chips per pod, but a multi-host {} slice runs {multi} chips per host",
+                    acc.name
+                ),
+                format!(
+                    "ask for {multi} chips per pod and set parallelism and completions to {}",
+                    chips / multi
+                ),
+            )
+        }
+        Misfit::Hosts { hosts } => Violation::new(
             Rule::T4,
             job_spec_path(r, "parallelism"),
             format!(
@@ -232,7 +220,7 @@ fn check_slice(r: &ReplicatedJob, acc: &Accelerator, topology: &Pin) -> Option<V
                 r.parallelism, acc.name, topology.value
             ),
             format!("set parallelism and completions to {hosts}"),
-        )
+        ),
     })
 }
 
