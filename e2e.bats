@@ -109,7 +109,9 @@ check_manifest() {
     response="$output"
     [ "$(verdict "$response")" = "$stated" ] ||
       { echo "$stem through $1: $(verdict "$response"), stated: $stated"; return 1; }
-    [ "$(jq -c '.warnings // []' <<<"$response")" = "[]" ]
+    [ "$(jq -c '.warnings // []' <<<"$response")" = \
+      "$(sed -n 's/^# Expected warning: //p' "$example" | jq -R . | jq -s -c .)" ] ||
+      { echo "$stem through $1: warnings $(jq -c '.warnings' <<<"$response")"; return 1; }
     seen=$((seen + 1))
   done
   # 5 JobSets and 1 plain Job (examples/jax-indexed-job.yaml).

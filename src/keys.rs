@@ -121,6 +121,10 @@ pub const JAX_OPT_IN: &str = "multislice.kubewarden.io/jax-distributed";
 /// `facts.rs`), on each pod template. On a pod outside a JobSet, its presence is what makes
 /// the pod an opted-in Job's.
 pub const FACTS: &str = "multislice.kubewarden.io/facts";
+/// What the policy ANDed into a queued TPU replicated job's required node affinity (SPEC
+/// §4.7), on its pod template, as JSON (see `affinity_mark.rs`): T3 reads the rest as the
+/// author's own selection.
+pub const AFFINITY_MARK: &str = "multislice.kubewarden.io/narrowed";
 
 // --- Env names (SPEC §4.2–§4.4).
 pub const ENV_NUM_SLICES: &str = "MEGASCALE_NUM_SLICES";

@@ -6,6 +6,7 @@
 
 // Foundations: typed errors with JSON paths, JSON reads, quantities, every key and env name,
 // and the facts annotation that JobSet admission hands to pod admission.
+pub mod affinity_mark;
 pub mod error;
 pub mod facts;
 pub mod json;
@@ -21,8 +22,10 @@ pub mod slice_fit;
 pub mod views;
 
 // Plans: pure functions of the views. The JobSet's groups and the facts for its pods; node
-// placement; the validation rules and their violations; each pod's env.
+// placement, and the slice shapes a queued JobSet is narrowed to; the validation rules and
+// their violations; each pod's env.
 pub mod groups;
+pub mod narrowing;
 pub mod placement;
 pub mod pods;
 pub mod rules;

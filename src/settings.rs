@@ -52,6 +52,8 @@ pub struct Settings {
     pub accelerators: accelerators::Overrides,
     pub reject_unknown_accelerators: bool,
     pub role: Role,
+    /// Narrow queued TPU JobSets to the slice shapes that fit them (SPEC §4.7).
+    pub narrow_queued_jobsets: bool,
 }
 
 impl Default for Settings {
@@ -70,12 +72,13 @@ impl Default for Settings {
             accelerators: BTreeMap::new(),
             reject_unknown_accelerators: false,
             role: Role::Both,
+            narrow_queued_jobsets: true,
         }
     }
 }
 
 /// Every settings key, as users write it.
-pub const KEYS: [&str; 13] = [
+pub const KEYS: [&str; 14] = [
     "multisliceEnv",
     "tpuWorkerEnv",
     "jaxEnv",
@@ -89,6 +92,7 @@ pub const KEYS: [&str; 13] = [
     "accelerators",
     "rejectUnknownAccelerators",
     "role",
+    "narrowQueuedJobSets",
 ];
 
 impl Settings {
@@ -122,6 +126,7 @@ impl Settings {
                 "accelerators" => read_accelerators(&mut s.accelerators, key, v, e),
                 "rejectUnknownAccelerators" => read(&mut s.reject_unknown_accelerators, key, v, e),
                 "role" => read_choice(&mut s.role, (key, v), &ROLE_CHOICES, e),
+                "narrowQueuedJobSets" => read(&mut s.narrow_queued_jobsets, key, v, e),
                 unknown => errors.push(unknown_key_message(unknown)),
             }
         }
@@ -354,7 +359,8 @@ mod tests {
             "acceleratorLabel": "example.com/acc", "topologyLabel": "example.com/topo",
             "requireTpuNodeSelectors": false, "requireExclusiveTopology": false,
             "exclusiveTopologyKeys": ["example.com/pool", "kubernetes.io/hostname"],
-            "rejectUnknownAccelerators": true, "role": "validate"
+            "rejectUnknownAccelerators": true, "role": "validate",
+            "narrowQueuedJobSets": false
         }))
         .unwrap();
         assert!(!s.multislice_env && s.tpu_worker_env && s.jax_env == JaxEnv::Never);
@@ -366,5 +372,6 @@ mod tests {
         assert_eq!(s.exclusive_topology_keys.len(), 2);
         assert!(s.reject_unknown_accelerators);
         assert_eq!(s.role, Role::Validate);
+        assert!(!s.narrow_queued_jobsets);
     }
 }

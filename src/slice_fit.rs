@@ -50,9 +50,8 @@ pub fn fitting_topologies(acc: &Accelerator, per_pod: u32, parallelism: u32) -> 
             out.push(raw);
         }
     };
-    match acc.topologies {
-        Shapes::BuiltIn(list) => list.iter().for_each(|t| consider(t.to_string())),
-        Shapes::Setting(list) => list.iter().for_each(|t| consider(t.clone())),
+    for t in listed(&acc.topologies) {
+        consider(t.to_string());
     }
     if acc.cube_rule.is_some() {
         // Cube shapes have dimensions that are multiples of 4 (at most 256); only those whose
@@ -73,6 +72,27 @@ pub fn fitting_topologies(acc: &Accelerator, per_pod: u32, parallelism: u32) -> 
         }
     }
     out
+}
+
+/// The shapes a row lists by name.
+fn listed<'a>(shapes: &Shapes<'a>) -> Vec<&'a str> {
+    match *shapes {
+        Shapes::BuiltIn(list) => list.to_vec(),
+        Shapes::Setting(list) => list.iter().map(String::as_str).collect(),
+    }
+}
+
+/// The hosts of each listed shape of a row that fits pods of `per_pod` chips, for a fix
+/// message.
+pub fn listed_host_counts(acc: &Accelerator, per_pod: u32) -> Vec<u32> {
+    listed(&acc.topologies)
+        .into_iter()
+        .filter_map(|raw| {
+            let chips = Topology::parse(raw, acc.dims).ok()?.chips()?;
+            let hosts = chips.checked_div(per_pod)?;
+            misfit(acc, raw, per_pod, hosts).is_none().then_some(hosts)
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ pub enum Rule {
     G2,
     G3,
     G4,
+    G5,
     T1,
     T2,
     T3,

@@ -4,6 +4,13 @@ use json_patch::{Patch, PatchOperation};
 use serde_json::Value;
 
 const FACTS_KEY: &str = "multislice.kubewarden.io~1facts";
+/// The policy's mark of a narrowed affinity (SPEC §4.7), on a JobSet's pod templates.
+const MARK_KEY: &str = "multislice.kubewarden.io~1narrowed";
+const REQUIRED: [&str; 3] = [
+    "affinity",
+    "nodeAffinity",
+    "requiredDuringSchedulingIgnoredDuringExecution",
+];
 const GROUP_KEYS: [&str; 3] = [
     "jobset.sigs.k8s.io~1group-name",
     "jobset.sigs.k8s.io~1group-replicas",
@@ -31,13 +38,37 @@ fn is_index(s: &str) -> bool {
 }
 
 /// The operation is one the policy may cause on a JobSet: adding its facts annotation (or
-/// the objects that hold it), or replacing its own facts.
+/// the objects that hold it), or replacing its own facts; and the narrowing of a pod
+/// template's required node affinity with its mark (SPEC §4.7): the objects that hold the
+/// terms, and any edit of the terms, which [`nothing_lost`] then checks term by term.
 fn jobset_op_allowed(op: &str, seg: &[&str]) -> bool {
     let prefix_ok = seg.len() >= 7
         && seg[..2] == ["spec", "replicatedJobs"]
         && is_index(seg[2])
-        && seg[3..7] == ["template", "spec", "template", "metadata"];
-    prefix_ok && facts_op_allowed(op, &seg[7..])
+        && seg[3..6] == ["template", "spec", "template"];
+    if !prefix_ok {
+        return false;
+    }
+    match seg[6..] {
+        ["metadata", ref below @ ..] => {
+            facts_op_allowed(op, below)
+                || matches!((below, op), (["annotations", key], "add" | "replace") if *key == MARK_KEY)
+        }
+        ["spec", ref below @ ..] => affinity_op_allowed(op, below),
+        _ => false,
+    }
+}
+
+/// Below a pod spec: adding the objects that hold the required terms, and any edit of the
+/// terms themselves.
+fn affinity_op_allowed(op: &str, below_spec: &[&str]) -> bool {
+    let depth = below_spec.len();
+    if (1..=REQUIRED.len()).contains(&depth) {
+        return op == "add" && below_spec == &REQUIRED[..depth];
+    }
+    depth > REQUIRED.len()
+        && below_spec[..REQUIRED.len()] == REQUIRED
+        && below_spec[REQUIRED.len()] == "nodeSelectorTerms"
 }
 
 /// The same on a plain Job (SPEC §4.6), whose one pod template is `spec.template`.
@@ -119,6 +150,40 @@ pub fn nothing_lost(before: &Value, after: &Value) -> Vec<String> {
     problems
 }
 
+/// SPEC §4.5's one exception (§4.7): each original required term is repeated once per pair
+/// the policy narrowed to, in order, and every term made from it keeps all its fields and
+/// starts with all its expressions. Terms where there were none are the policy's alone.
+fn terms_kept(before: &Value, after: &[Value], path: &str, out: &mut Vec<String>) {
+    let Some(before) = before.as_array().filter(|b| !b.is_empty()) else {
+        return;
+    };
+    if !after.len().is_multiple_of(before.len()) {
+        out.push(format!(
+            "{path}: {} terms cannot be made of the {} original ones",
+            after.len(),
+            before.len()
+        ));
+        return;
+    }
+    let made = after.len() / before.len();
+    for (i, (own, chunk)) in before.iter().zip(after.chunks(made)).enumerate() {
+        let own_expressions = own["matchExpressions"].as_array().map_or(&[][..], |e| e);
+        for (j, term) in chunk.iter().enumerate() {
+            let expressions = term["matchExpressions"].as_array().map_or(&[][..], |e| e);
+            let fields_kept = own.as_object().is_some_and(|o| {
+                o.iter()
+                    .all(|(k, v)| k == "matchExpressions" || term.get(k) == Some(v))
+            });
+            if !fields_kept || !expressions.starts_with(own_expressions) {
+                out.push(format!(
+                    "{path}/{}: does not keep original term {i}",
+                    i * made + j
+                ));
+            }
+        }
+    }
+}
+
 /// `{"name": <a policy variable>, "value": <string>}` and nothing else.
 fn is_policy_entry(entry: &Value) -> bool {
     entry.as_object().is_some_and(|e| {
@@ -138,6 +203,10 @@ fn walk(before: &Value, after: &Value, path: &str, out: &mut Vec<String>) {
                 match a.get(k) {
                     None => out.push(format!("{p} was removed")),
                     Some(_) if k == "multislice.kubewarden.io/facts" => {}
+                    Some(_) if k == "multislice.kubewarden.io/narrowed" => {}
+                    Some(Value::Array(terms)) if k == "nodeSelectorTerms" => {
+                        terms_kept(bv, terms, &p, out)
+                    }
                     Some(av) => walk(bv, av, &p, out),
                 }
             }
@@ -223,5 +292,56 @@ mod tests {
             "Pod",
         );
         assert_eq!(ops, ["remove /spec/containers/0/env/1"]);
+    }
+
+    fn jobset(terms: Value) -> Value {
+        json!({"spec": {"replicatedJobs": [{"template": {"spec": {"template": {"spec": {
+            "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": terms}}}}}}}}]}})
+    }
+
+    fn jobset_problems(before: &Value, after: &Value) -> Vec<String> {
+        let patch = json_patch::diff(before, after);
+        let mut out = disallowed_ops(before, &patch, "JobSet");
+        out.extend(nothing_lost(before, after));
+        out
+    }
+
+    /// SPEC §4.5's exception: each user term repeated per pair, with the pair appended.
+    #[test]
+    fn a_narrowing_keeps_every_user_term_in_every_term_made_from_it() {
+        let zone = json!({"key": "zone", "operator": "In", "values": ["a"]});
+        let spot = json!({"key": "spot", "operator": "Exists"});
+        let p1 = json!({"key": "acc", "operator": "In", "values": ["v6e"]});
+        let p2 = json!({"key": "acc", "operator": "In", "values": ["v5e"]});
+        let user = json!([{"matchExpressions": [zone.clone()]}, {"matchExpressions": [spot.clone()], "matchFields": []}]);
+        let narrowed = json!([
+            {"matchExpressions": [zone.clone(), p1.clone()]},
+            {"matchExpressions": [zone.clone(), p2.clone()]},
+            {"matchExpressions": [spot.clone(), p1.clone()], "matchFields": []},
+            {"matchExpressions": [spot.clone(), p2.clone()], "matchFields": []}
+        ]);
+        assert_eq!(
+            jobset_problems(&jobset(user.clone()), &jobset(narrowed)),
+            Vec::<String>::new()
+        );
+        let fresh = json!({"spec": {"replicatedJobs": [{"template": {"spec": {"template": {"spec": {}}}}}]}});
+        assert_eq!(
+            jobset_problems(&fresh, &jobset(json!([{"matchExpressions": [p1.clone()]}]))),
+            Vec::<String>::new()
+        );
+        // A user expression dropped, or a term's other field lost, fails.
+        let dropped = json!([
+            {"matchExpressions": [p1.clone()]},
+            {"matchExpressions": [zone.clone(), p2.clone()]},
+            {"matchExpressions": [spot.clone(), p1.clone()], "matchFields": []},
+            {"matchExpressions": [spot.clone(), p2.clone()], "matchFields": []}
+        ]);
+        assert!(!jobset_problems(&jobset(user.clone()), &jobset(dropped)).is_empty());
+        let fields_lost = json!([
+            {"matchExpressions": [zone.clone(), p1.clone()]},
+            {"matchExpressions": [spot, p1]}
+        ]);
+        assert!(!jobset_problems(&jobset(user), &jobset(fields_lost)).is_empty());
     }
 }

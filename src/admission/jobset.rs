@@ -6,6 +6,7 @@ use super::verdict::{rejection, Verdict};
 use crate::error::InputError;
 use crate::groups;
 use crate::mutate;
+use crate::narrowing;
 use crate::rules::{self, Findings, Moment};
 use crate::settings::Settings;
 use crate::views::jobset_view::JobSetView;
@@ -13,7 +14,9 @@ use crate::violation::Violation;
 use serde_json::Value;
 
 /// JobSet CREATE: the rules, then the facts each replicated job's pods need, stamped on its
-/// pod template, with the warnings about templates that contradict them. The role decides
+/// pod template, with the warnings about templates that contradict them; and a TPU replicated
+/// job that leaves its slice shape to Kueue narrowed to the shapes that fit (SPEC §4.7), with a
+/// warning that says so. The role decides
 /// which half runs (SPEC §5): `mutate` stamps and judges nothing, `validate` judges and stamps
 /// nothing, `both` does both.
 pub(super) fn admit_create(mut object: Value, settings: &Settings) -> Result<Verdict, InputError> {
@@ -45,12 +48,21 @@ pub(super) fn admit_create(mut object: Value, settings: &Settings) -> Result<Ver
         if !role.mutates() {
             return Ok(Verdict::with(None, warnings));
         }
-        (mutate::stamp_jobset::changes(&view, &facts), warnings)
+        let narrowings = mutate::affinity::changes(&view, narrowing::marks(&view, settings));
+        warnings.extend(
+            narrowings
+                .iter()
+                .map(|n| narrowing::warning(&view.replicated_jobs[n.index], &n.mark.pairs)),
+        );
+        let stamps = mutate::stamp_jobset::changes(&view, &facts);
+        ((stamps, narrowings), warnings)
     };
-    if changes.is_empty() {
+    let (stamps, narrowings) = changes;
+    if stamps.is_empty() && narrowings.is_empty() {
         return Ok(Verdict::with(None, warnings));
     }
-    mutate::stamp_jobset::apply(&mut object, changes);
+    mutate::stamp_jobset::apply(&mut object, stamps);
+    mutate::affinity::apply(&mut object, narrowings);
     Ok(Verdict::with(Some(object), warnings))
 }
 

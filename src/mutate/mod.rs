@@ -1,6 +1,7 @@
 //! Mutation: stamping JobSets, and merging env into containers. Each function computes what
 //! is wanted first and returns `None` when the object already has it, so an object that is
 //! already right gets no patch (idempotence), as kubewarden's pod-ndots policy does.
+pub mod affinity;
 pub mod env;
 pub mod pod_patch;
 pub mod stamp_job;

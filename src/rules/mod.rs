@@ -29,38 +29,59 @@ pub enum Moment {
     Update,
 }
 
+/// When a rule of the table applies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum When {
+    Always,
+    /// T3 and T4 judge node selectors, which Kueue injects when it unsuspends a JobSet, so
+    /// they wait while the JobSet is suspended (or queued, at CREATE in the role `both`). The
+    /// moment, where given, is the only one the rule applies at.
+    Unsuspended(Option<Moment>),
+    /// What no flavour can mend is said at CREATE, while the JobSet waits in the queue
+    /// (§4.7). Only at CREATE: at an UPDATE that unsuspends, the old object's findings must not
+    /// hold T4's violation, or the unsuspend would not count as new.
+    SuspendedAtCreate,
+}
+
 /// A rule of the table.
 struct TableRule {
     check: RuleFn,
-    /// T3 and T4 judge node selectors, which Kueue injects when it unsuspends a JobSet, so
-    /// they wait while the JobSet is suspended (or queued, at CREATE).
-    waits_while_suspended: bool,
+    when: When,
 }
 
 const fn rule(check: RuleFn) -> TableRule {
     TableRule {
         check,
-        waits_while_suspended: false,
+        when: When::Always,
     }
 }
 
-const fn rule_waiting_while_suspended(check: RuleFn) -> TableRule {
-    TableRule {
-        check,
-        waits_while_suspended: true,
-    }
+const fn rule_when(check: RuleFn, when: When) -> TableRule {
+    TableRule { check, when }
 }
 
 /// Every rule in the order a rejection lists them.
-const RULES: [TableRule; 14] = [
+const RULES: [TableRule; 17] = [
     rule(replica_groups::g1_group_name_is_a_label),
     rule(replica_groups::g2_field_and_annotation_agree),
     rule(replica_groups::g3_no_cpu_job_among_slices),
     rule(replica_groups::g4_identical_slices),
+    rule_when(
+        replica_groups::g5_one_shape_per_queued_slice_group,
+        When::SuspendedAtCreate,
+    ),
     rule(tpu::t1_indexed_completion),
     rule(tpu::t2_all_hosts_at_once),
-    rule_waiting_while_suspended(tpu::t3_accelerator_and_topology_selected),
-    rule_waiting_while_suspended(tpu::t4_topology_fits_the_slice),
+    rule_when(
+        tpu::t3_accelerator_and_topology_selected,
+        When::Unsuspended(Some(Moment::Create)),
+    ),
+    rule_when(
+        tpu::t3_selected_once_a_flavour_is_chosen,
+        When::Unsuspended(Some(Moment::Update)),
+    ),
+    rule_when(tpu::t4_topology_fits_the_slice, When::Unsuspended(None)),
+    rule_when(tpu::t4_some_slice_fits, When::SuspendedAtCreate),
     rule(exclusive_placement::x1_exclusive_placement),
     rule(exclusive_placement::x2_one_placement_per_slice_group),
     rule(exclusive_placement::x3_node_selector_flag_takes_effect),
@@ -68,6 +89,16 @@ const RULES: [TableRule; 14] = [
     rule(network::n1_hostnames_resolve),
     rule(network::n2_pods_resolve_cluster_dns),
 ];
+
+impl When {
+    fn applies(self, deferred: bool, moment: Moment) -> bool {
+        match self {
+            When::Always => true,
+            When::Unsuspended(only) => !deferred && only.is_none_or(|m| m == moment),
+            When::SuspendedAtCreate => deferred && moment == Moment::Create,
+        }
+    }
+}
 
 /// Whether the policy judges this JobSet at all: it has a TPU replicated job or the JAX env
 /// is on. Other JobSets are JobSet's own webhook's to judge (SPEC §6, last paragraph).
@@ -109,7 +140,7 @@ fn check(view: &JobSetView, settings: &Settings, moment: Moment) -> Findings {
     let deferred = deferred(view, moment, settings.role);
     let violations = RULES
         .iter()
-        .filter(|r| !(deferred && r.waits_while_suspended))
+        .filter(|r| r.when.applies(deferred, moment))
         .flat_map(|r| (r.check)(view, settings))
         .collect();
     let mut warnings = exclusive_placement::single_slice_by_hostname(view, settings);

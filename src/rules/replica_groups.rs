@@ -1,6 +1,7 @@
-//! G1–G4: replica groups and slice groups.
-use crate::groups::{groups, multi_member_slice_groups};
+//! G1–G5: replica groups and slice groups.
+use crate::groups::{groups, multi_member_slice_groups, slice_groups};
 use crate::keys;
+use crate::narrowing;
 use crate::placement::{pinned, slice_topology};
 use crate::settings::Settings;
 use crate::views::jobset_view::{JobSetView, ReplicatedJob};
@@ -201,6 +202,51 @@ pub fn g4_identical_slices(view: &JobSetView, settings: &Settings) -> Vec<Violat
                 ));
             }
         }
+    }
+    out
+}
+
+/// G5 (while the JobSet is suspended or queued): a slice group of two or more TPU replicated
+/// jobs is left with exactly one (accelerator, topology) pair. Kueue assigns each pod set a
+/// flavour of its own, so with more the replicated jobs could land in different shapes, and
+/// G4 would refuse the unsuspend (SPEC §4.7). A group left with none is G4's or T4's to
+/// report: its members differ, or nothing fits one of them.
+pub fn g5_one_shape_per_queued_slice_group(
+    view: &JobSetView,
+    settings: &Settings,
+) -> Vec<Violation> {
+    let shapes = narrowing::plan(view, settings);
+    let mut out = Vec::new();
+    for (group, members) in slice_groups(view) {
+        let judged: Vec<&ReplicatedJob> = members
+            .iter()
+            .filter(|&&m| shapes.group[m].is_some())
+            .map(|&m| &view.replicated_jobs[m])
+            .collect();
+        let (Some(first), Some(pairs)) = (
+            judged.first(),
+            members.iter().find_map(|&m| shapes.group[m].as_ref()),
+        ) else {
+            continue;
+        };
+        if judged.len() < 2 || narrowing::count(pairs) < 2 {
+            continue;
+        }
+        let names: Vec<&str> = judged.iter().map(|r| r.name).collect();
+        let problem = format!(
+            "slice group {group:?} of replicated jobs {names:?} is queued with {} slice shapes left ({}), and Kueue gives each replicated job a flavour of its own, so they could get different shapes",
+            narrowing::count(pairs),
+            narrowing::describe(pairs)
+        );
+        out.push(Violation::new(
+            Rule::G5,
+            format!("{}.nodeSelector", first.pod_spec_path),
+            problem,
+            format!(
+                "pin one shape in every replicated job of the group: {} and {} in each nodeSelector",
+                settings.accelerator_label, settings.topology_label
+            ),
+        ));
     }
     out
 }

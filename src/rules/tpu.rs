@@ -1,5 +1,6 @@
 //! T1–T4: what a TPU replicated job needs to be scheduled as a slice.
 use crate::accelerators::{self, Accelerator, Topology};
+use crate::narrowing::{self, Shapes};
 use crate::placement::{pinned, slice_topology};
 use crate::settings::Settings;
 use crate::slice_fit::{self, Misfit};
@@ -58,20 +59,52 @@ pub fn t2_all_hosts_at_once(view: &JobSetView, settings: &Settings) -> Vec<Viola
     out
 }
 
-/// T3: a TPU replicated job selects an accelerator and a topology.
+/// T3: a TPU replicated job selects an accelerator and a topology, by its author's own
+/// selection (what the policy's narrowing added is not theirs).
 pub fn t3_accelerator_and_topology_selected(
     view: &JobSetView,
     settings: &Settings,
 ) -> Vec<Violation> {
+    t3(view, settings, false)
+}
+
+/// T3 at an UPDATE, such as Kueue's unsuspend (SPEC §4.7): the flavour's labels, now in the
+/// nodeSelector, leave some of the pairs the policy narrowed the job to, and the selection
+/// holds when they all share one topology. A flavour that labels only the accelerator leaves
+/// that accelerator's pairs, and every one of them fits by construction.
+pub fn t3_selected_once_a_flavour_is_chosen(
+    view: &JobSetView,
+    settings: &Settings,
+) -> Vec<Violation> {
+    t3(view, settings, true)
+}
+
+/// The one topology the marked pairs that the nodeSelector leaves share, if they share one.
+fn narrowed_topology<'r>(r: &'r ReplicatedJob, settings: &Settings) -> Option<&'r str> {
+    let mark = r.mark.as_ref()?;
+    let accelerator = pinned(r, &settings.accelerator_label).map(|p| p.value);
+    let topology = pinned(r, &settings.topology_label).map(|p| p.value);
+    let mut left = mark
+        .pairs
+        .iter()
+        .filter(|(a, _)| accelerator.is_none_or(|x| x == a.as_str()))
+        .flat_map(|(_, ts)| ts.iter().map(String::as_str))
+        .filter(|t| topology.is_none_or(|x| x == *t));
+    let first = left.next()?;
+    left.all(|t| t == first).then_some(first)
+}
+
+fn t3(view: &JobSetView, settings: &Settings, read_mark: bool) -> Vec<Violation> {
     if !settings.require_tpu_node_selectors {
         return Vec::new();
     }
     let mut out = Vec::new();
     for (_, r) in view.tpu_jobs() {
+        let narrowed = read_mark && narrowed_topology(r, settings).is_some();
         let selected = [
-            pinned(r, &settings.accelerator_label).is_some(),
+            narrowed || pinned(r, &settings.accelerator_label).is_some(),
             // GKE dynamic slicing names the topology in a pod template annotation instead.
-            slice_topology(r, &settings.topology_label).is_some(),
+            narrowed || slice_topology(r, &settings.topology_label).is_some(),
         ];
         for ((label, example), selected) in [
             (&settings.accelerator_label, "tpu-v5p-slice"),
@@ -222,6 +255,71 @@ fn check_slice(r: &ReplicatedJob, acc: &Accelerator, topology: &Pin) -> Option<V
             format!("set parallelism and completions to {hosts}"),
         ),
     })
+}
+
+/// T4 while the JobSet is suspended or queued (SPEC §4.7): no slice of the table fits the
+/// replicated job at all, so no flavour can ever run it. Refused at CREATE rather than held in
+/// the queue. A pinned slice that does not fit gets T4's own message.
+pub fn t4_some_slice_fits(view: &JobSetView, settings: &Settings) -> Vec<Violation> {
+    let shapes = narrowing::plan(view, settings);
+    let mut out = Vec::new();
+    for (i, r) in view.tpu_jobs() {
+        match &shapes.own[i] {
+            Some(Shapes::Fixed(pairs)) if pairs.is_empty() => {
+                let slice = slice_of(r, settings);
+                let acc = slice.as_ref().and_then(|s| {
+                    accelerators::lookup(&settings.accelerators, s.accelerator.value)
+                });
+                if let (Some(slice), Some(acc)) = (slice, acc) {
+                    out.extend(check_slice(r, &acc, &slice.topology));
+                }
+            }
+            Some(Shapes::Open(pairs)) if pairs.is_empty() => out.push(no_slice_fits(r, settings)),
+            _ => {}
+        }
+    }
+    out
+}
+
+fn no_slice_fits(r: &ReplicatedJob, settings: &Settings) -> Violation {
+    let accelerator = pinned(r, &settings.accelerator_label).map(|p| p.value);
+    let names = match accelerator {
+        Some(name) => vec![name],
+        None => accelerators::known_names(&settings.accelerators),
+    };
+    let per_pod = r.chips_per_pod;
+    let mut hosts: Vec<u32> = names
+        .iter()
+        .filter_map(|n| accelerators::lookup(&settings.accelerators, n))
+        .flat_map(|acc| slice_fit::listed_host_counts(&acc, per_pod))
+        .collect();
+    hosts.sort_unstable();
+    hosts.dedup();
+    let what = match accelerator {
+        Some(name) => format!("no {name} slice"),
+        None => "no slice of the accelerator table".to_string(),
+    };
+    let fix = if hosts.is_empty() {
+        "ask for the chips of one host per pod, and set parallelism and completions to the hosts of a slice".to_string()
+    } else {
+        format!(
+            "set parallelism and completions to the hosts of a slice, such as {}",
+            hosts
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    Violation::new(
+        Rule::T4,
+        job_spec_path(r, "parallelism"),
+        format!(
+            "is {}, and {what} with {per_pod} chips per pod has {} hosts, so no Kueue flavour can ever run it",
+            r.parallelism, r.parallelism
+        ),
+        fix,
+    )
 }
 
 /// Accelerators the table does not know, when they are accepted rather than rejected.

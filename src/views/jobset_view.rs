@@ -1,9 +1,10 @@
 //! A read-only view over the raw JobSet JSON: what the policy needs, typed and checked, each
 //! read naming its JSON path. Nothing reads the raw JobSet again once the view is built.
+use crate::affinity_mark::AffinityMark;
 use crate::error::InputError;
 use crate::json::{self, join, map_str, Lazy, Object, PathLike};
 use crate::keys;
-use crate::views::node_pins::{self, Pin};
+use crate::views::node_pins::{self, OwnTerm, Pin};
 use crate::views::pod_spec::{self, ContainerView};
 use serde_json::Value;
 
@@ -55,8 +56,14 @@ pub struct ReplicatedJob<'a> {
     /// `hostNetwork` and `dnsPolicy` of the pod spec: how its pods resolve names (N2).
     pub host_network: bool,
     pub dns_policy: Option<&'a str>,
-    /// Node labels the pod template pins to one value (see `node_pins::pins`).
+    /// Node labels the pod template's author pins to one value (see `node_pins::selection`).
     pub pins: Vec<Pin<'a>>,
+    /// The required node-selector terms, as stored.
+    pub required_terms: &'a [Value],
+    /// The author's required node-selector terms, without what the policy's narrowing added.
+    pub own_terms: Vec<OwnTerm<'a>>,
+    /// The policy's narrowing of the required node affinity (SPEC §4.7), when it made one.
+    pub mark: Option<AffinityMark>,
     /// `template.spec.template.spec`, for messages.
     pub pod_spec_path: String,
     /// The pod spec's containers, each with its JSON object, where its own env is read.
@@ -279,7 +286,9 @@ fn parse_replicated_job<'a>(
     let dns_policy = json::opt_str(pod_spec, "dnsPolicy", ps_path.as_str())?;
     let containers = pod_spec::containers(pod_spec, &ps_path, tpu_resource)?;
     let chips_per_pod = pod_spec::chips_per_pod(&containers, &ps_path)?;
-    let pins = node_pins::pins(pod_spec, &ps_path)?;
+    let mark =
+        map_str(pod_annotations, keys::AFFINITY_MARK).and_then(AffinityMark::from_annotation);
+    let selection = node_pins::selection(pod_spec, &ps_path, mark.as_ref())?;
     Ok(ReplicatedJob {
         index: i,
         name,
@@ -294,7 +303,10 @@ fn parse_replicated_job<'a>(
         pod_labels: pod_metadata.and_then(|m| json::field(m, "labels")?.as_object()),
         host_network,
         dns_policy,
-        pins,
+        pins: selection.pins,
+        required_terms: selection.terms,
+        own_terms: selection.own_terms,
+        mark,
         pod_spec_path: ps_path,
         containers,
         chips_per_pod,

@@ -1,8 +1,10 @@
 //! The node labels a pod spec pins to one value, read the way the scheduler reads them. Part
 //! of the JobSet view: it is read once, with the pod template.
+use crate::affinity_mark::AffinityMark;
 use crate::error::InputError;
 use crate::json::{self, join, Object};
 use crate::keys;
+use serde_json::Value;
 
 /// A node label a pod template pins to one value.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,63 +43,146 @@ impl Pin<'_> {
     }
 }
 
+/// A required node-selector term as the pod template's author wrote it: a stored term, and how
+/// many of its `matchExpressions` are theirs (the policy appends its pair after them, §4.7).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OwnTerm<'a> {
+    pub term: &'a Object,
+    pub expressions: &'a [Value],
+}
+
+/// What a pod spec selects of its own: its pins, and its required node-selector terms.
+#[derive(Debug, Default)]
+pub struct Selection<'a> {
+    pub pins: Vec<Pin<'a>>,
+    /// The required node-selector terms as stored.
+    pub terms: &'a [Value],
+    pub own_terms: Vec<OwnTerm<'a>>,
+}
+
 /// The labels a pod spec pins: `nodeSelector` entries, and the `In` expressions with exactly
-/// one value of a required node affinity with exactly one term. Several terms are ORed, and
-/// several values allow several nodes, so neither pins a label.
-pub fn pins<'a>(pod_spec: &'a Object, path: &str) -> Result<Vec<Pin<'a>>, InputError> {
-    let mut out = Vec::new();
+/// one value of a required node affinity with exactly one term of its own. Several terms are
+/// ORed, and several values allow several nodes, so neither pins a label. What the policy's
+/// narrowing added (`mark`) is not the author's selection, and is left out.
+pub fn selection<'a>(
+    pod_spec: &'a Object,
+    path: &str,
+    mark: Option<&AffinityMark>,
+) -> Result<Selection<'a>, InputError> {
+    let mut pins = Vec::new();
     if let Some(selector) = json::opt_string_map(pod_spec, "nodeSelector", path)? {
         for (key, value) in selector {
-            out.push(Pin {
+            pins.push(Pin {
                 key,
                 value: value.as_str().unwrap_or(""),
                 source: PinSource::NodeSelector,
             });
         }
     }
+    let terms = required_terms(pod_spec, path)?;
+    let t_list = format!(
+        "{path}.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
+    );
+    let mut stored = Vec::with_capacity(terms.len());
+    for (i, term) in terms.iter().enumerate() {
+        let t_path = json::index(&t_list, i);
+        let term = json::as_object(term, &t_path)?;
+        let exprs =
+            json::opt_array(term, "matchExpressions", &t_path)?.map_or(&[][..], Vec::as_slice);
+        stored.push(OwnTerm {
+            term,
+            expressions: exprs,
+        });
+    }
+    let own_terms = mark.and_then(|m| strip_mark(&stored, m)).unwrap_or(stored);
+    if let [own] = own_terms.as_slice() {
+        let e_list = format!("{}.matchExpressions", json::index(&t_list, 0));
+        for (i, expr) in own.expressions.iter().enumerate() {
+            let e_path = json::index(&e_list, i);
+            let e = json::as_object(expr, &e_path)?;
+            let key = json::opt_str(e, "key", &e_path)?.unwrap_or("");
+            let operator = json::opt_str(e, "operator", &e_path)?.unwrap_or("");
+            let values = json::opt_array(e, "values", &e_path)?.map_or(&[][..], Vec::as_slice);
+            if let ("In", [value]) = (operator, values) {
+                let value = value.as_str().ok_or_else(|| InputError::WrongType {
+                    path: format!("{e_path}.values[0]"),
+                    expected: "a string",
+                    found: json::type_name(value),
+                })?;
+                // A nodeSelector entry for the same key comes first and wins in messages.
+                if !pins.iter().any(|p: &Pin| p.key == key) {
+                    pins.push(Pin {
+                        key,
+                        value,
+                        source: PinSource::Affinity(i),
+                    });
+                }
+            }
+        }
+    }
+    Ok(Selection {
+        pins,
+        terms,
+        own_terms,
+    })
+}
+
+/// `affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms`.
+fn required_terms<'a>(pod_spec: &'a Object, path: &str) -> Result<&'a [Value], InputError> {
     let Some(affinity) = json::opt_object(pod_spec, "affinity", path)? else {
-        return Ok(out);
+        return Ok(&[]);
     };
     let mut p = join(path, "affinity");
     let Some(node) = json::opt_object(affinity, "nodeAffinity", &p)? else {
-        return Ok(out);
+        return Ok(&[]);
     };
     p = join(&p, "nodeAffinity");
     let required_key = "requiredDuringSchedulingIgnoredDuringExecution";
     let Some(required) = json::opt_object(node, required_key, &p)? else {
-        return Ok(out);
+        return Ok(&[]);
     };
     p = join(&p, required_key);
-    let terms = json::opt_array(required, "nodeSelectorTerms", &p)?.map_or(&[][..], Vec::as_slice);
-    p = join(&p, "nodeSelectorTerms");
-    let [term] = terms else {
-        return Ok(out);
-    };
-    let t_path = json::index(&p, 0);
-    let term = json::as_object(term, &t_path)?;
-    let exprs = json::opt_array(term, "matchExpressions", &t_path)?.map_or(&[][..], Vec::as_slice);
-    let e_list = join(&t_path, "matchExpressions");
-    for (i, expr) in exprs.iter().enumerate() {
-        let e_path = json::index(&e_list, i);
-        let e = json::as_object(expr, &e_path)?;
-        let key = json::opt_str(e, "key", &e_path)?.unwrap_or("");
-        let operator = json::opt_str(e, "operator", &e_path)?.unwrap_or("");
-        let values = json::opt_array(e, "values", &e_path)?.map_or(&[][..], Vec::as_slice);
-        if let ("In", [value]) = (operator, values) {
-            let value = value.as_str().ok_or_else(|| InputError::WrongType {
-                path: format!("{e_path}.values[0]"),
-                expected: "a string",
-                found: json::type_name(value),
-            })?;
-            // A nodeSelector entry for the same key comes first and wins in messages.
-            if !out.iter().any(|p| p.key == key) {
-                out.push(Pin {
-                    key,
-                    value,
-                    source: PinSource::Affinity(i),
-                });
+    Ok(json::opt_array(required, "nodeSelectorTerms", &p)?.map_or(&[][..], Vec::as_slice))
+}
+
+/// The author's terms, when the stored ones are exactly what the policy makes of them with
+/// `mark`: each own term repeated once per pair, in order, with the pair's two expressions
+/// appended. `None` when they are not (the template was edited since): then every stored term
+/// counts as the author's. Terms made from no own term hold the pair's expressions alone.
+fn strip_mark<'a>(stored: &[OwnTerm<'a>], mark: &AffinityMark) -> Option<Vec<OwnTerm<'a>>> {
+    let added = mark.pair_expressions();
+    if added.is_empty() || stored.is_empty() || !stored.len().is_multiple_of(added.len()) {
+        return None;
+    }
+    let mut own = Vec::new();
+    for chunk in stored.chunks(added.len()) {
+        let first = chunk[0];
+        let keep = first.expressions.len().checked_sub(2)?;
+        let prefix = &first.expressions[..keep];
+        for (term, pair) in chunk.iter().zip(&added) {
+            let (theirs, ours) = term
+                .expressions
+                .split_at(term.expressions.len().checked_sub(2)?);
+            let same_rest = term.term.len() == first.term.len()
+                && term
+                    .term
+                    .iter()
+                    .all(|(k, v)| k == "matchExpressions" || first.term.get(k) == Some(v));
+            if theirs != prefix || ours != pair.as_slice() || !same_rest {
+                return None;
             }
         }
+        own.push(OwnTerm {
+            term: first.term,
+            expressions: prefix,
+        });
     }
-    Ok(out)
+    // Terms the policy made with no term of the author's hold nothing else.
+    let made_from_none = own
+        .iter()
+        .all(|t| t.expressions.is_empty() && t.term.len() == 1);
+    if made_from_none && own.len() == 1 {
+        return Some(Vec::new());
+    }
+    Some(own)
 }

@@ -18,7 +18,8 @@ proptest! {
     /// policy contradicts: the generator's literal MEGASCALE_NUM_SLICES "999" (SPEC §4.2),
     /// once per TPU container of each TPU replicated job that has pods (one with `replicas: 0`
     /// has none to warn about; a split pod has two TPU containers). Its other user env (a fieldRef to the user's own
-    /// annotation, a `$(VAR)` of an injected variable, `envFrom`) earns none.
+    /// annotation, a `$(VAR)` of an injected variable, `envFrom`) earns none. A queued one
+    /// that leaves its slice shape to the flavour is also told what it was narrowed to.
     #[test]
     fn every_valid_jobset_is_accepted_and_warned_only_about_contradictions(shape in gen::shape()) {
         let jobset = gen::build(&shape);
@@ -32,9 +33,15 @@ proptest! {
             .count();
         let tpu_containers = if shape.extras.split_tpu { 2 } else { 1 };
         let expected = if shape.extras.user_env == 1 { tpu_rjobs * tpu_containers } else { 0 };
-        prop_assert_eq!(verdict.warnings.len(), expected, "{:?}", verdict.warnings);
-        for w in &verdict.warnings {
+        let narrowed = gen::narrowed_rjobs(&shape);
+        prop_assert_eq!(verdict.warnings.len(), expected + narrowed, "{:?}", verdict.warnings);
+        let (contradictions, narrowing) = verdict.warnings.split_at(expected);
+        for w in contradictions {
             prop_assert!(w.contains(": MEGASCALE_NUM_SLICES resolves to \"999\" for pod "), "{}", w);
+        }
+        // Then one per replicated job left to the Kueue flavour, in order (SPEC §4.7).
+        for w in narrowing {
+            prop_assert!(w.contains(gen::NARROWED), "{}", w);
         }
     }
 

@@ -80,6 +80,24 @@ fn admit_pods(sims: Vec<SimPod>, settings: &Value) -> Vec<AdmittedPod> {
         .collect()
 }
 
+/// Warnings apart from the narrowing's (SPEC §4.7), which come last: `(others, narrowing)`.
+pub fn split_narrowing(warnings: &[String]) -> (Vec<String>, Vec<String>) {
+    warnings
+        .iter()
+        .cloned()
+        .partition(|w| !w.contains(multislice_gen::NARROWED))
+}
+
+/// The warnings a JobSet fixture states its CREATE gets, one `# Expected warning: ` line each.
+pub fn fixture_warnings(name: &str) -> Vec<String> {
+    std::fs::read_to_string(fixtures::test_data().join(format!("jobsets/{name}.yaml")))
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.strip_prefix("# Expected warning: "))
+        .map(str::to_string)
+        .collect()
+}
+
 pub fn fixture_request(name: &str, api: JobSetApi) -> Value {
     fixtures::load_json(&fixtures::jobset_request_path(name, api)).expect("fixture")
 }

@@ -6,6 +6,7 @@ mod common;
 mod e2e_cases;
 mod env_features;
 mod jobs;
+mod narrowing;
 mod operations;
 mod properties;
 mod real_jax;

@@ -71,7 +71,7 @@ fn assert_multislice_env(
     coordinator: &str,
 ) {
     let (outcome, _, pods) = run(&fixture_request(name, api), &no_settings());
-    assert_eq!(outcome.warnings, Vec::<String>::new(), "{name}");
+    assert_eq!(outcome.warnings, fixture_warnings(name), "{name}");
     assert_eq!(pods.len(), pods_expected, "{name}");
     for p in &pods {
         let mut tpu_containers = 0;
@@ -199,19 +199,39 @@ fn a_super_slice_without_its_annotation_has_no_topology_and_no_placement() {
     );
 }
 
+/// The required node affinity JobSet's v6e example gets (SPEC §4.7): one term per
+/// accelerator of the table, each with the topologies where 4 pods of 4 chips make one slice.
+pub const V6E_EXAMPLE_AFFINITY: &str = r#"{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"cloud.google.com/gke-tpu-accelerator","operator":"In","values":["tpu-v4-podslice"]},{"key":"cloud.google.com/gke-tpu-topology","operator":"In","values":["2x2x4"]}]},{"matchExpressions":[{"key":"cloud.google.com/gke-tpu-accelerator","operator":"In","values":["tpu-v5-lite-podslice"]},{"key":"cloud.google.com/gke-tpu-topology","operator":"In","values":["4x4"]}]},{"matchExpressions":[{"key":"cloud.google.com/gke-tpu-accelerator","operator":"In","values":["tpu-v5p-slice"]},{"key":"cloud.google.com/gke-tpu-topology","operator":"In","values":["2x2x4"]}]},{"matchExpressions":[{"key":"cloud.google.com/gke-tpu-accelerator","operator":"In","values":["tpu-v6e-slice"]},{"key":"cloud.google.com/gke-tpu-topology","operator":"In","values":["4x4"]}]},{"matchExpressions":[{"key":"cloud.google.com/gke-tpu-accelerator","operator":"In","values":["tpu7x"]},{"key":"cloud.google.com/gke-tpu-topology","operator":"In","values":["2x2x4"]}]}]}}}"#;
+
 /// Issue problem 1: JobSet's own v6e example, queued, with the node selectors left to the
-/// Kueue flavour. Accepted at CREATE; T3 and T4 judge Kueue's unsuspending UPDATE.
+/// Kueue flavour. Accepted at CREATE, narrowed to the slice shapes that fit (SPEC §4.7); T3
+/// and T4 judge Kueue's unsuspending UPDATE.
 #[rstest]
 fn a_queued_jobset_waits_for_kueues_selectors(
     #[values(JobSetApi::V08, JobSetApi::V09)] api: JobSetApi,
 ) {
-    let outcome = create(&served("jobset-v6e-example", api), &no_settings());
+    let served_jobset = served("jobset-v6e-example", api);
+    let outcome = create(&served_jobset, &no_settings());
     assert!(outcome.accepted, "{:?}", outcome.message);
-    assert_eq!(outcome.warnings, Vec::<String>::new());
-    assert!(
-        outcome.patch.is_some(),
-        "the multislice env is stamped at CREATE"
+    assert_eq!(
+        outcome.warnings,
+        ["spec.replicatedJobs[0].template.spec.template.spec.affinity: replicated job \"slice\" leaves its slice shape to the queue, so it is limited to slices of 4 hosts with 4 chips per pod: tpu-v4-podslice 2x2x4, tpu-v5-lite-podslice 4x4, tpu-v5p-slice 2x2x4, tpu-v6e-slice 4x4, tpu7x 2x2x4 (a required node affinity, so that Kueue admits it only into a flavour where it fits)"]
     );
+    let admitted = patched(&served_jobset, &outcome);
+    let pod_template = &admitted["spec"]["replicatedJobs"][0]["template"]["spec"]["template"];
+    assert_eq!(
+        pod_template["spec"]["affinity"],
+        serde_json::from_str::<Value>(V6E_EXAMPLE_AFFINITY).unwrap()
+    );
+    assert_eq!(
+        pod_template["metadata"]["annotations"]["multislice.kubewarden.io/narrowed"],
+        json!(
+            r#"{"accelerator":"cloud.google.com/gke-tpu-accelerator","topology":"cloud.google.com/gke-tpu-topology","pairs":{"tpu-v4-podslice":["2x2x4"],"tpu-v5-lite-podslice":["4x4"],"tpu-v5p-slice":["2x2x4"],"tpu-v6e-slice":["4x4"],"tpu7x":["2x2x4"]}}"#
+        )
+    );
+    // Admitted again, it is left as it is.
+    let again = create(&admitted, &no_settings());
+    assert_eq!((again.patch, again.warnings), (None, vec![]));
     assert_multislice_env(
         "jobset-v6e-example",
         api,
@@ -243,6 +263,17 @@ fn a_queued_jobset_waits_for_kueues_selectors(
              [T3] {path}: does not select cloud.google.com/gke-tpu-topology, so the pods may land on any TPU node; add cloud.google.com/gke-tpu-topology (for example \"2x2x4\") to the nodeSelector, or a required node affinity with one In value"
         ).as_str())
     );
+
+    // A flavour that labels only the accelerator (xpk's autoprovisioning flavours) leaves the
+    // pairs of that accelerator: v6e 4x4 alone, so the topology is selected.
+    let accelerator_only = json!({"cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice"});
+    let outcome = update(
+        &unsuspended(&stored, Some(accelerator_only)),
+        &stored,
+        &no_settings(),
+    );
+    assert!(outcome.accepted, "{:?}", outcome.message);
+    assert_eq!((outcome.patch, outcome.warnings), (None, vec![]));
 
     let small = json!({
         "cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice",

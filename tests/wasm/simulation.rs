@@ -110,7 +110,7 @@ fn every_pod_gets_the_spec_values(fixture: &str, api: JobSetApi) {
     let name = controller::final_name(jobset);
     let (outcome, admitted, pods) = run(&request, &no_settings());
     check_patch("JobSet", jobset, &outcome);
-    assert!(outcome.warnings.is_empty(), "{:?}", outcome.warnings);
+    assert_eq!(outcome.warnings, fixture_warnings(fixture), "{fixture}");
     assert!(!pods.is_empty());
 
     // slice group -> (job -> slice id), coordinators, and every pod's hostname.

@@ -9,6 +9,25 @@ pub mod rule_fixtures;
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
+/// What the warning about a narrowed affinity (SPEC §4.7) says, and no other warning.
+pub const NARROWED: &str = " leaves its slice shape to the queue, so it is limited to slices of ";
+
+/// How many TPU replicated jobs of the shape's JobSet leave their slice shape to the flavour,
+/// and so are narrowed, each with a warning: every one, when the JobSet is queued and leaves
+/// anything ([`Extras::queue_selection`]).
+pub fn narrowed_rjobs(shape: &Shape) -> usize {
+    let x = &shape.extras;
+    if x.queued && x.dynamic_slicing == 0 && x.queue_selection > 0 {
+        shape
+            .groups
+            .iter()
+            .map(|(_, _, members)| members.len())
+            .sum()
+    } else {
+        0
+    }
+}
+
 pub const ACC: &str = "cloud.google.com/gke-tpu-accelerator";
 pub const TOPO: &str = "cloud.google.com/gke-tpu-topology";
 pub const EXCL: &str = "alpha.jobset.sigs.k8s.io/exclusive-topology";
@@ -153,6 +172,11 @@ pub struct Extras {
     /// The node-selector flag: 0 nowhere; 1 on the JobSet (beside its key); 2 on every TPU
     /// replicated job (honoured with the JobSet's key); 3 both.
     pub node_selector_flag: u8,
+    /// What a queued JobSet leaves to the Kueue flavour (SPEC §4.7): 0 nothing; 1 the
+    /// topology; 2 accelerator and topology, with a required affinity term of the author's;
+    /// 3 both, and no affinity. 2 and 3 only with one TPU replicated job, since a group of
+    /// several left with several shapes is refused (G5).
+    pub queue_selection: u8,
 }
 
 pub fn extras() -> impl Strategy<Value = Extras> {
@@ -165,12 +189,12 @@ pub fn extras() -> impl Strategy<Value = Extras> {
             0u8..4,
             any::<bool>(),
         ),
-        (any::<bool>(), 0u8..3, any::<bool>(), 0u8..4),
+        (any::<bool>(), 0u8..3, any::<bool>(), 0u8..4, 0u8..4),
     )
         .prop_map(
             |(
                 (cpu_group, jax, generate_name, coordinator, user_env, unknown_fields),
-                (queued, dynamic_slicing, split_tpu, node_selector_flag),
+                (queued, dynamic_slicing, split_tpu, node_selector_flag, queue_selection),
             )| Extras {
                 cpu_group,
                 jax,
@@ -182,6 +206,7 @@ pub fn extras() -> impl Strategy<Value = Extras> {
                 dynamic_slicing,
                 split_tpu,
                 node_selector_flag,
+                queue_selection,
             },
         )
 }
@@ -361,6 +386,7 @@ pub fn build(shape: &Shape) -> Value {
     }
     if x.queued {
         jobset["metadata"]["labels"] = json!({QUEUE: "multislice-queue"});
+        leave_to_the_flavour(&mut jobset, x);
     }
     if x.node_selector_flag % 2 == 1 {
         jobset["metadata"]["annotations"][NSEL] = json!("true");
@@ -452,9 +478,41 @@ fn pods(r: &Value) -> u64 {
     r["replicas"].as_u64().unwrap() * r["template"]["spec"]["parallelism"].as_u64().unwrap()
 }
 
+/// Takes out of each TPU replicated job's nodeSelector what `x.queue_selection` leaves to the
+/// Kueue flavour; with 2, the author's own required affinity term takes its place.
+fn leave_to_the_flavour(jobset: &mut Value, x: &Extras) {
+    let tpu = tpu_indexes(jobset);
+    let variant = match x.queue_selection {
+        2 | 3 if tpu.len() > 1 => 1,
+        v => v,
+    };
+    if variant == 0 || x.dynamic_slicing > 0 {
+        return;
+    }
+    for i in tpu {
+        let pod_spec =
+            &mut jobset["spec"]["replicatedJobs"][i]["template"]["spec"]["template"]["spec"];
+        let selector = pod_spec["nodeSelector"].as_object_mut().unwrap();
+        selector.remove(TOPO);
+        if variant >= 2 {
+            selector.remove(ACC);
+        }
+        if variant == 2 {
+            pod_spec["affinity"] = json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": [
+                {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["zone-a", "zone-b"]}
+            ]}]}}});
+        }
+    }
+}
+
 /// The JobSet with `rule` broken in one field, or `None` when this shape gives that rule
-/// nothing to break (a rule about several slices on a single-slice JobSet, say).
+/// nothing to break (a rule about several slices on a single-slice JobSet, say). Its selectors
+/// are the author's own: what a queued one leaves to the flavour is judged apart.
 pub fn break_rule(shape: &Shape, rule: &str) -> Option<Value> {
+    let mut shape = shape.clone();
+    shape.extras.queue_selection = 0;
+    let shape = &shape;
     let mut js = build(shape);
     let x = &shape.extras;
     if matches!(rule, "T3" | "T4") {

@@ -1,0 +1,96 @@
+//! JobSet CREATE: the narrowing of SPEC §4.7 written into each replicated job's pod template,
+//! as a required node affinity and the policy's mark. The author's own terms are kept whole:
+//! each is repeated once per pair, with the pair's two expressions appended, so that Kueue,
+//! which drops an affinity that a term leaves empty after its label filter, keeps it.
+use super::object_at;
+use crate::affinity_mark::AffinityMark;
+use crate::keys;
+use crate::views::jobset_view::{JobSetView, ReplicatedJob};
+use serde_json::{Map, Value};
+
+/// One replicated job's narrowed affinity: its index, its required terms, and the mark.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Narrowing {
+    pub index: usize,
+    pub terms: Vec<Value>,
+    pub mark: AffinityMark,
+}
+
+/// The required terms of `rjob` narrowed to `mark`'s pairs.
+fn narrowed_terms(rjob: &ReplicatedJob, mark: &AffinityMark) -> Vec<Value> {
+    let pairs = mark.pair_expressions();
+    if rjob.own_terms.is_empty() {
+        return pairs
+            .into_iter()
+            .map(|pair| {
+                let mut term = Map::new();
+                term.insert("matchExpressions".into(), Value::Array(pair.to_vec()));
+                Value::Object(term)
+            })
+            .collect();
+    }
+    let mut out = Vec::with_capacity(rjob.own_terms.len().saturating_mul(pairs.len()));
+    for own in &rjob.own_terms {
+        for pair in &pairs {
+            let mut term = own.term.clone();
+            let mut expressions = own.expressions.to_vec();
+            expressions.extend(pair.iter().cloned());
+            term.insert("matchExpressions".into(), Value::Array(expressions));
+            out.push(Value::Object(term));
+        }
+    }
+    out
+}
+
+/// The narrowings to write; empty when every template already carries exactly them.
+pub fn changes(view: &JobSetView, marks: Vec<Option<AffinityMark>>) -> Vec<Narrowing> {
+    view.replicated_jobs
+        .iter()
+        .zip(marks)
+        .filter_map(|(rjob, mark)| {
+            let mark = mark?;
+            let terms = narrowed_terms(rjob, &mark);
+            let unchanged =
+                rjob.mark.as_ref() == Some(&mark) && rjob.required_terms == terms.as_slice();
+            (!unchanged).then_some(Narrowing {
+                index: rjob.index,
+                terms,
+                mark,
+            })
+        })
+        .collect()
+}
+
+/// Writes the narrowings into the JobSet in place.
+pub fn apply(object: &mut Value, changes: Vec<Narrowing>) {
+    for n in changes {
+        let index = n.index.to_string();
+        let template = [
+            "spec",
+            "replicatedJobs",
+            &index,
+            "template",
+            "spec",
+            "template",
+        ];
+        let mut annotations_path = template.to_vec();
+        annotations_path.extend(["metadata", "annotations"]);
+        // The view has checked every step of these paths, so they resolve.
+        if let Some(annotations) = object_at(object, &annotations_path) {
+            annotations.insert(
+                keys::AFFINITY_MARK.to_string(),
+                Value::String(n.mark.to_annotation()),
+            );
+        }
+        let mut required = template.to_vec();
+        required.extend([
+            "spec",
+            "affinity",
+            "nodeAffinity",
+            "requiredDuringSchedulingIgnoredDuringExecution",
+        ]);
+        if let Some(required) = object_at(object, &required) {
+            required.insert("nodeSelectorTerms".into(), Value::Array(n.terms));
+        }
+    }
+}
