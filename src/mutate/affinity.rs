@@ -2,7 +2,7 @@
 //! as a required node affinity and the policy's mark. The author's own terms are kept whole:
 //! each is repeated once per pair, with the pair's two expressions appended, so that Kueue,
 //! which drops an affinity that a term leaves empty after its label filter, keeps it.
-use super::object_at;
+use super::{object_at, pod_template_steps};
 use crate::affinity_mark::AffinityMark;
 use crate::keys;
 use crate::views::jobset_view::{JobSetView, ReplicatedJob};
@@ -65,14 +65,7 @@ pub fn changes(view: &JobSetView, marks: Vec<Option<AffinityMark>>) -> Vec<Narro
 pub fn apply(object: &mut Value, changes: Vec<Narrowing>) {
     for n in changes {
         let index = n.index.to_string();
-        let template = [
-            "spec",
-            "replicatedJobs",
-            &index,
-            "template",
-            "spec",
-            "template",
-        ];
+        let template = pod_template_steps(&index);
         let mut annotations_path = template.to_vec();
         annotations_path.extend(["metadata", "annotations"]);
         // The view has checked every step of these paths, so they resolve.

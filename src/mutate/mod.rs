@@ -45,3 +45,15 @@ pub fn object_at<'a>(root: &'a mut Value, keys: &[&str]) -> Option<&'a mut Objec
     }
     current.as_object_mut()
 }
+
+/// The steps from a JobSet to replicated job `index`'s pod template.
+pub fn pod_template_steps(index: &str) -> [&str; 6] {
+    [
+        "spec",
+        "replicatedJobs",
+        index,
+        "template",
+        "spec",
+        "template",
+    ]
+}

@@ -1,5 +1,5 @@
 //! JobSet CREATE: stamp each replicated job's pod template with its [`Facts`].
-use super::object_at;
+use super::{object_at, pod_template_steps};
 use crate::facts::Facts;
 use crate::json::map_str;
 use crate::keys;
@@ -38,16 +38,8 @@ pub fn changes(view: &JobSetView, facts: &[Facts]) -> Vec<(usize, String)> {
 pub fn apply(object: &mut Value, changes: Vec<(usize, String)>) {
     for (i, value) in changes {
         let index = i.to_string();
-        let path = [
-            "spec",
-            "replicatedJobs",
-            &index,
-            "template",
-            "spec",
-            "template",
-            "metadata",
-            "annotations",
-        ];
+        let mut path = pod_template_steps(&index).to_vec();
+        path.extend(["metadata", "annotations"]);
         // The view has checked every step of this path, so it resolves.
         if let Some(annotations) = object_at(object, &path) {
             annotations.insert(keys::FACTS.to_string(), Value::String(value));
