@@ -1,22 +1,19 @@
 //! A real control plane on 127.0.0.1: etcd, kube-apiserver, kube-controller-manager,
 //! kube-scheduler and the JobSet controller with its webhooks, all built from their Go modules
-//! (`make cluster-deps`), and the policy as a URL webhook served by the host crate. Nothing
-//! listens beyond loopback; every process has a hard lifetime; the logs stay when asked to.
+//! (`make cluster-deps`), and the policies as URL webhooks served by the host crate
+//! (policies.rs). Nothing listens beyond loopback; every process has a hard lifetime; the logs
+//! stay when asked to.
 use crate::kube_api::Cluster;
 use crate::pki::Pki;
+use crate::policies::{Deployment, Installed, Served};
 use crate::procs::{free_port, Process, Supervision};
 use anyhow::{anyhow, bail, Context, Result};
-use multislice_host::webhook::{WebhookConfig, WebhookServer};
-use multislice_host::{workspace_root, Policy};
+use multislice_host::workspace_root;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// The policy's name in examples/cluster-admission-policy.yaml; Kubewarden names its webhook
-/// configuration `clusterwide-<name>` and the webhook `clusterwide-<name>.kubewarden.admission`.
-pub const POLICY_MANIFEST: &str = "examples/cluster-admission-policy.yaml";
 /// The namespace Kubewarden's controller keeps out of every policy (its own).
 pub const KUBEWARDEN_NAMESPACE: &str = "kubewarden";
 
@@ -72,11 +69,13 @@ pub fn module_dir(component: &str, module: &str) -> Result<PathBuf> {
 }
 
 pub struct Options {
-    /// The policy's settings (the manifest's `spec.settings` when `None`).
+    /// Every policy's settings, each manifest's `role` kept (the manifests' own `spec.settings`
+    /// when `None`).
     pub settings: Option<Value>,
     /// Every process is killed after this, whatever happens to the test.
     pub lifetime: Duration,
-    /// Whether to install our webhook at all (the unprotected runs go without it).
+    /// Whether to install our policies at all; which ones, `CLUSTER_DEPLOYMENT` says
+    /// (policies.rs).
     pub webhook: bool,
     /// Whether to start Kueue (built with `CLUSTER_KUEUE=1 make cluster-deps`).
     pub kueue: bool,
@@ -97,12 +96,18 @@ pub struct ControlPlane {
     pub dir: PathBuf,
     pub pki: Pki,
     pub cluster: Cluster,
+    /// The webhook whose verdicts a namespace of the deployment sees: the validating policy's
+    /// of the pair, or the single policy's.
     pub webhook_name: String,
-    /// One JSON line per review our webhook answered.
+    /// One JSON line per review our webhook answered (`policy` names which one).
     pub reviews: PathBuf,
+    /// The settings of the policy that gives the verdicts.
     pub settings: Value,
+    pub deployment: Deployment,
+    /// Every policy installed, in order.
+    pub installed: Vec<Installed>,
     processes: Vec<Process>,
-    webhook: Option<WebhookServer>,
+    pub(crate) served: Option<Served>,
     started: Instant,
     lifetime: Duration,
     keep: bool,
@@ -168,8 +173,10 @@ impl ControlPlane {
             webhook_name: String::new(),
             reviews: dir.join("reviews.jsonl"),
             settings: json!({}),
+            deployment: Deployment::Pair,
+            installed: Vec::new(),
             processes,
-            webhook: None,
+            served: None,
             started: Instant::now(),
             lifetime,
             // CLUSTER_KEEP_LOGS=1 keeps them after a run that passed too.
@@ -241,7 +248,9 @@ impl ControlPlane {
         plane.processes.push(scheduler);
 
         if options.webhook {
-            plane.install_policy(options.settings).await?;
+            plane
+                .install_policies(options.settings, Deployment::from_env()?)
+                .await?;
         }
         plane
             .start_jobset(binaries, &jobset_dir, &kubeconfig, &logs)
@@ -291,50 +300,6 @@ impl ControlPlane {
             }
             tokio::time::sleep(Duration::from_millis(300)).await;
         }
-    }
-
-    /// Our webhook: the host crate serves policy.wasm, with the configuration Kubewarden's
-    /// controller makes for the example ClusterAdmissionPolicy.
-    async fn install_policy(&mut self, settings: Option<Value>) -> Result<()> {
-        let manifest =
-            multislice_host::fixtures::load_yaml(&workspace_root().join(POLICY_MANIFEST))?;
-        let settings = settings.unwrap_or_else(|| match &manifest["spec"]["settings"] {
-            Value::Null => json!({}),
-            s => s.clone(),
-        });
-        let policy = Arc::new(Policy::load(&multislice_host::default_wasm_path())?);
-        let outcome = policy.validate_settings(&settings)?;
-        if !outcome.valid {
-            bail!("the policy refuses its settings: {:?}", outcome.message);
-        }
-        let name = manifest["metadata"]["name"]
-            .as_str()
-            .ok_or_else(|| anyhow!("{POLICY_MANIFEST} has no name"))?;
-        let unique = format!("clusterwide-{name}");
-        let server = WebhookServer::start(WebhookConfig {
-            policy,
-            settings: settings.clone(),
-            policy_id: unique.clone(),
-            cert: self.pki.serving_cert(),
-            key: self.pki.serving_key(),
-            log: Some(self.reviews.clone()),
-            lifetime: self.lifetime,
-        })?;
-        let url = format!("https://{}/validate/{unique}", server.addr());
-        let configuration = kubewarden_webhook_configuration(
-            &manifest,
-            &unique,
-            &url,
-            &self.pki.ca_bundle_base64()?,
-        )?;
-        self.webhook_name = configuration["webhooks"][0]["name"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
-        self.cluster.apply(&configuration).await?;
-        self.webhook = Some(server);
-        self.settings = settings;
-        Ok(())
     }
 
     async fn start_jobset(
@@ -415,7 +380,7 @@ impl ControlPlane {
 
 impl Drop for ControlPlane {
     fn drop(&mut self) {
-        self.webhook = None;
+        self.served = None;
         while let Some(p) = self.processes.pop() {
             drop(p);
         }
@@ -480,57 +445,6 @@ pub(crate) fn crd_files(dir: &Path) -> Result<Vec<PathBuf>> {
         .collect();
     files.sort();
     Ok(files)
-}
-
-/// The MutatingWebhookConfiguration Kubewarden's controller makes for a mutating
-/// ClusterAdmissionPolicy (kubewarden-controller's policy_subreconciler_webhook.go), with a URL
-/// on loopback where a cluster has the policy-server Service.
-pub fn kubewarden_webhook_configuration(
-    manifest: &Value,
-    unique_name: &str,
-    url: &str,
-    ca_bundle: &str,
-) -> Result<Value> {
-    let spec = &manifest["spec"];
-    if spec["mutating"] != json!(true) {
-        bail!("{POLICY_MANIFEST} is not a mutating policy");
-    }
-    // The controller puts its own namespace's exclusion first, then the policy's expressions.
-    let mut expressions = vec![json!({
-        "key": "kubernetes.io/metadata.name", "operator": "NotIn",
-        "values": [KUBEWARDEN_NAMESPACE],
-    })];
-    if let Some(own) = spec["namespaceSelector"]["matchExpressions"].as_array() {
-        expressions.extend(own.iter().cloned());
-    }
-    let mut webhook = json!({
-        "name": format!("{unique_name}.kubewarden.admission"),
-        "clientConfig": {"url": url, "caBundle": ca_bundle},
-        "rules": spec["rules"],
-        "failurePolicy": spec.get("failurePolicy").cloned().unwrap_or(json!("Fail")),
-        "namespaceSelector": {"matchExpressions": expressions},
-        "sideEffects": spec.get("sideEffects").cloned().unwrap_or(json!("None")),
-        "timeoutSeconds": spec.get("timeoutSeconds").cloned().unwrap_or(json!(10)),
-        "admissionReviewVersions": ["v1"],
-    });
-    for key in ["matchPolicy", "objectSelector", "matchConditions"] {
-        if let Some(v) = spec.get(key) {
-            webhook[key] = v.clone();
-        }
-    }
-    Ok(json!({
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "MutatingWebhookConfiguration",
-        "metadata": {
-            "name": unique_name,
-            "labels": {"app.kubernetes.io/part-of": "kubewarden"},
-            "annotations": {
-                "kubewardenPolicyName": manifest["metadata"]["name"],
-                "kubewardenPolicyNamespace": "",
-            },
-        },
-        "webhooks": [webhook],
-    }))
 }
 
 /// JobSet's webhook configurations from its module (config/components/webhook, with its

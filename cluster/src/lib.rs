@@ -9,6 +9,7 @@ pub mod fleet;
 pub mod kube_api;
 pub mod kueue;
 pub mod pki;
+pub mod policies;
 pub mod procs;
 pub mod run;
 

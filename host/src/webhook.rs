@@ -1,22 +1,27 @@
 //! The policy served as an HTTPS admission webhook on loopback, for a real kube-apiserver: the
-//! same `policy.wasm` and waPC host as the tests, compiled once at start. It answers
-//! `POST /validate/<id>` with an AdmissionReview as policy-server does (the JSON patch that the
-//! host derives from the mutated object, base64, `patchType: JSONPatch`), and can log every
-//! review it answers, one JSON line each, so a test can compare what the real controllers sent.
+//! same `policy.wasm` and waPC host as the tests, compiled once at start. Like policy-server, it
+//! serves several policies, each at `POST /validate/<id>` with its own settings and its own
+//! `mutating` flag, and answers with an AdmissionReview as policy-server does (the JSON patch
+//! that the host derives from the mutated object, base64, `patchType: JSONPatch`). A policy
+//! served with `mutating: false` that answers with a patch is refused as policy-server refuses
+//! it: the API server would silently drop a patch from a validating webhook, so nothing else
+//! would notice. It can log every review it answers, one JSON line each, so a test can compare
+//! what the real controllers sent.
 //!
 //! Bounded on purpose: it listens on 127.0.0.1 only, stops by itself after its lifetime, each
 //! connection serves a bounded number of requests, and an idle connection is closed.
-use crate::Policy;
+use crate::{Outcome, Policy};
 use anyhow::{anyhow, bail, Context, Result};
 use base64::Engine as _;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use serde_json::{json, Value};
+use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 /// Requests one connection may carry before the server closes it (the API server reconnects).
@@ -26,12 +31,21 @@ const IDLE: Duration = Duration::from_secs(30);
 /// The largest AdmissionReview accepted (the API server's own request limit is 3 MiB).
 const MAX_BODY: usize = 8 << 20;
 
-/// What the webhook serves: the policy, its settings, and the id in its path.
-pub struct WebhookConfig {
+/// One policy the webhook serves: the module, its settings, and the id in its path.
+#[derive(Clone)]
+pub struct WebhookPolicy {
+    /// The `<id>` of `/validate/<id>` (Kubewarden's `clusterwide-<policy>` or
+    /// `namespaced-<namespace>-<policy>`).
+    pub id: String,
     pub policy: Arc<Policy>,
     pub settings: Value,
-    /// The `<id>` of `/validate/<id>` (Kubewarden's `clusterwide-<policy>`).
-    pub policy_id: String,
+    /// Whether its answer may carry a patch (the policy's `spec.mutating`).
+    pub mutating: bool,
+}
+
+/// What the webhook serves at start (more may be added with [`WebhookServer::serve`]), and how.
+pub struct WebhookConfig {
+    pub policies: Vec<WebhookPolicy>,
     pub cert: PathBuf,
     pub key: PathBuf,
     /// Where to append one JSON line per answered review (`null` to keep none).
@@ -44,6 +58,7 @@ pub struct WebhookConfig {
 pub struct WebhookServer {
     addr: SocketAddr,
     stop: Arc<AtomicBool>,
+    shared: Arc<Shared>,
 }
 
 impl WebhookServer {
@@ -65,18 +80,17 @@ impl WebhookServer {
             None => None,
         };
         let shared = Arc::new(Shared {
-            policy: config.policy,
-            settings: config.settings,
-            path: format!("/validate/{}", config.policy_id),
+            policies: RwLock::new(BTreeMap::new()),
             log,
         });
         let deadline = Instant::now() + config.lifetime;
         let stopping = stop.clone();
+        let serving = shared.clone();
         std::thread::spawn(move || {
             while !stopping.load(Ordering::Relaxed) && Instant::now() < deadline {
                 match listener.accept() {
                     Ok((stream, _)) => {
-                        let (tls, shared) = (tls.clone(), shared.clone());
+                        let (tls, shared) = (tls.clone(), serving.clone());
                         std::thread::spawn(move || {
                             if let Err(e) = serve_connection(stream, tls, &shared) {
                                 eprintln!("webhook: connection: {e:#}");
@@ -90,11 +104,34 @@ impl WebhookServer {
                 }
             }
         });
-        Ok(WebhookServer { addr, stop })
+        let server = WebhookServer { addr, stop, shared };
+        for policy in config.policies {
+            server.serve(policy)?;
+        }
+        Ok(server)
     }
 
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// Serves one more policy, at `/validate/<id>`; an id already served is an error.
+    pub fn serve(&self, policy: WebhookPolicy) -> Result<()> {
+        let mut policies = self
+            .shared
+            .policies
+            .write()
+            .map_err(|_| anyhow!("policies lock poisoned"))?;
+        if policies.contains_key(&policy.id) {
+            bail!("a policy is already served at /validate/{}", policy.id);
+        }
+        policies.insert(policy.id.clone(), Arc::new(policy));
+        Ok(())
+    }
+
+    /// The URL of a policy's path on this server.
+    pub fn url(&self, id: &str) -> String {
+        format!("https://{}/validate/{id}", self.addr)
     }
 }
 
@@ -105,10 +142,23 @@ impl Drop for WebhookServer {
 }
 
 struct Shared {
-    policy: Arc<Policy>,
-    settings: Value,
-    path: String,
+    /// By id, the `<id>` of `/validate/<id>`.
+    policies: RwLock<BTreeMap<String, Arc<WebhookPolicy>>>,
     log: Option<Arc<Mutex<std::fs::File>>>,
+}
+
+impl Shared {
+    fn policy_at(&self, path: &str) -> Option<Arc<WebhookPolicy>> {
+        self.policies.read().ok()?.get(policy_id(path)?).cloned()
+    }
+}
+
+/// The `<id>` of a request path `/validate/<id>` (the API server may add a query).
+fn policy_id(path: &str) -> Option<&str> {
+    path.split('?')
+        .next()?
+        .strip_prefix("/validate/")
+        .filter(|id| !id.is_empty() && !id.contains('/'))
 }
 
 fn server_tls(cert: &Path, key: &Path) -> Result<rustls::ServerConfig> {
@@ -140,13 +190,12 @@ fn serve_connection(
         let Some((path, body)) = read_request(&mut tls_stream)? else {
             return Ok(());
         };
-        let (status, reply) = if path.split('?').next() == Some(shared.path.as_str()) {
-            match answer(shared, &body) {
+        let (status, reply) = match shared.policy_at(&path) {
+            Some(policy) => match answer(shared, &policy, &body) {
                 Ok(reply) => (200, reply),
                 Err(e) => (400, json!({"error": format!("{e:#}")})),
-            }
-        } else {
-            (404, json!({"error": format!("no policy at {path}")}))
+            },
+            None => (404, json!({"error": format!("no policy at {path}")})),
         };
         let bytes = serde_json::to_vec(&reply)?;
         write!(
@@ -212,38 +261,28 @@ fn read_request(stream: &mut impl Read) -> Result<Option<(String, Vec<u8>)>> {
     Ok(Some((path, body)))
 }
 
-/// The AdmissionReview answer to one AdmissionReview request.
-fn answer(shared: &Shared, body: &[u8]) -> Result<Value> {
+/// The AdmissionReview answer to one AdmissionReview request, from one policy.
+fn answer(shared: &Shared, served: &WebhookPolicy, body: &[u8]) -> Result<Value> {
     let review: Value = serde_json::from_slice(body).context("not JSON")?;
     let request = review
         .get("request")
         .ok_or_else(|| anyhow!("an AdmissionReview without request"))?;
-    let outcome = shared.policy.validate(request, &shared.settings)?;
-    let mut response = json!({
-        "uid": request.get("uid").cloned().unwrap_or(Value::Null),
-        "allowed": outcome.accepted,
-    });
-    if let Some(message) = &outcome.message {
-        response["status"] = json!({"message": message, "code": outcome.code.unwrap_or(400)});
-    }
-    if let Some(patch) = outcome.patch.as_ref().filter(|p| !p.0.is_empty()) {
-        response["patchType"] = json!("JSONPatch");
-        response["patch"] =
-            json!(base64::engine::general_purpose::STANDARD.encode(serde_json::to_vec(patch)?));
-    }
-    if !outcome.warnings.is_empty() {
-        response["warnings"] = json!(outcome.warnings);
-    }
+    let outcome = served.policy.validate(request, &served.settings)?;
+    let uid = request.get("uid").cloned().unwrap_or(Value::Null);
+    let response = admission_response(uid, &served.id, served.mutating, &outcome)?;
     if let Some(log) = &shared.log {
+        // What the API server was answered (`allowed`, `message`), and the patch the policy
+        // returned, even one refused because the policy may not mutate.
         let line = json!({
+            "policy": served.id,
             "kind": request.pointer("/kind/kind"),
             "operation": request.get("operation"),
             "namespace": request.get("namespace"),
             "name": request.get("name"),
             "object": request.get("object"),
             "oldObject": request.get("oldObject"),
-            "allowed": outcome.accepted,
-            "message": outcome.message,
+            "allowed": response["allowed"],
+            "message": response.pointer("/status/message"),
             "warnings": outcome.warnings,
             "patch": outcome.patch_json(),
         });
@@ -255,4 +294,121 @@ fn answer(shared: &Shared, body: &[u8]) -> Result<Value> {
         "kind": "AdmissionReview",
         "response": response,
     }))
+}
+
+/// The AdmissionReview `response` to a policy's outcome, as policy-server builds it
+/// (policy-evaluator's `validation_response_with_constraints`, in protect mode): a policy that
+/// may not mutate (`mutating: false`) and answers with a non-empty patch is refused, with
+/// policy-evaluator's message, no code and no patch; its warnings stay.
+pub fn admission_response(
+    uid: Value,
+    policy_id: &str,
+    mutating: bool,
+    outcome: &Outcome,
+) -> Result<Value> {
+    let patch = outcome.patch.as_ref().filter(|p| !p.0.is_empty());
+    let mut response = json!({"uid": uid, "allowed": outcome.accepted});
+    if patch.is_some() && !mutating {
+        response["allowed"] = json!(false);
+        response["status"] = json!({"message": format!(
+            "Request rejected by policy {policy_id}. The policy attempted to mutate the request, \
+             but it is currently configured to not allow mutations."
+        )});
+    } else {
+        if let Some(message) = &outcome.message {
+            response["status"] = json!({"message": message, "code": outcome.code.unwrap_or(400)});
+        }
+        if let Some(patch) = patch {
+            response["patchType"] = json!("JSONPatch");
+            response["patch"] =
+                json!(base64::engine::general_purpose::STANDARD.encode(serde_json::to_vec(patch)?));
+        }
+    }
+    if !outcome.warnings.is_empty() {
+        response["warnings"] = json!(outcome.warnings);
+    }
+    Ok(response)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ID: &str = "clusterwide-jobset-multislice-validate";
+
+    fn outcome(accepted: bool, patch: Value) -> Outcome {
+        Outcome {
+            accepted,
+            message: None,
+            code: None,
+            warnings: vec!["a warning".to_string()],
+            mutated_object: None,
+            patch: Some(serde_json::from_value(patch).unwrap()),
+        }
+    }
+
+    fn add_label() -> Value {
+        json!([{"op": "add", "path": "/metadata/labels/x", "value": "y"}])
+    }
+
+    #[test]
+    fn a_validating_policy_that_patches_is_refused_as_policy_server_refuses_it() {
+        let response =
+            admission_response(json!("u-1"), ID, false, &outcome(true, add_label())).unwrap();
+        assert_eq!(
+            response,
+            json!({
+                "uid": "u-1",
+                "allowed": false,
+                "status": {"message": "Request rejected by policy clusterwide-jobset-multislice-validate. The policy attempted to mutate the request, but it is currently configured to not allow mutations."},
+                "warnings": ["a warning"],
+            })
+        );
+    }
+
+    #[test]
+    fn a_mutating_policy_sends_its_patch() {
+        let response =
+            admission_response(json!("u-2"), ID, true, &outcome(true, add_label())).unwrap();
+        assert_eq!(response["allowed"], json!(true));
+        assert_eq!(response["patchType"], json!("JSONPatch"));
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(response["patch"].as_str().unwrap())
+            .unwrap();
+        assert_eq!(
+            serde_json::from_slice::<Value>(&bytes).unwrap(),
+            add_label()
+        );
+        assert!(response.get("status").is_none());
+    }
+
+    #[test]
+    fn a_validating_policy_without_patch_gives_its_verdict() {
+        let mut refused = outcome(false, json!([]));
+        refused.message = Some("[T3] no".to_string());
+        let response = admission_response(json!("u-3"), ID, false, &refused).unwrap();
+        assert_eq!(
+            response,
+            json!({
+                "uid": "u-3",
+                "allowed": false,
+                "status": {"message": "[T3] no", "code": 400},
+                "warnings": ["a warning"],
+            })
+        );
+        let mut accepted = outcome(true, json!([]));
+        accepted.patch = None;
+        accepted.warnings.clear();
+        let response = admission_response(json!("u-4"), ID, false, &accepted).unwrap();
+        assert_eq!(response, json!({"uid": "u-4", "allowed": true}));
+    }
+
+    #[test]
+    fn each_policy_is_served_at_its_own_path() {
+        assert_eq!(policy_id("/validate/a?timeout=5s"), Some("a"));
+        assert_eq!(policy_id("/validate/clusterwide-b"), Some("clusterwide-b"));
+        for path in ["/validate/", "/validate/a/b", "/mutate/a", "/"] {
+            assert_eq!(policy_id(path), None, "{path}");
+        }
+    }
 }

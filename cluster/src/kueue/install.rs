@@ -1,8 +1,10 @@
 //! Kueue started on the control plane as its release installs it, but on loopback: its CRDs
 //! (server-side applied, conversion webhooks by URL), its released configuration with
 //! certificate management off, and its webhook configurations under their released names
-//! (`kueue-…`), which sort after `clusterwide-…` and `jobset-…`, so the API server calls our
-//! webhook, then JobSet's, then Kueue's.
+//! (`kueue-…`), which sort after `clusterwide-…` and `jobset-…` and before a namespaced
+//! policy's `namespaced-…`: the API server calls the mutating webhooks in that order (a
+//! cluster-wide mutating policy, JobSet's, Kueue's, a namespaced policy), then every validating
+//! webhook, on the object as it will be stored.
 use super::queues::QUEUE_LABEL;
 use crate::controlplane::{args, crd_files, module_dir, released_by_url, ControlPlane};
 use crate::procs::{free_port, Process, Supervision};
