@@ -226,10 +226,17 @@ cluster-deps:
 cluster-test: policy.wasm cluster-deps jax-venv e2e-deps
 	JAX_PYTHON=$(JAX_PYTHON) cargo test -q --workspace --test cluster
 
-# make cluster-preview FILE=my.yaml [SETTINGS=settings.yaml] [QUEUE_FLAVOR=accelerator:topology]:
-# one JSON report on stdout.
+# make cluster-preview FILE=my.yaml [SETTINGS=settings.yaml]
+#   [QUEUE_FLAVOR=accelerator:topology[,accelerator:topology…]] [QUEUE_DEFAULT=1]:
+# one JSON report on stdout. The policies are the pair, both with SETTINGS. QUEUE_FLAVOR runs
+# Kueue with a TPU flavour of each shape, in that order in the ClusterQueue, and nodes for each;
+# QUEUE_DEFAULT=1 adds a LocalQueue `default` to every namespace the file uses (only then: a
+# default queue would hold GPU and CPU objects in a TPU ClusterQueue too).
+QUEUE_FLAVOR ?=
+QUEUE_DEFAULT ?=
 .PHONY: cluster-preview
 cluster-preview: policy.wasm cluster-deps
 	@$(WORKSPACE_BINS)
 	@$(CARGO_TARGET_DIR)/debug/cluster-preview $(FILE) \
-		--settings "$(SETTINGS)" --queue-flavor "$(QUEUE_FLAVOR)"
+		--settings "$(SETTINGS)" --queue-flavor "$(QUEUE_FLAVOR)" \
+		$(if $(filter 1,$(QUEUE_DEFAULT)),--queue-default)

@@ -2,11 +2,16 @@
 //! Jobs (and Services) to a fresh control plane with fake nodes provisioned to fit them, waits
 //! within a bound until every pod the objects will make exists and is bound, and prints one
 //! JSON report on stdout (progress goes to stderr). It exits 0 when the bound runs out too,
-//! with `"complete": false` and `nodeName: null` where a pod is unbound. With
-//! `--queue-flavor ACCELERATOR:TOPOLOGY` the control plane runs Kueue, and the file's queued
-//! objects go through it: one TPU flavour of that shape, a CPU flavour, quota for everything.
+//! with `"complete": false` and `nodeName: null` where a pod is unbound. The policies are the
+//! recommended pair (mutating and validating), both with the settings given.
 //!
-//! usage: cluster-preview FILE [--settings FILE] [--queue-flavor ACCELERATOR:TOPOLOGY] [--wait SECONDS]
+//! With `--queue-flavor ACCELERATOR:TOPOLOGY[,…]` the control plane runs Kueue, and the file's
+//! queued objects go through it: a TPU flavour of each shape, in that order in one resource
+//! group of the ClusterQueue, each with quota for everything and fake nodes to match, and a CPU
+//! flavour. `--queue-default` adds a LocalQueue `default` to every namespace the file uses, so
+//! that Kueue queues what carries no queue label there.
+//!
+//! usage: cluster-preview FILE [--settings FILE] [--queue-flavor ACCELERATOR:TOPOLOGY[,…]] [--queue-default] [--wait SECONDS]
 use anyhow::{bail, Context, Result};
 use multislice_cluster::agent::NodeAgent;
 use multislice_cluster::{fleet, kueue, run, Binaries, ControlPlane, Options};
@@ -18,6 +23,7 @@ struct Args {
     file: String,
     settings: Option<Value>,
     queue_flavor: Option<String>,
+    queue_default: bool,
     wait: Duration,
 }
 
@@ -27,6 +33,7 @@ fn parse_args() -> Result<Args> {
         file: String::new(),
         settings: None,
         queue_flavor: None,
+        queue_default: false,
         wait: Duration::from_secs(180),
     };
     while let Some(a) = it.next() {
@@ -42,28 +49,34 @@ fn parse_args() -> Result<Args> {
             "--queue-flavor" => {
                 let flavor = it
                     .next()
-                    .context("--queue-flavor needs ACCELERATOR:TOPOLOGY")?;
+                    .context("--queue-flavor needs ACCELERATOR:TOPOLOGY[,…]")?;
                 if !flavor.is_empty() {
                     args.queue_flavor = Some(flavor);
                 }
             }
+            "--queue-default" => args.queue_default = true,
             "--wait" => args.wait = Duration::from_secs(it.next().context("--wait")?.parse()?),
             _ if args.file.is_empty() => args.file = a,
             other => bail!("unexpected argument {other}"),
         }
     }
     if args.file.is_empty() {
-        bail!("usage: cluster-preview FILE [--settings FILE] [--queue-flavor ACCELERATOR:TOPOLOGY] [--wait SECONDS]");
+        bail!("usage: cluster-preview FILE [--settings FILE] [--queue-flavor ACCELERATOR:TOPOLOGY[,…]] [--queue-default] [--wait SECONDS]");
+    }
+    if args.queue_default && args.queue_flavor.is_none() {
+        bail!("--queue-default (QUEUE_DEFAULT=1) needs --queue-flavor (QUEUE_FLAVOR): Kueue runs only then");
     }
     Ok(args)
 }
 
 async fn preview(args: Args) -> Result<Value> {
-    let flavour = args
+    let flavours = args
         .queue_flavor
         .as_deref()
-        .map(kueue::preview_flavour)
-        .transpose()?;
+        .map(kueue::preview_flavours)
+        .transpose()?
+        .unwrap_or_default();
+    let queueing = !flavours.is_empty();
     let text = std::fs::read_to_string(&args.file)
         .with_context(|| format!("cannot read {}", args.file))?;
     let objects: Vec<Value> = yaml_documents(&text)?
@@ -77,24 +90,28 @@ async fn preview(args: Args) -> Result<Value> {
             settings: args.settings,
             lifetime: args.wait + Duration::from_secs(300),
             webhook: true,
-            kueue: flavour.is_some(),
+            kueue: queueing,
         },
     )
     .await?;
     let _agent = NodeAgent::start(plane.cluster.clone(), plane.remaining());
-    // Queued objects get nodes of the flavour's shape, where Kueue will start them.
-    let as_started: Vec<Value> = objects
+    // A queued object gets nodes of each flavour's shape, wherever Kueue will start it.
+    let (queued, unqueued): (Vec<Value>, Vec<Value>) = objects
         .iter()
-        .map(|o| match (&flavour, kueue::queue_name(o)) {
-            (Some(labels), Some(_)) => kueue::as_started_in(o, labels),
-            _ => o.clone(),
-        })
-        .collect();
-    let pools = fleet::pools_for(&as_started, "pool-");
+        .cloned()
+        .partition(|o| queueing && (kueue::queue_name(o).is_some() || args.queue_default));
+    let mut pools = fleet::pools_for(&unqueued, "pool-");
+    for (i, flavour) in flavours.iter().enumerate() {
+        let started: Vec<Value> = queued
+            .iter()
+            .map(|o| kueue::as_started_in(o, &flavour.node_labels))
+            .collect();
+        pools.extend(fleet::pools_for(&started, &format!("pool-f{i}-")));
+    }
     let nodes = fleet::provision(&plane.cluster, &pools).await?;
     eprintln!("{nodes} fake nodes in {} pools", pools.len());
-    if let Some(labels) = &flavour {
-        kueue::queue_into(&plane.cluster, &objects, labels).await?;
+    if queueing {
+        kueue::queue_into(&plane.cluster, &objects, &flavours, args.queue_default).await?;
     }
     let submitted = run::submit(&plane.cluster, &objects).await?;
     let deadline = Instant::now() + args.wait;
@@ -106,7 +123,8 @@ async fn preview(args: Args) -> Result<Value> {
             .cloned()
             .unwrap_or_default();
         let mut expected = run::expected_pods(&object);
-        if flavour.is_some() && s.allowed() && kueue::queue_name(&object).is_some() {
+        // Queued: by its own label, or by the namespace's default LocalQueue.
+        if queueing && s.allowed() && kueue::queue_name(&s.created.body).is_some() {
             eprintln!("waiting for Kueue to start {} {}", s.kind, s.name);
             if !started_by_kueue(&plane, s, deadline).await? {
                 expected = 0;
@@ -121,7 +139,7 @@ async fn preview(args: Args) -> Result<Value> {
     let mut reports = Vec::new();
     for s in &submitted {
         let mut report = run::object_report(s);
-        if flavour.is_some()
+        if queueing
             && s.kind == "JobSet"
             && s.created.body["metadata"]["labels"][kueue::QUEUE_LABEL].is_string()
         {
@@ -176,9 +194,16 @@ async fn queue_report(
         .map(|r| json!({"allowed": r["allowed"], "message": r["message"]}))
         .collect();
     Ok(json!({
+        "queue": s.created.body["metadata"]["labels"][kueue::QUEUE_LABEL],
         "workloads": workloads.iter().map(|w| json!({
             "name": w["metadata"]["name"],
             "conditions": kueue::conditions_text(w),
+            "flavours": w["status"]["admission"]["podSetAssignments"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|a| json!({"podSet": a["name"], "flavors": a["flavors"]}))
+                .collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),
         "unsuspendingUpdates": verdicts,
     }))

@@ -68,15 +68,26 @@ pub fn as_started_in(object: &Value, node_labels: &BTreeMap<String, String>) -> 
 /// TPU flavour, and CPU and memory in a flavour without node labels (drivers and other CPU
 /// pods go to any node their taints allow, and TPU pods take no second set of labels).
 pub fn tpu_cluster_queue(name: &str, tpu_flavour: &str, chips: u64, cpu_flavour: &str) -> Value {
+    tpu_cluster_queue_of(name, &[(tpu_flavour, chips)], cpu_flavour)
+}
+
+/// A ClusterQueue as [`tpu_cluster_queue`], with several TPU flavours in one resource group, in
+/// this order (Kueue tries them in it), each with its quota of chips.
+pub fn tpu_cluster_queue_of(name: &str, tpu_flavours: &[(&str, u64)], cpu_flavour: &str) -> Value {
+    let flavours: Vec<Value> = tpu_flavours
+        .iter()
+        .map(|(flavour, chips)| {
+            json!({"name": flavour,
+                   "resources": [{"name": TPU, "nominalQuota": chips.to_string()}]})
+        })
+        .collect();
     json!({
         "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
         "metadata": {"name": name},
         "spec": {
             "namespaceSelector": {},
             "resourceGroups": [
-                {"coveredResources": [TPU],
-                 "flavors": [{"name": tpu_flavour,
-                              "resources": [{"name": TPU, "nominalQuota": chips.to_string()}]}]},
+                {"coveredResources": [TPU], "flavors": flavours},
                 {"coveredResources": ["cpu", "memory"],
                  "flavors": [{"name": cpu_flavour,
                               "resources": [{"name": "cpu", "nominalQuota": "1000"},
@@ -140,30 +151,43 @@ pub fn queue_name(object: &Value) -> Option<&str> {
 pub fn queue_names(objects: &[Value]) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = objects
         .iter()
-        .filter_map(|o| {
-            Some((
-                o["metadata"]["namespace"]
-                    .as_str()
-                    .unwrap_or("default")
-                    .to_string(),
-                queue_name(o)?.to_string(),
-            ))
-        })
+        .filter_map(|o| Some((namespace_of(o), queue_name(o)?.to_string())))
         .collect();
     out.sort();
     out.dedup();
     out
 }
 
-/// The flavour `make cluster-preview QUEUE_FLAVOR=accelerator:topology` queues into.
-pub fn preview_flavour(spec: &str) -> Result<BTreeMap<String, String>> {
-    let Some((accelerator, topology)) = spec.split_once(':') else {
-        bail!("QUEUE_FLAVOR is ACCELERATOR:TOPOLOGY, such as tpu-v6e-slice:4x4, not {spec:?}");
-    };
-    if accelerator.is_empty() || topology.is_empty() {
-        bail!("QUEUE_FLAVOR is ACCELERATOR:TOPOLOGY, such as tpu-v6e-slice:4x4, not {spec:?}");
+/// One TPU flavour of `make cluster-preview QUEUE_FLAVOR=…`: its name, and the node labels it
+/// selects.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PreviewFlavour {
+    pub name: String,
+    pub node_labels: BTreeMap<String, String>,
+}
+
+/// The flavours `make cluster-preview QUEUE_FLAVOR=accelerator:topology[,…]` queues into, in
+/// the ClusterQueue's order. Each is named after its shape, such as `tpu-v6e-slice-4x4`.
+pub fn preview_flavours(spec: &str) -> Result<Vec<PreviewFlavour>> {
+    let usage = "QUEUE_FLAVOR is ACCELERATOR:TOPOLOGY[,ACCELERATOR:TOPOLOGY…], such as tpu-v6e-slice:4x4,tpu-v6e-slice:2x4";
+    let mut out: Vec<PreviewFlavour> = Vec::new();
+    for item in spec.split(',').map(str::trim) {
+        let Some((accelerator, topology)) = item.split_once(':') else {
+            bail!("{usage}, not {spec:?}");
+        };
+        if accelerator.is_empty() || topology.is_empty() {
+            bail!("{usage}, not {spec:?}");
+        }
+        let name = format!("{accelerator}-{topology}").to_lowercase();
+        if out.iter().any(|f| f.name == name) {
+            bail!("QUEUE_FLAVOR names {accelerator}:{topology} twice");
+        }
+        out.push(PreviewFlavour {
+            name,
+            node_labels: tpu_node_labels(accelerator, topology),
+        });
     }
-    Ok(tpu_node_labels(accelerator, topology))
+    Ok(out)
 }
 
 /// The labels GKE puts on the nodes of a TPU node pool of this shape, which a flavour selects.
@@ -177,37 +201,89 @@ pub fn tpu_node_labels(accelerator: &str, topology: &str) -> BTreeMap<String, St
     .collect()
 }
 
-/// One TPU flavour with these labels, a CPU flavour, a ClusterQueue with room for anything,
-/// and a LocalQueue for every queue name the objects use, in their namespaces.
+/// The TPU flavours, a CPU flavour, a ClusterQueue with room for anything in each flavour, and
+/// a LocalQueue for every queue name the objects use, in their namespaces; with
+/// `default_queue`, a LocalQueue `default` in every namespace of the objects too (Kueue's
+/// LocalQueueDefaulting then queues whatever carries no queue label there).
 pub async fn queue_into(
     cluster: &crate::Cluster,
     objects: &[Value],
-    node_labels: &BTreeMap<String, String>,
+    flavours: &[PreviewFlavour],
+    default_queue: bool,
 ) -> Result<()> {
-    cluster
-        .apply(&resource_flavor("preview-tpu", node_labels))
-        .await?;
+    for flavour in flavours {
+        cluster
+            .apply(&resource_flavor(&flavour.name, &flavour.node_labels))
+            .await?;
+    }
     cluster
         .apply(&resource_flavor("preview-cpu", &BTreeMap::new()))
         .await?;
+    let quotas: Vec<(&str, u64)> = flavours
+        .iter()
+        .map(|f| (f.name.as_str(), 1 << 20))
+        .collect();
     cluster
-        .apply(&tpu_cluster_queue(
-            "preview",
-            "preview-tpu",
-            1 << 20,
-            "preview-cpu",
-        ))
+        .apply(&tpu_cluster_queue_of("preview", &quotas, "preview-cpu"))
         .await?;
-    for (namespace, queue) in queue_names(objects) {
+    let mut queues = queue_names(objects);
+    if default_queue {
+        queues.extend(
+            objects
+                .iter()
+                .map(|o| (namespace_of(o), DEFAULT_QUEUE.to_string())),
+        );
+        queues.sort();
+        queues.dedup();
+    }
+    for (namespace, queue) in &queues {
         cluster
             .apply(&json!({"apiVersion": "v1", "kind": "Namespace",
                            "metadata": {"name": namespace}}))
             .await?;
         cluster
-            .apply(&local_queue(&namespace, &queue, "preview"))
+            .apply(&local_queue(namespace, queue, "preview"))
             .await?;
     }
+    for (namespace, queue) in &queues {
+        wait_local_queue_active(cluster, namespace, queue).await?;
+    }
     Ok(())
+}
+
+/// Waits until Kueue has taken a LocalQueue in (condition `Active`): before that, its webhook
+/// does not queue into it what comes without a queue label.
+pub async fn wait_local_queue_active(
+    cluster: &crate::Cluster,
+    namespace: &str,
+    name: &str,
+) -> Result<()> {
+    let object = local_queue(namespace, name, "");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let found = cluster.get(&object).await?.unwrap_or_default();
+        if is_true(&found, "Active") {
+            return Ok(());
+        }
+        if std::time::Instant::now() > deadline {
+            bail!(
+                "LocalQueue {namespace}/{name} not Active within 60 s: {:?}",
+                conditions_text(&found)
+            );
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    }
+}
+
+/// The LocalQueue Kueue's LocalQueueDefaulting (always on since v0.17) puts an object without
+/// a queue label into, in its namespace.
+pub const DEFAULT_QUEUE: &str = "default";
+
+fn namespace_of(object: &Value) -> String {
+    object["metadata"]["namespace"]
+        .as_str()
+        .unwrap_or("default")
+        .to_string()
 }
 
 /// Our webhook's answers to the UPDATEs that would unsuspend a JobSet (old: suspended, new:
