@@ -7,6 +7,7 @@ mod preview;
 
 use multislice_cluster::agent::NodeAgent;
 use multislice_cluster::fleet::{self, Pool};
+use multislice_cluster::policies;
 use multislice_cluster::run::{self, Submitted};
 use multislice_cluster::{Binaries, ControlPlane, Options};
 use multislice_gen::oracle;
@@ -127,24 +128,23 @@ fn shapes_that_must_run() -> anyhow::Result<Vec<Shape>> {
     Ok(shapes)
 }
 
-/// The same object's CREATE as the fast tests send it: what our webhook received, and the
-/// warnings it answered, must reach the user.
-fn review_of<'a>(
-    reviews: &'a [Value],
-    kind: &str,
-    namespace: &str,
-    name: &str,
-) -> Option<&'a Value> {
-    reviews.iter().find(|r| {
-        r["kind"] == kind
-            && r["operation"] == "CREATE"
-            && r["namespace"] == namespace
-            && (r["object"]["metadata"]["name"] == name
-                || r["name"] == name
-                || r["object"]["metadata"]["generateName"]
-                    .as_str()
-                    .is_some_and(|prefix| name.starts_with(prefix)))
-    })
+/// The same object's CREATE as the fast tests send it, as each of our policies received it (the
+/// mutating ones first, in the order the API server called them): what they received, and the
+/// warnings they answered, must reach the user.
+fn reviews_of<'a>(reviews: &'a [Value], kind: &str, namespace: &str, name: &str) -> Vec<&'a Value> {
+    reviews
+        .iter()
+        .filter(|r| {
+            r["kind"] == kind
+                && r["operation"] == "CREATE"
+                && r["namespace"] == namespace
+                && (r["object"]["metadata"]["name"] == name
+                    || r["name"] == name
+                    || r["object"]["metadata"]["generateName"]
+                        .as_str()
+                        .is_some_and(|prefix| name.starts_with(prefix)))
+        })
+        .collect()
 }
 
 /// What ran: each case's failures, and each shape's real pods (by shape label).
@@ -159,6 +159,18 @@ async fn shapes_run(plane: &ControlPlane) -> anyhow::Result<ShapesRun> {
         .into_iter()
         .filter(|s| filter.split(',').any(|f| s.label.contains(f)))
         .collect();
+    // Each shape's namespace, labelled for the single policy where it rests on a bare queue
+    // label; then a moment for the API server's namespace informer to have the labels.
+    for s in &shapes {
+        let single = s.objects.iter().any(rests_on_bare_label);
+        policies::namespace(
+            &plane.cluster,
+            &s.namespace,
+            single.then_some(policies::SINGLE),
+        )
+        .await?;
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
     let mut results = Vec::new();
     let mut by_shape = BTreeMap::new();
     // A few shapes at a time: JobSet's exclusive placement makes each follower pod wait for its
@@ -177,16 +189,32 @@ async fn shapes_run(plane: &ControlPlane) -> anyhow::Result<ShapesRun> {
 const BATCH: usize = 1;
 
 async fn run_batch(plane: &ControlPlane, shapes: &[Shape], b: usize) -> anyhow::Result<ShapesRun> {
-    let pools: Vec<Pool> = shapes
+    // A shape that rests on a bare queue label leaves its slice shape to a queue: the policy
+    // limits it to the shapes where it fits (a required node affinity, SPEC §4.7), and its
+    // nodes are made for the object as stored, once it is.
+    let late = |s: &Shape| s.objects.iter().any(rests_on_bare_label);
+    let mut pools: Vec<Pool> = shapes
         .iter()
         .enumerate()
+        .filter(|(_, s)| !late(s))
         .flat_map(|(i, s)| fleet::pools_for(&s.objects, &format!("b{b}s{i}-")))
         .collect();
-    let nodes = fleet::provision(&plane.cluster, &pools).await?;
+    let mut nodes = fleet::provision(&plane.cluster, &pools).await?;
     let mut submitted: Vec<Vec<(Submitted, u64)>> = Vec::new();
-    for s in shapes {
+    for (i, s) in shapes.iter().enumerate() {
         let mut with_counts = Vec::new();
-        for sub in run::submit(&plane.cluster, &s.objects).await? {
+        let subs = run::submit(&plane.cluster, &s.objects).await?;
+        if late(s) {
+            let stored: Vec<Value> = subs
+                .iter()
+                .filter(|sub| sub.allowed())
+                .map(|sub| sub.created.body.clone())
+                .collect();
+            let more = fleet::pools_for(&stored, &format!("b{b}s{i}-"));
+            nodes += fleet::provision(&plane.cluster, &more).await?;
+            pools.extend(more);
+        }
+        for sub in subs {
             let object = s
                 .objects
                 .iter()
@@ -246,7 +274,7 @@ async fn run_batch(plane: &ControlPlane, shapes: &[Shape], b: usize) -> anyhow::
         results.push((format!("runs for real: {}", shape.label), Ok(f)));
         by_shape.insert(shape.label.clone(), shape_pods);
     }
-    for (sub, _) in &flat {
+    for (sub, _) in flat.iter().filter(|(s, _)| s.allowed()) {
         plane.cluster.delete(&object_named(sub)).await?;
     }
     fleet::remove(&plane.cluster, &pools).await?;
@@ -385,9 +413,10 @@ async fn check_submitted(
     if sub.kind == "Service" {
         return;
     }
-    // The warnings our webhook answered reach the client as Warning headers.
-    if let Some(review) = review_of(reviews, &sub.kind, &shape.namespace, &sub.name) {
-        check_warnings_reached(f, &what, review, sub);
+    // The warnings our policies answered reach the client as Warning headers.
+    let created = reviews_of(reviews, &sub.kind, &shape.namespace, &sub.name);
+    if !created.is_empty() {
+        check_warnings_reached(f, &what, &created, sub);
     } else if sub.kind == "JobSet" || is_opted_in_job(&sub.created.body) {
         f.0.push(format!("{what}: our webhook never saw its CREATE"));
     }
@@ -431,11 +460,19 @@ async fn check_submitted(
     }
 }
 
-/// The warnings our webhook answered for a CREATE are what the client read from the
-/// `Warning` headers.
-fn check_warnings_reached(f: &mut Failures, what: &str, review: &Value, sub: &Submitted) {
-    let answered: Vec<String> =
-        serde_json::from_value(review["warnings"].clone()).unwrap_or_default();
+/// The warnings our policies answered for a CREATE, in the order they were called, are what
+/// the client read from the `Warning` headers (the API server sends a text once).
+fn check_warnings_reached(f: &mut Failures, what: &str, reviews: &[&Value], sub: &Submitted) {
+    let mut answered: Vec<String> = Vec::new();
+    for review in reviews {
+        let warnings: Vec<String> =
+            serde_json::from_value(review["warnings"].clone()).unwrap_or_default();
+        for w in warnings {
+            if !answered.contains(&w) {
+                answered.push(w);
+            }
+        }
+    }
     f.eq(
         &sub.created.warnings,
         &answered,
@@ -946,11 +983,49 @@ fn comparable(map: &Value) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// Every rule fixture that must fail is refused by the API server with our exact message.
+/// Whether an object's verdict rests on a queue label that no Kueue acts on here: it carries
+/// one, is not suspended, and a TPU replicated job leaves T3's selection to a flavour. The
+/// single policy (role `both`) takes the label for Kueue's suspend to come; the pair judges
+/// the object as stored, unsuspended (the bare-label case). Without Kueue on this control
+/// plane, such an object runs, and the rule table (role `both`) judges it, in a namespace of
+/// the single policy.
+fn rests_on_bare_label(object: &Value) -> bool {
+    let queued = ["labels", "annotations"]
+        .iter()
+        .any(|m| object["metadata"][m]["kueue.x-k8s.io/queue-name"].is_string());
+    queued
+        && object["spec"]["suspend"] != json!(true)
+        && object["spec"]["replicatedJobs"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|r| oracle::is_tpu(r))
+            .any(|r| {
+                let pod = &r["template"]["spec"]["template"];
+                let selector = &pod["spec"]["nodeSelector"];
+                !(selector["cloud.google.com/gke-tpu-accelerator"].is_string()
+                    && (selector["cloud.google.com/gke-tpu-topology"].is_string()
+                        || pod["metadata"]["annotations"]
+                            ["cloud.google.com/gke-tpu-slice-topology"]
+                            .is_string()))
+            })
+}
+
+/// Every rule fixture that must fail is refused by the API server with our exact message,
+/// from the webhook that gives the verdicts: the pair's validating one, or the single policy
+/// for a fixture that rests on a bare queue label. Validating webhooks are called in parallel
+/// and the API server answers with the first refusal to arrive, so where JobSet's own
+/// validation (`vjobset.kb.io`) refuses the object too, its message may come first: then our
+/// verdict is read from the review log.
 async fn rejections(plane: &ControlPlane) -> anyhow::Result<Failures> {
     let mut f = Failures::default();
     let expected = load_yaml(&workspace_root().join("test_data/rules/expected.yaml"))?;
+    let single = plane
+        .webhook_of(policies::SINGLE_MANIFEST)
+        .unwrap_or_default()
+        .to_string();
     let mut tried = 0;
+    let mut by_jobset = Vec::new();
     for (name, want) in expected.as_object().into_iter().flatten() {
         let Some(message) = want["message"].as_str() else {
             continue;
@@ -959,27 +1034,50 @@ async fn rejections(plane: &ControlPlane) -> anyhow::Result<Failures> {
             continue; // this control plane runs the manifest's settings
         }
         let mut object = load_yaml(&workspace_root().join(format!("test_data/rules/{name}.yaml")))?;
-        object["metadata"]["namespace"] = json!("rules");
-        plane
-            .cluster
-            .apply(&json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "rules"}}))
-            .await?;
+        let (namespace, webhook) = if rests_on_bare_label(&object) {
+            (RULES_SINGLE, single.as_str())
+        } else {
+            (RULES, plane.webhook_name.as_str())
+        };
+        object["metadata"]["namespace"] = json!(namespace);
         let created = plane.cluster.create(&object, false).await?;
         tried += 1;
-        f.eq(created.status, 400, &format!("{name}: status"));
-        f.eq(
-            created.message().unwrap_or_default().to_string(),
-            format!(
-                "admission webhook \"{}\" denied the request: {message}",
-                plane.webhook_name
-            ),
-            &format!("{name}: message"),
-        );
+        let got = created.message().unwrap_or_default().to_string();
+        let ours = format!("admission webhook \"{webhook}\" denied the request: {message}");
+        if got.starts_with("admission webhook \"vjobset.kb.io\" denied the request: ") {
+            by_jobset.push(name.clone());
+            let reviews = plane.reviews()?;
+            let kind = object["kind"].as_str().unwrap_or_default();
+            let object_name = object["metadata"]["name"].as_str().unwrap_or_default();
+            let policy = webhook
+                .strip_suffix(".kubewarden.admission")
+                .unwrap_or(webhook);
+            let verdicts: Vec<(&Value, &Value)> =
+                reviews_of(&reviews, kind, namespace, object_name)
+                    .into_iter()
+                    .filter(|r| r["policy"] == policy)
+                    .map(|r| (&r["allowed"], &r["message"]))
+                    .collect();
+            f.eq(
+                verdicts,
+                vec![(&json!(false), &json!(message))],
+                &format!("{name}: our verdict (JobSet's own validation answered first: {got:?})"),
+            );
+        } else {
+            f.eq(created.status, 400, &format!("{name}: status"));
+            f.eq(got, ours, &format!("{name}: message"));
+        }
     }
-    eprintln!("{tried} rule fixtures refused through the API server");
+    eprintln!(
+        "{tried} rule fixtures refused through the API server; JobSet's own validation answered first for {by_jobset:?}"
+    );
     f.check(tried > 0, || "no rule fixture tried".to_string());
     Ok(f)
 }
+
+/// The rule fixtures' namespaces: the pair's, and the single policy's.
+const RULES: &str = "rules";
+const RULES_SINGLE: &str = "rules-single";
 
 /// A TPU node pool of `nodes` v5e hosts (4 chips each) claiming `topology`.
 fn v5e_pool(name: &str, topology: &str, nodes: usize) -> Pool {
@@ -1209,6 +1307,11 @@ async fn main_async() -> anyhow::Result<bool> {
 async fn plain_cases(binaries: &Binaries, report: &mut Report) -> anyhow::Result<()> {
     let mut plane = ControlPlane::start(binaries, Options::default()).await?;
     let _agent = NodeAgent::start(plane.cluster.clone(), plane.remaining());
+    // Labelled long before their case submits, so the API server's namespace informer has the
+    // label by then.
+    for (namespace, deployment) in [(RULES, None), (RULES_SINGLE, Some(policies::SINGLE))] {
+        policies::namespace(&plane.cluster, namespace, deployment).await?;
+    }
     let before = report.failed;
     if part("shapes") {
         match shapes_run(&plane).await {

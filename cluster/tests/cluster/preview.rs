@@ -4,27 +4,90 @@ use super::{Failures, Report};
 use multislice_host::workspace_root;
 use serde_json::{json, Value};
 
+/// One run of `make cluster-preview` on examples/kueue-queued.yaml.
+struct Run<'a> {
+    /// QUEUE_FLAVOR; the last flavour is the one Kueue is expected to use.
+    flavours: &'a str,
+    /// SETTINGS, as YAML.
+    settings: Option<&'a str>,
+    /// QUEUE_DEFAULT=1, on the example without its queue label.
+    queue_default: bool,
+    /// Whether the JobSet fits that flavour and runs, or Kueue's UPDATE is refused.
+    fits: bool,
+}
+
 /// `make cluster-preview FILE=examples/kueue-queued.yaml QUEUE_FLAVOR=…`, run as a user runs
 /// it: the report shows the queued JobSet's pods with the flavour's selectors and their env,
 /// or, in a flavour that does not fit, our refusal of Kueue's unsuspending UPDATE.
-fn preview_in_flavour(flavour: &str, fits: bool) -> anyhow::Result<Failures> {
+fn preview_in_flavour(run: &Run) -> anyhow::Result<Failures> {
     let mut f = Failures::default();
-    let file = workspace_root().join("examples/kueue-queued.yaml");
-    let out = std::process::Command::new("timeout")
+    let scratch = std::env::temp_dir().join(format!(
+        "cluster-preview-case-{}-{}",
+        std::process::id(),
+        run.flavours.replace([':', ','], "-")
+    ));
+    std::fs::create_dir_all(&scratch)?;
+    let mut file = workspace_root().join("examples/kueue-queued.yaml");
+    if run.queue_default {
+        let text = std::fs::read_to_string(&file)?;
+        let unlabelled: String = text
+            .lines()
+            .filter(|l| !l.contains("kueue.x-k8s.io/queue-name"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        file = scratch.join("kueue-queued-unlabelled.yaml");
+        std::fs::write(&file, unlabelled)?;
+    }
+    let settings = match run.settings {
+        Some(yaml) => {
+            let path = scratch.join("settings.yaml");
+            std::fs::write(&path, yaml)?;
+            path.display().to_string()
+        }
+        None => String::new(),
+    };
+    let mut command = std::process::Command::new("timeout");
+    command
         .args(["--kill-after=5", "400"])
         .arg(env!("CARGO_BIN_EXE_cluster-preview"))
         .arg(&file)
-        .args(["--queue-flavor", flavour, "--wait", "150"])
-        .stderr(std::process::Stdio::inherit())
-        .output()?;
+        .args(["--settings", &settings])
+        .args(["--queue-flavor", run.flavours, "--wait", "150"]);
+    if run.queue_default {
+        command.arg("--queue-default");
+    }
+    let out = command.stderr(std::process::Stdio::inherit()).output()?;
+    let _ = std::fs::remove_dir_all(&scratch);
     f.check(out.status.success(), || {
         format!("cluster-preview exited {}", out.status)
     });
     let report: Value = serde_json::from_slice(&out.stdout)
         .map_err(|e| anyhow::anyhow!("cluster-preview printed no JSON report: {e}"))?;
+    let flavour = run.flavours.rsplit(',').next().unwrap_or_default();
+    let fits = run.fits;
     let (accelerator, topology) = flavour.split_once(':').unwrap_or_default();
     f.eq(&report["complete"], &json!(true), "complete");
     let object = &report["objects"][0];
+    f.eq(
+        &object["kueue"]["queue"],
+        &json!(if run.queue_default {
+            "default"
+        } else {
+            "tpu-v5p"
+        }),
+        "queued-v5p: its queue",
+    );
+    let assigned: Vec<&Value> = object["kueue"]["workloads"][0]["flavours"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|a| &a["flavors"]["google.com/tpu"])
+        .collect();
+    f.eq(
+        assigned,
+        vec![&json!(format!("{accelerator}-{topology}"))],
+        "queued-v5p: the flavour Kueue assigned",
+    );
     f.eq(
         &object["allowed"],
         &json!(true),
@@ -95,21 +158,53 @@ fn preview_in_flavour(flavour: &str, fits: bool) -> anyhow::Result<Failures> {
         });
     }
     eprintln!(
-        "kueue: cluster-preview QUEUE_FLAVOR={flavour}: {} pods, unsuspending UPDATEs {:?}",
+        "kueue: cluster-preview QUEUE_FLAVOR={}{}{}: {} pods, unsuspending UPDATEs {:?}",
+        run.flavours,
+        if run.queue_default {
+            " QUEUE_DEFAULT=1"
+        } else {
+            ""
+        },
+        run.settings
+            .map(|s| format!(" SETTINGS={:?}", s.trim()))
+            .unwrap_or_default(),
         pods.len(),
         verdicts.iter().map(|v| &v["allowed"]).collect::<Vec<_>>()
     );
     Ok(f)
 }
 
-/// Both preview runs: a flavour that fits examples/kueue-queued.yaml, and one that does not.
+/// The preview runs: a flavour that fits examples/kueue-queued.yaml; one that does not, with
+/// the narrowing turned off in SETTINGS (which must reach both policies of the pair: the
+/// mutating one would narrow, and Kueue would then skip the flavour and send no UPDATE); and
+/// a list of flavours whose first does not fit, Kueue's default queue taking the example
+/// without its label.
 pub fn cases(report: &mut Report) {
     report.record(
         "make cluster-preview QUEUE_FLAVOR=tpu-v5p-slice:2x2x4 runs examples/kueue-queued.yaml through Kueue",
-        preview_in_flavour("tpu-v5p-slice:2x2x4", true),
+        preview_in_flavour(&Run {
+            flavours: "tpu-v5p-slice:2x2x4",
+            settings: None,
+            queue_default: false,
+            fits: true,
+        }),
     );
     report.record(
-        "make cluster-preview QUEUE_FLAVOR=tpu-v5p-slice:2x2x2 reports our refusal of Kueue's UPDATE",
-        preview_in_flavour("tpu-v5p-slice:2x2x2", false),
+        "make cluster-preview SETTINGS=(narrowQueuedJobSets: false) QUEUE_FLAVOR=tpu-v5p-slice:2x2x2 reports our refusal of Kueue's UPDATE",
+        preview_in_flavour(&Run {
+            flavours: "tpu-v5p-slice:2x2x2",
+            settings: Some("narrowQueuedJobSets: false\n"),
+            queue_default: false,
+            fits: false,
+        }),
+    );
+    report.record(
+        "make cluster-preview QUEUE_FLAVOR=tpu-v5p-slice:2x2x2,tpu-v5p-slice:2x2x4 QUEUE_DEFAULT=1: Kueue's default queue takes the unlabelled JobSet, skips 2x2x2, and it runs in 2x2x4",
+        preview_in_flavour(&Run {
+            flavours: "tpu-v5p-slice:2x2x2,tpu-v5p-slice:2x2x4",
+            settings: None,
+            queue_default: true,
+            fits: true,
+        }),
     );
 }
