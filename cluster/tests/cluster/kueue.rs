@@ -9,7 +9,7 @@ use super::{
 };
 use multislice_cluster::agent::NodeAgent;
 use multislice_cluster::fleet::{self, TPU};
-use multislice_cluster::kueue::{self, is_true};
+use multislice_cluster::kueue::{self, is_true, DEFAULT_QUEUE};
 use multislice_cluster::policies;
 use multislice_cluster::run::{self, Submitted};
 use multislice_cluster::{Binaries, Cluster, ControlPlane, Options};
@@ -54,8 +54,12 @@ const CPU_FLAVOUR: &str = "cpu";
 /// (`multislice-queue`) in namespaces of its own.
 const QUEUE: &str = "multislice-queue";
 
+/// The namespace of examples/admission-policy.yaml.
+const TRAINING: &str = "training";
+
 /// Flavours, ClusterQueues and LocalQueues: `tpu` (4x4, room for anything here), `misfit`
-/// (only 2x4), `skip` (2x4, then 4x4), and `pair` (2x4 quota for two single-slice JobSets). Each namespace is labelled for the deployment that judges it (the pair
+/// (only 2x4), `skip` (2x4, then 4x4), `pair` (2x4 quota for two single-slice JobSets), and
+/// `cpu-two` (CPU for two pods of one core). Each namespace is labelled for the deployment that judges it (the pair
 /// where there is no label; policies.rs), once, long before its case submits anything.
 async fn set_up_queues(cluster: &Cluster) -> anyhow::Result<()> {
     for flavour in [&V6E_4X4, &V6E_2X4] {
@@ -88,12 +92,30 @@ async fn set_up_queues(cluster: &Cluster) -> anyhow::Result<()> {
             CPU_FLAVOUR,
         ))
         .await?;
+    cluster
+        .apply(&json!({
+            "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+            "metadata": {"name": "cpu-two"},
+            "spec": {
+                "namespaceSelector": {},
+                "resourceGroups": [{
+                    "coveredResources": ["cpu", "memory"],
+                    "flavors": [{"name": CPU_FLAVOUR,
+                                 "resources": [{"name": "cpu", "nominalQuota": "2"},
+                                               {"name": "memory", "nominalQuota": "10Ti"}]}],
+                }],
+            },
+        }))
+        .await?;
     for (namespace, local_queue, queue, deployment) in [
         ("kueue-v6e", QUEUE, "tpu", None),
         ("kueue-xpk", QUEUE, "tpu", Some(policies::SINGLE)),
         ("kueue-misfit", QUEUE, "misfit", None),
         ("kueue-skip", QUEUE, "skip", None),
         ("kueue-pair", QUEUE, "pair", None),
+        ("kueue-default", DEFAULT_QUEUE, "tpu", None),
+        (TRAINING, DEFAULT_QUEUE, "tpu", Some(policies::NONE)),
+        ("kueue-j4", QUEUE, "cpu-two", None),
     ] {
         policies::namespace(cluster, namespace, deployment).await?;
         cluster
@@ -232,6 +254,13 @@ async fn queued_jobset_runs(
     };
     let what = format!("JobSet {namespace}/{}", sub.name);
     let created = &sub.created.body;
+    // The JobSet's own queue, or the namespace's default one (Kueue's LocalQueueDefaulting).
+    let queue = kueue::queue_name(created).unwrap_or_default().to_string();
+    f.eq(
+        queue.as_str(),
+        kueue::queue_name(&object).unwrap_or(DEFAULT_QUEUE),
+        &format!("{what}: queue at CREATE"),
+    );
 
     // Kueue reserves quota in the flavour and admits the workload.
     let workload = workload_when(&plane.cluster, &sub, BOUND, |w| is_true(w, "Admitted")).await?;
@@ -312,7 +341,7 @@ async fn queued_jobset_runs(
     check_nothing_lost_jobset(&mut f, &what, &object, &pods);
     check_exclusive_placement(&mut f, &what, &stored, &pods, &plane.cluster).await;
     eprintln!(
-        "kueue: {what}: suspended at CREATE, admitted in {}, {} unsuspending UPDATE(s) allowed, {} pods bound",
+        "kueue: {what}: queued in {queue:?} and suspended at CREATE, admitted in {}, {} unsuspending UPDATE(s) allowed, {} pods bound",
         assigned.join(","),
         updates.len(),
         pods.len()
@@ -660,6 +689,285 @@ async fn topology_aware_scheduling(plane: &ControlPlane) -> anyhow::Result<Failu
     Ok(f)
 }
 
+/// JobSet's own v6e example without its queue label, for a LocalQueue `default` to take.
+fn unlabelled_v6e(namespace: &str, name: &str) -> anyhow::Result<Value> {
+    let mut object = fixture_jobset("test_data/jobsets/jobset-v6e-example.yaml", namespace)?;
+    object["metadata"]["name"] = json!(name);
+    if let Some(labels) = object["metadata"]["labels"].as_object_mut() {
+        labels.remove(kueue::QUEUE_LABEL);
+    }
+    Ok(object)
+}
+
+/// Kueue's LocalQueueDefaulting (always on since v0.17): in a namespace with a LocalQueue
+/// `default`, Kueue's webhook gives a JobSet without a queue label that queue and suspends it,
+/// after the mutating policy has run. The verdicts, given on the object as it will be stored,
+/// wait for the unsuspend; Kueue admits it into the v6e 4x4 flavour and it runs with the env.
+async fn default_queue_runs(plane: &ControlPlane) -> anyhow::Result<Failures> {
+    let object = unlabelled_v6e("kueue-default", "v6e-default")?;
+    queued_jobset_runs(plane, &object, &V6E_4X4).await
+}
+
+/// What a namespaced AdmissionPolicy (examples/admission-policy.yaml, role `both`) sees at a
+/// JobSet's CREATE. Its configuration, `namespaced-<namespace>-<name>`, sorts after JobSet's
+/// (`jobset-…`) and Kueue's (`kueue-…`), and the API server calls mutating webhooks in the
+/// order of their configurations' names: the policy sees JobSet's defaults and Kueue's queue
+/// label and `suspend`. No cluster-wide policy judges the namespace (labelled `none`).
+async fn namespaced_policy_sees(
+    plane: &ControlPlane,
+    installed: &policies::Installed,
+) -> anyhow::Result<Failures> {
+    let mut f = Failures::default();
+    let object = unlabelled_v6e(TRAINING, "v6e-namespaced")?;
+    let mut order: Vec<String> = plane
+        .cluster
+        .list(
+            "admissionregistration.k8s.io/v1",
+            "MutatingWebhookConfiguration",
+            None,
+            None,
+        )
+        .await?
+        .iter()
+        .filter_map(|c| c["metadata"]["name"].as_str().map(str::to_string))
+        .collect();
+    order.sort();
+    let position = |prefix: &str| order.iter().position(|n| n.starts_with(prefix));
+    let ours = position(&installed.configuration);
+    for other in ["jobset-", "kueue-"] {
+        f.check(
+            matches!((position(other), ours), (Some(o), Some(p)) if o < p),
+            || {
+                format!(
+                    "{other}… does not sort before {}: {order:?}",
+                    installed.configuration
+                )
+            },
+        );
+    }
+    let sub = run::submit(&plane.cluster, std::slice::from_ref(&object))
+        .await?
+        .remove(0);
+    let what = format!("JobSet {TRAINING}/{}", sub.name);
+    f.check(sub.allowed(), || {
+        format!("{what}: CREATE refused: {:?}", sub.created.message())
+    });
+    let reviews = plane.reviews()?;
+    let created = reviews_of(&reviews, "JobSet", TRAINING, &sub.name);
+    let policies_called: Vec<&Value> = created.iter().map(|r| &r["policy"]).collect();
+    f.eq(
+        policies_called,
+        vec![&json!(installed.configuration)],
+        &format!("{what}: the policies called at CREATE"),
+    );
+    let Some(review) = created.first() else {
+        return Ok(f);
+    };
+    let seen = &review["object"];
+    let rjob = &seen["spec"]["replicatedJobs"][0]["template"]["spec"];
+    f.eq(
+        &seen["spec"]["suspend"],
+        &json!(true),
+        &format!("{what}: spec.suspend as the policy saw it (Kueue's)"),
+    );
+    f.eq(
+        kueue::queue_name(seen),
+        Some(DEFAULT_QUEUE),
+        &format!("{what}: queue label as the policy saw it (Kueue's)"),
+    );
+    f.eq(
+        &rjob["completionMode"],
+        &json!("Indexed"),
+        &format!("{what}: completionMode as the policy saw it (JobSet's default)"),
+    );
+    f.eq(
+        &review["allowed"],
+        &json!(true),
+        &format!("{what}: the policy's verdict"),
+    );
+    eprintln!(
+        "kueue: namespaced AdmissionPolicy: mutating configurations in the order the API server calls them: {order:?}"
+    );
+    eprintln!(
+        "kueue: namespaced AdmissionPolicy: {} (role both) saw at the CREATE of {what}: spec.suspend={}, labels={}, replicatedJobs[0] completionMode={} podReplacementPolicy={}, spec.network={}, spec.successPolicy={}, spec.startupPolicy={}; answered allowed={} with a patch of {} operations",
+        installed.configuration,
+        seen["spec"]["suspend"],
+        seen["metadata"]["labels"],
+        rjob["completionMode"],
+        rjob["podReplacementPolicy"],
+        seen["spec"]["network"],
+        seen["spec"]["successPolicy"],
+        seen["spec"]["startupPolicy"],
+        review["allowed"],
+        review["patch"].as_array().map_or(0, Vec::len),
+    );
+    if sub.allowed() {
+        plane.cluster.delete(&object_named(&sub)).await?;
+    }
+    Ok(f)
+}
+
+/// An opted-in Indexed Job of 4 CPU pods in the queue of `cpu-two` (room for 2), with
+/// Kueue's partial admission annotations.
+fn partially_admissible_job(name: &str, annotations: &[(&str, &str)]) -> Value {
+    let mut all = serde_json::Map::new();
+    all.insert(
+        "multislice.kubewarden.io/jax-distributed".to_string(),
+        json!("true"),
+    );
+    for (k, v) in annotations {
+        all.insert(k.to_string(), json!(v));
+    }
+    json!({
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": name, "namespace": "kueue-j4",
+                     "labels": {kueue::QUEUE_LABEL: QUEUE}, "annotations": all},
+        "spec": {
+            "completionMode": "Indexed", "parallelism": 4, "completions": 4, "backoffLimit": 0,
+            "template": {"spec": {
+                "subdomain": name, "restartPolicy": "Never",
+                "containers": [{"name": "jax", "image": "python:3.12-slim",
+                                "command": ["python3", "-c", "print('jax')"],
+                                "resources": {"requests": {"cpu": "1", "memory": "64Mi"}}}],
+            }},
+        },
+    })
+}
+
+/// J4 on the real Kueue: an opted-in Job that Kueue may admit partially
+/// (`job-min-parallelism` below `parallelism`) would have its `parallelism` lowered at the
+/// unsuspend, which JAX cannot run with: it is refused at CREATE. Where it is not (a module
+/// without J4), what Kueue then does is reported.
+async fn partial_admission_refused(plane: &ControlPlane) -> anyhow::Result<Failures> {
+    let mut f = Failures::default();
+    let namespace = "kueue-j4";
+    let jobs = [
+        partially_admissible_job("j4-min", &[("kueue.x-k8s.io/job-min-parallelism", "2")]),
+        partially_admissible_job(
+            "j4-equal",
+            &[
+                ("kueue.x-k8s.io/job-min-parallelism", "2"),
+                ("kueue.x-k8s.io/job-completions-equal-parallelism", "true"),
+            ],
+        ),
+    ];
+    let prefix = format!(
+        "admission webhook \"{}\" denied the request: [J4] ",
+        plane.webhook_name
+    );
+    // One after the other: an accepted one holds the quota until it is deleted.
+    for job in &jobs {
+        let name = &job["metadata"]["name"];
+        let service = json!({
+            "apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {"clusterIP": "None", "selector": {"batch.kubernetes.io/job-name": name}},
+        });
+        let subs = run::submit(&plane.cluster, &[service, job.clone()]).await?;
+        let sub = &subs[1];
+        let what = format!("Job {namespace}/{}", sub.name);
+        let message = sub.created.message().unwrap_or_default().to_string();
+        eprintln!(
+            "kueue: J4: {what}: CREATE status {}: {message}",
+            sub.created.status
+        );
+        f.check(!sub.allowed() && message.starts_with(&prefix), || {
+            format!(
+                "{what}: CREATE answered {} {message:?}, want a refusal starting {prefix:?}",
+                sub.created.status
+            )
+        });
+        if sub.allowed() {
+            report_partial_admission(&mut f, plane, sub).await?;
+        }
+        for sub in subs.iter().filter(|s| s.allowed()) {
+            plane.cluster.delete(&object_named(sub)).await?;
+        }
+        if sub.allowed() {
+            // Its Workload goes with it (foreground deletion), and its quota with that.
+            eventually(Duration::from_secs(60), || async {
+                Ok(kueue::workloads_of(&plane.cluster, sub)
+                    .await?
+                    .is_empty()
+                    .then_some(()))
+            })
+            .await?;
+        }
+    }
+    Ok(f)
+}
+
+/// What Kueue does with an accepted, partially admissible Job: the count it admits, and our
+/// verdicts on its unsuspending UPDATEs.
+async fn report_partial_admission(
+    f: &mut Failures,
+    plane: &ControlPlane,
+    sub: &Submitted,
+) -> anyhow::Result<()> {
+    let what = format!("Job {}/{}", sub.namespace, sub.name);
+    let bound = Duration::from_secs(60);
+    let workload = workload_when(&plane.cluster, sub, bound, |w| is_true(w, "QuotaReserved"))
+        .await?
+        .unwrap_or_default();
+    let counts: Vec<&Value> = workload["status"]["admission"]["podSetAssignments"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|a| &a["count"])
+        .collect();
+    let updates = eventually(bound, || async {
+        let reviews = plane.reviews()?;
+        let updates: Vec<Value> = reviews
+            .into_iter()
+            .filter(|r| {
+                r["kind"] == "Job"
+                    && r["operation"] == "UPDATE"
+                    && r["namespace"] == json!(sub.namespace)
+                    && r["name"] == json!(sub.name)
+                    && r["oldObject"]["spec"]["suspend"] == json!(true)
+                    && r["object"]["spec"]["suspend"] == json!(false)
+            })
+            .collect();
+        Ok((!updates.is_empty()).then_some(updates))
+    })
+    .await?
+    .unwrap_or_default();
+    let stored = plane
+        .cluster
+        .get(&sub.created.body)
+        .await?
+        .unwrap_or_default();
+    let verdicts: Vec<String> = updates
+        .iter()
+        .map(|u| {
+            format!(
+                "{} by {} (parallelism {} -> {}, completions {} -> {}): {}",
+                if u["allowed"] == json!(true) {
+                    "allowed"
+                } else {
+                    "refused"
+                },
+                u["policy"].as_str().unwrap_or_default(),
+                u["oldObject"]["spec"]["parallelism"],
+                u["object"]["spec"]["parallelism"],
+                u["oldObject"]["spec"]["completions"],
+                u["object"]["spec"]["completions"],
+                u["message"].as_str().unwrap_or_default()
+            )
+        })
+        .collect();
+    let summary = format!(
+        "{what}: accepted at CREATE; Kueue admitted pod counts {counts:?}; Workload {:?}; {} unsuspending UPDATE(s): {verdicts:?}; stored spec.suspend={} parallelism={}",
+        kueue::conditions_text(&workload),
+        updates.len(),
+        stored["spec"]["suspend"],
+        stored["spec"]["parallelism"],
+    );
+    eprintln!("kueue: J4: {summary}");
+    f.0.push(summary);
+    Ok(())
+}
+
 /// Every Kueue case, on a control plane with Kueue.
 pub async fn cases(binaries: &Binaries, report: &mut Report) -> anyhow::Result<()> {
     let mut plane = ControlPlane::start(
@@ -714,6 +1022,24 @@ pub async fn cases(binaries: &Binaries, report: &mut Report) -> anyhow::Result<(
     report.record(
         "Kueue's Topology Aware Scheduling places each slice of a queued JobSet in one node pool",
         topology_aware_scheduling(&plane).await,
+    );
+    report.record(
+        "a LocalQueue `default` queues JobSet's v6e example without its label: accepted, admitted into its flavour, and it runs",
+        default_queue_runs(&plane).await,
+    );
+    let namespaced = plane
+        .install_policy(policies::NAMESPACED_MANIFEST, &[])
+        .await;
+    report.record(
+        "a namespaced AdmissionPolicy runs after JobSet's and Kueue's webhooks, and sees their defaults",
+        match &namespaced {
+            Ok(installed) => namespaced_policy_sees(&plane, installed).await,
+            Err(e) => Err(anyhow::anyhow!("installing it: {e:#}")),
+        },
+    );
+    report.record(
+        "J4: an opted-in Job that Kueue could admit partially is refused at CREATE",
+        partial_admission_refused(&plane).await,
     );
     if let Err(e) = plane.check_alive() {
         report.record("the Kueue control plane stayed up", Err(e));

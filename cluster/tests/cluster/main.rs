@@ -1079,6 +1079,64 @@ async fn rejections(plane: &ControlPlane) -> anyhow::Result<Failures> {
 const RULES: &str = "rules";
 const RULES_SINGLE: &str = "rules-single";
 
+/// Where the bare-label case submits: a namespace of the pair, and one of the single policy.
+const BARE_PAIR: &str = "bare-pair";
+const BARE_SINGLE: &str = "bare-single";
+/// T3 on JobSet's own v6e example, which selects neither an accelerator nor a topology.
+const V6E_T3: &str = concat!(
+    "[T3] spec.replicatedJobs[0].template.spec.template.spec.nodeSelector: does not select cloud.google.com/gke-tpu-accelerator, so the pods may land on any TPU node; add cloud.google.com/gke-tpu-accelerator (for example \"tpu-v5p-slice\") to the nodeSelector, or a required node affinity with one In value\n",
+    "[T3] spec.replicatedJobs[0].template.spec.template.spec.nodeSelector: does not select cloud.google.com/gke-tpu-topology, so the pods may land on any TPU node; add cloud.google.com/gke-tpu-topology (for example \"2x2x4\") to the nodeSelector, or a required node affinity with one In value",
+);
+
+/// A queue label that no Kueue acts on (this control plane has none): JobSet's own v6e example,
+/// with its label, not suspended, and no topology selector. The pair judges the object as it
+/// will be stored, not suspended, so T3 refuses it at CREATE; the single policy (role `both`)
+/// takes the label for Kueue's suspend to come, and accepts it.
+async fn bare_label(plane: &ControlPlane) -> anyhow::Result<Failures> {
+    let mut f = Failures::default();
+    let file = workspace_root().join("test_data/jobsets/jobset-v6e-example.yaml");
+    let mut outcomes = Vec::new();
+    for namespace in [BARE_PAIR, BARE_SINGLE] {
+        let mut object = shape("bare", &file, 0)?.objects.remove(0);
+        object["metadata"]["namespace"] = json!(namespace);
+        object["metadata"]["name"] = json!("v6e-bare");
+        let sub = run::submit(&plane.cluster, &[object]).await?.remove(0);
+        let message = sub.created.message().unwrap_or_default().to_string();
+        outcomes.push(format!("{namespace}: {} {message}", sub.created.status));
+        if namespace == BARE_PAIR {
+            f.eq(sub.created.status, 400, "the pair: status");
+            f.eq(
+                message,
+                format!(
+                    "admission webhook \"{}\" denied the request: {V6E_T3}",
+                    plane.webhook_name
+                ),
+                "the pair: message",
+            );
+        } else {
+            f.check(sub.allowed(), || {
+                format!("the single policy: refused: {message:?}")
+            });
+            let reviews = plane.reviews()?;
+            let verdicts: Vec<(&Value, &Value)> =
+                reviews_of(&reviews, "JobSet", namespace, "v6e-bare")
+                    .iter()
+                    .map(|r| (&r["policy"], &r["allowed"]))
+                    .collect();
+            f.eq(
+                verdicts,
+                vec![(&json!("clusterwide-jobset-multislice"), &json!(true))],
+                "the single policy: our verdicts at CREATE",
+            );
+        }
+        if sub.allowed() {
+            plane.cluster.delete(&object_named(&sub)).await?;
+        }
+    }
+    eprintln!("bare queue label, no Kueue: {outcomes:?}");
+    Ok(f)
+}
+
 /// A TPU node pool of `nodes` v5e hosts (4 chips each) claiming `topology`.
 fn v5e_pool(name: &str, topology: &str, nodes: usize) -> Pool {
     Pool {
@@ -1309,7 +1367,12 @@ async fn plain_cases(binaries: &Binaries, report: &mut Report) -> anyhow::Result
     let _agent = NodeAgent::start(plane.cluster.clone(), plane.remaining());
     // Labelled long before their case submits, so the API server's namespace informer has the
     // label by then.
-    for (namespace, deployment) in [(RULES, None), (RULES_SINGLE, Some(policies::SINGLE))] {
+    for (namespace, deployment) in [
+        (BARE_PAIR, None),
+        (BARE_SINGLE, Some(policies::SINGLE)),
+        (RULES, None),
+        (RULES_SINGLE, Some(policies::SINGLE)),
+    ] {
         policies::namespace(&plane.cluster, namespace, deployment).await?;
     }
     let before = report.failed;
@@ -1343,6 +1406,10 @@ async fn plain_cases(binaries: &Binaries, report: &mut Report) -> anyhow::Result
         report.record(
             "rule fixtures are refused with our message",
             rejections(&plane).await,
+        );
+        report.record(
+            "a bare queue label defers nothing: the pair refuses by T3 at CREATE, the single policy accepts",
+            bare_label(&plane).await,
         );
     }
     if part("unprotected") {
