@@ -3,6 +3,8 @@
 //! the queue label, reserves quota in a flavour, then unsuspends it with the flavour's node
 //! selectors; that UPDATE goes through our webhook, and the pods the real controllers then
 //! make are checked as in every other shape.
+mod fit;
+
 use super::{
     check_exclusive_placement, check_jobset_pods, check_nothing_lost_jobset,
     check_warnings_reached, object_named, oracle, reviews_of, shape, Failures, Report,
@@ -84,6 +86,26 @@ async fn set_up_queues(cluster: &Cluster) -> anyhow::Result<()> {
             ))
             .await?;
     }
+    // A flavour that labels only the accelerator (xpk's autoprovisioning flavours), in a
+    // resource group of its own.
+    cluster
+        .apply(&kueue::resource_flavor(
+            fit::V6E_ANY,
+            &[(
+                "cloud.google.com/gke-tpu-accelerator".to_string(),
+                V6E_4X4.accelerator.to_string(),
+            )]
+            .into_iter()
+            .collect(),
+        ))
+        .await?;
+    cluster
+        .apply(&kueue::tpu_cluster_queue_of(
+            "any-v6e",
+            &[(fit::V6E_ANY, 256)],
+            CPU_FLAVOUR,
+        ))
+        .await?;
     // The flavour that does not fit first: Kueue tries them in this order.
     cluster
         .apply(&kueue::tpu_cluster_queue_of(
@@ -112,8 +134,11 @@ async fn set_up_queues(cluster: &Cluster) -> anyhow::Result<()> {
         ("kueue-xpk", QUEUE, "tpu", Some(policies::SINGLE)),
         ("kueue-misfit", QUEUE, "misfit", None),
         ("kueue-skip", QUEUE, "skip", None),
+        ("kueue-skip-single", QUEUE, "skip", Some(policies::SINGLE)),
+        ("kueue-any", QUEUE, "any-v6e", None),
+        ("kueue-g5", QUEUE, "skip", None),
         ("kueue-pair", QUEUE, "pair", None),
-        ("kueue-default", DEFAULT_QUEUE, "tpu", None),
+        ("kueue-default", DEFAULT_QUEUE, "skip", None),
         (TRAINING, DEFAULT_QUEUE, "tpu", Some(policies::NONE)),
         ("kueue-j4", QUEUE, "cpu-two", None),
     ] {
@@ -432,6 +457,7 @@ async fn misfit_flavour_is_skipped(plane: &ControlPlane) -> anyhow::Result<Failu
         V6E_2X4.name,
         updates.len(),
     );
+    fit::waits_then_runs_once_a_flavour_fits(&mut f, plane, &sub, "misfit").await?;
     plane.cluster.delete(&object_named(&sub)).await?;
     Ok(f)
 }
@@ -702,7 +728,8 @@ fn unlabelled_v6e(namespace: &str, name: &str) -> anyhow::Result<Value> {
 /// Kueue's LocalQueueDefaulting (always on since v0.17): in a namespace with a LocalQueue
 /// `default`, Kueue's webhook gives a JobSet without a queue label that queue and suspends it,
 /// after the mutating policy has run. The verdicts, given on the object as it will be stored,
-/// wait for the unsuspend; Kueue admits it into the v6e 4x4 flavour and it runs with the env.
+/// wait for the unsuspend; Kueue skips the 2x4 flavour its narrowing rules out, admits it into
+/// 4x4, and it runs with the env.
 async fn default_queue_runs(plane: &ControlPlane) -> anyhow::Result<Failures> {
     let object = unlabelled_v6e("kueue-default", "v6e-default")?;
     queued_jobset_runs(plane, &object, &V6E_4X4).await
@@ -1002,7 +1029,7 @@ pub async fn cases(binaries: &Binaries, report: &mut Report) -> anyhow::Result<(
         .await,
     );
     report.record(
-        "a flavour that does not fit is skipped by Kueue (the policy's required node affinity): the JobSet stays queued, and no UPDATE is refused",
+        "a flavour that does not fit is skipped by Kueue (the policy's required node affinity): the JobSet waits with Kueue's reason and Event, holds no quota, gets no UPDATE, and runs once 4x4 joins the queue",
         misfit_flavour_is_skipped(&plane).await,
     );
     report.record(
@@ -1016,6 +1043,24 @@ pub async fn cases(binaries: &Binaries, report: &mut Report) -> anyhow::Result<(
         .await,
     );
     report.record(
+        "single policy (role both): a queue of 2x4, then 4x4: Kueue admits JobSet's own v6e example into 4x4, and it runs",
+        queued_fixture_runs(
+            &plane,
+            "test_data/jobsets/jobset-v6e-example.yaml",
+            "kueue-skip-single",
+            &V6E_4X4,
+        )
+        .await,
+    );
+    report.record(
+        "a flavour that labels only the accelerator: Kueue admits JobSet's own v6e example, our UPDATE allows it, and the scheduler puts it on 4x4 nodes",
+        fit::accelerator_only_flavour(&plane).await,
+    );
+    report.record(
+        "G5: a queued slice group of two replicated jobs left with five shapes is refused at CREATE",
+        fit::g5_refused_at_create(&plane).await,
+    );
+    report.record(
         "quota for two JobSets, three submitted: the third waits, then runs when the first finishes",
         third_waits_for_quota(&plane, &agent).await,
     );
@@ -1024,7 +1069,7 @@ pub async fn cases(binaries: &Binaries, report: &mut Report) -> anyhow::Result<(
         topology_aware_scheduling(&plane).await,
     );
     report.record(
-        "a LocalQueue `default` queues JobSet's v6e example without its label: accepted, admitted into its flavour, and it runs",
+        "a LocalQueue `default` (into 2x4, then 4x4) queues JobSet's v6e example without its label: accepted, admitted into 4x4, and it runs",
         default_queue_runs(&plane).await,
     );
     let namespaced = plane
