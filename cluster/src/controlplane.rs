@@ -5,17 +5,17 @@
 //! stay when asked to.
 use crate::kube_api::Cluster;
 use crate::pki::Pki;
-use crate::policies::{Deployment, Installed, Served};
+pub use crate::policies::KUBEWARDEN_NAMESPACE;
+use crate::policies::{Deployment, Installed, Manifest, Served};
 use crate::procs::{free_port, Process, Supervision};
 use anyhow::{anyhow, bail, Context, Result};
-use multislice_host::workspace_root;
+use multislice_host::webhook::{WebhookConfig, WebhookPolicy, WebhookServer};
+use multislice_host::{workspace_root, Policy};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// The namespace Kubewarden's controller keeps out of every policy (its own).
-pub const KUBEWARDEN_NAMESPACE: &str = "kubewarden";
 
 /// The Go-built components, as `cluster/deps.sh` reports them.
 #[derive(Debug, Clone)]
@@ -498,5 +498,91 @@ pub(crate) fn released_by_url(configuration: &mut Value, prefix: &str, port: u16
             .to_string();
         webhook["clientConfig"] =
             json!({"url": format!("https://127.0.0.1:{port}{path}"), "caBundle": ca});
+    }
+}
+
+/// Our policies on this control plane (their manifests and configurations: policies.rs).
+impl ControlPlane {
+    /// Our webhook server, and the policies of the deployment: each manifest's webhook
+    /// configuration, pointed at its path.
+    pub(crate) async fn install_policies(
+        &mut self,
+        overriding: Option<Value>,
+        deployment: Deployment,
+    ) -> Result<()> {
+        let module = Arc::new(Policy::load(&multislice_host::default_wasm_path())?);
+        let server = WebhookServer::start(WebhookConfig {
+            policies: Vec::new(),
+            cert: self.pki.serving_cert(),
+            key: self.pki.serving_key(),
+            log: Some(self.reviews.clone()),
+            lifetime: self.remaining(),
+        })?;
+        self.served = Some(Served {
+            server,
+            module,
+            overriding,
+        });
+        self.deployment = deployment;
+        for (path, scope) in deployment.manifests() {
+            let installed = self.install_policy(path, &scope).await?;
+            // The webhook whose verdicts a namespace of the deployment sees: the validating
+            // one of the pair, or the single policy.
+            if !installed.mutating || deployment == Deployment::Single {
+                self.webhook_name = installed.webhook.clone();
+                self.settings = installed.settings.clone();
+            }
+        }
+        Ok(())
+    }
+
+    /// The webhook of an installed manifest (such as [`SINGLE_MANIFEST`]).
+    pub fn webhook_of(&self, manifest: &str) -> Option<&str> {
+        self.installed
+            .iter()
+            .find(|i| i.manifest == manifest)
+            .map(|i| i.webhook.as_str())
+    }
+
+    /// Installs one more policy manifest (such as [`NAMESPACED_MANIFEST`]) on the running
+    /// webhook server, with the control plane's settings override, scoped by `scope`.
+    pub async fn install_policy(&mut self, path: &str, scope: &[Value]) -> Result<Installed> {
+        let Some(served) = &self.served else {
+            bail!("this control plane runs without our webhook");
+        };
+        let manifest = Manifest::load(path)?;
+        let settings = manifest.settings(served.overriding.as_ref());
+        let outcome = served.module.validate_settings(&settings)?;
+        if !outcome.valid {
+            bail!(
+                "the policy refuses the settings of {path}: {:?}",
+                outcome.message
+            );
+        }
+        let id = manifest.unique_name()?;
+        served.server.serve(WebhookPolicy {
+            id: id.clone(),
+            policy: served.module.clone(),
+            settings: settings.clone(),
+            mutating: manifest.mutating(),
+        })?;
+        let configuration = manifest.webhook_configuration(
+            &served.server.url(&id),
+            &self.pki.ca_bundle_base64()?,
+            scope,
+        )?;
+        self.cluster.apply(&configuration).await?;
+        let installed = Installed {
+            manifest: path.to_string(),
+            configuration: id,
+            webhook: configuration["webhooks"][0]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+            mutating: manifest.mutating(),
+            settings,
+        };
+        self.installed.push(installed.clone());
+        Ok(installed)
     }
 }

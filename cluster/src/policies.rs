@@ -8,13 +8,15 @@
 //! validating ClusterAdmissionPolicy from one module), and the single `both` policy beside it:
 //! a namespace label chooses which one a namespace sees. `CLUSTER_DEPLOYMENT=single` installs
 //! only the single policy, everywhere: the deployment of a module that has no `role` setting.
-use crate::controlplane::{ControlPlane, KUBEWARDEN_NAMESPACE};
 use crate::kube_api::Cluster;
 use anyhow::{anyhow, bail, Result};
-use multislice_host::webhook::{WebhookConfig, WebhookPolicy, WebhookServer};
+use multislice_host::webhook::WebhookServer;
 use multislice_host::{workspace_root, Policy};
 use serde_json::{json, Value};
 use std::sync::Arc;
+
+/// The namespace Kubewarden's controller keeps out of every policy (its own).
+pub const KUBEWARDEN_NAMESPACE: &str = "kubewarden";
 
 /// The single policy, role `both` (Kubewarden names its configuration `clusterwide-<name>`).
 pub const SINGLE_MANIFEST: &str = "examples/cluster-admission-policy.yaml";
@@ -57,7 +59,7 @@ impl Deployment {
     }
 
     /// Each manifest it installs, with the matchExpressions that scope it to its namespaces.
-    fn manifests(self) -> Vec<(&'static str, Vec<Value>)> {
+    pub(crate) fn manifests(self) -> Vec<(&'static str, Vec<Value>)> {
         let label = |operator: &str, values: &[&str]| {
             vec![json!({"key": DEPLOYMENT_LABEL, "operator": operator, "values": values})]
         };
@@ -221,9 +223,9 @@ impl Manifest {
 /// What the control plane serves: one webhook server for every policy, the module they share,
 /// and the settings that override each manifest's.
 pub(crate) struct Served {
-    server: WebhookServer,
-    module: Arc<Policy>,
-    overriding: Option<Value>,
+    pub(crate) server: WebhookServer,
+    pub(crate) module: Arc<Policy>,
+    pub(crate) overriding: Option<Value>,
 }
 
 /// One installed policy: its configuration's and its webhook's names.
@@ -234,91 +236,6 @@ pub struct Installed {
     pub webhook: String,
     pub mutating: bool,
     pub settings: Value,
-}
-
-impl ControlPlane {
-    /// Our webhook server, and the policies of the deployment: each manifest's webhook
-    /// configuration, pointed at its path.
-    pub(crate) async fn install_policies(
-        &mut self,
-        overriding: Option<Value>,
-        deployment: Deployment,
-    ) -> Result<()> {
-        let module = Arc::new(Policy::load(&multislice_host::default_wasm_path())?);
-        let server = WebhookServer::start(WebhookConfig {
-            policies: Vec::new(),
-            cert: self.pki.serving_cert(),
-            key: self.pki.serving_key(),
-            log: Some(self.reviews.clone()),
-            lifetime: self.remaining(),
-        })?;
-        self.served = Some(Served {
-            server,
-            module,
-            overriding,
-        });
-        self.deployment = deployment;
-        for (path, scope) in deployment.manifests() {
-            let installed = self.install_policy(path, &scope).await?;
-            // The webhook whose verdicts a namespace of the deployment sees: the validating
-            // one of the pair, or the single policy.
-            if !installed.mutating || deployment == Deployment::Single {
-                self.webhook_name = installed.webhook.clone();
-                self.settings = installed.settings.clone();
-            }
-        }
-        Ok(())
-    }
-
-    /// The webhook of an installed manifest (such as [`SINGLE_MANIFEST`]).
-    pub fn webhook_of(&self, manifest: &str) -> Option<&str> {
-        self.installed
-            .iter()
-            .find(|i| i.manifest == manifest)
-            .map(|i| i.webhook.as_str())
-    }
-
-    /// Installs one more policy manifest (such as [`NAMESPACED_MANIFEST`]) on the running
-    /// webhook server, with the control plane's settings override, scoped by `scope`.
-    pub async fn install_policy(&mut self, path: &str, scope: &[Value]) -> Result<Installed> {
-        let Some(served) = &self.served else {
-            bail!("this control plane runs without our webhook");
-        };
-        let manifest = Manifest::load(path)?;
-        let settings = manifest.settings(served.overriding.as_ref());
-        let outcome = served.module.validate_settings(&settings)?;
-        if !outcome.valid {
-            bail!(
-                "the policy refuses the settings of {path}: {:?}",
-                outcome.message
-            );
-        }
-        let id = manifest.unique_name()?;
-        served.server.serve(WebhookPolicy {
-            id: id.clone(),
-            policy: served.module.clone(),
-            settings: settings.clone(),
-            mutating: manifest.mutating(),
-        })?;
-        let configuration = manifest.webhook_configuration(
-            &served.server.url(&id),
-            &self.pki.ca_bundle_base64()?,
-            scope,
-        )?;
-        self.cluster.apply(&configuration).await?;
-        let installed = Installed {
-            manifest: path.to_string(),
-            configuration: id,
-            webhook: configuration["webhooks"][0]["name"]
-                .as_str()
-                .unwrap_or_default()
-                .to_string(),
-            mutating: manifest.mutating(),
-            settings,
-        };
-        self.installed.push(installed.clone());
-        Ok(installed)
-    }
 }
 
 /// Creates a namespace (if missing) and labels it for a deployment (`Some(SINGLE)`,
