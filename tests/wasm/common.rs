@@ -22,6 +22,14 @@ pub fn validate(request: &Value, settings: &Value) -> Outcome {
         .unwrap_or_else(|e| panic!("host error: {e:#}"))
 }
 
+/// The policy's answer to a JobSet's CREATE.
+pub fn create(jobset: &Value, settings: &Value) -> Outcome {
+    validate(
+        &admission_request(Kind::JobSet, "CREATE", jobset, None),
+        settings,
+    )
+}
+
 /// The object after the host applied the outcome's patch.
 pub fn patched(object: &Value, outcome: &Outcome) -> Value {
     match &outcome.patch {

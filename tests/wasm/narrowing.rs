@@ -10,13 +10,6 @@ use serde_json::{json, Value};
 const ACC: &str = "cloud.google.com/gke-tpu-accelerator";
 const TOPO: &str = "cloud.google.com/gke-tpu-topology";
 
-fn create(jobset: &Value, settings: &Value) -> multislice_host::Outcome {
-    validate(
-        &admission_request(Kind::JobSet, "CREATE", jobset, None),
-        settings,
-    )
-}
-
 /// JobSet's v6e example (queued, no selectors), with `pod_spec` merged into its pod spec.
 fn v6e_example_with(pod_spec: Value) -> Value {
     let mut jobset = fixture_request("jobset-v6e-example", JobSetApi::V09)["object"].clone();

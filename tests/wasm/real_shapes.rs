@@ -15,13 +15,6 @@ const QUEUE: &str = "kueue.x-k8s.io/queue-name";
 const POD_SPEC: &str = "/spec/replicatedJobs/0/template/spec/template/spec";
 const POD_ANNOTATIONS: &str = "/spec/replicatedJobs/0/template/spec/template/metadata/annotations";
 
-fn create(jobset: &Value, settings: &Value) -> multislice_host::Outcome {
-    validate(
-        &admission_request(Kind::JobSet, "CREATE", jobset, None),
-        settings,
-    )
-}
-
 fn update(new: &Value, old: &Value, settings: &Value) -> multislice_host::Outcome {
     validate(
         &admission_request(Kind::JobSet, "UPDATE", new, Some(old)),

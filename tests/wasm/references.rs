@@ -30,13 +30,6 @@ fn set_env(jobset: &mut Value, rjob: usize, container: usize, env: Value) {
         [container]["env"] = env;
 }
 
-fn create(jobset: &Value, settings: &Value) -> multislice_host::Outcome {
-    validate(
-        &admission_request(Kind::JobSet, "CREATE", jobset, None),
-        settings,
-    )
-}
-
 /// The JobSet CREATE warnings of `fixture` (served as JobSet v0.9) after `edit`.
 fn warnings_of(fixture: &str, edit: impl Fn(&mut Value)) -> Vec<String> {
     let mut jobset = fixture_request(fixture, JobSetApi::V09)["object"].clone();
