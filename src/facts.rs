@@ -69,8 +69,8 @@ pub struct OffsetFacts {
 pub struct JaxFacts {
     pub total: u32,
     pub offset: u32,
-    /// The pod that runs process 0, `<rjob>-<jobIndex>-<podIndex>`. Absent in facts written
-    /// before it existed, where the top-level `coordinator` was the JAX one too.
+    /// The pod that runs process 0, `<rjob>-<jobIndex>-<podIndex>`; absent when no member of
+    /// the group has pods.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub coordinator: Option<String>,
     /// The id the numbering gives the coordinator pod before the swap (0 when it is pod 0).

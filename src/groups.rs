@@ -282,14 +282,6 @@ mod tests {
     }
 
     #[test]
-    fn usize_is_as_wide_as_the_target() {
-        #[cfg(target_arch = "wasm32")]
-        assert_eq!(usize::BITS, 32);
-        #[cfg(target_pointer_width = "64")]
-        assert_eq!(usize::BITS, 64);
-    }
-
-    #[test]
     fn replicas_times_parallelism_beyond_u32_is_an_error_not_a_wrap() {
         let settings = Settings {
             jax_env: JaxEnv::Always,

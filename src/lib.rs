@@ -12,6 +12,7 @@ pub mod facts;
 pub mod json;
 pub mod keys;
 pub mod quantity;
+pub mod spelling;
 
 // Configuration: the settings, the accelerator table they extend, and which slices of it fit.
 pub mod accelerators;
@@ -21,10 +22,11 @@ pub mod slice_fit;
 // Views: read-only, typed views over the raw JobSet, Job, pod and pod spec.
 pub mod views;
 
-// Plans: pure functions of the views. The JobSet's groups and the facts for its pods; node
-// placement, and the slice shapes a queued JobSet is narrowed to; the validation rules and
-// their violations; each pod's env.
+// Plans: pure functions of the views. The JobSet's groups and the facts for its pods, and an
+// opted-in Job's; node placement, and the slice shapes a queued JobSet is narrowed to; the
+// validation rules and their violations; each pod's env and metadata.
 pub mod groups;
+pub mod job_plan;
 pub mod narrowing;
 pub mod placement;
 pub mod pods;

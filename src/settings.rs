@@ -246,28 +246,13 @@ fn read_port(slot: &mut u16, key: &str, v: &Value, errors: &mut Vec<String>) {
 }
 
 fn unknown_key_message(key: &str) -> String {
+    use crate::spelling::edit_distance;
     let nearest = KEYS
         .iter()
         .min_by_key(|known| edit_distance(&key.to_ascii_lowercase(), &known.to_ascii_lowercase()))
         .copied()
         .unwrap_or(KEYS[0]);
     format!("unknown setting {key:?}; did you mean {nearest:?}?")
-}
-
-/// Levenshtein distance, for suggesting the setting (or the key) a typo meant.
-pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let substitution = diagonal + usize::from(ca != *cb);
-            diagonal = row[j + 1];
-            row[j + 1] = substitution.min(row[j] + 1).min(row[j + 1] + 1);
-        }
-    }
-    row[b.len()]
 }
 
 /// Kubernetes qualified name (label keys, resource names): `[prefix/]name`, where the prefix is a

@@ -19,7 +19,6 @@ use crate::views::container_env::{self, metadata_key, WantedVar};
 use crate::views::job_view::JobView;
 use crate::views::jobset_view::{JobSetView, ReplicatedJob};
 use crate::views::pod_spec::ContainerView;
-use serde_json::Value;
 
 /// The warnings for a JobSet about to be admitted with `facts`: each replicated job whose
 /// pods get the policy's env and whose template sets some of it, compared on its sampled pods.
@@ -229,27 +228,13 @@ impl Template<'_> {
         c.path(self.spec_path)
     }
 
-    fn entries<'c>(
-        &self,
-        c: &ContainerView<'c>,
-    ) -> Result<Vec<container_env::UserEntry<'c>>, InputError> {
-        container_env::user_entries(c.object, &self.container_path(c))
-    }
-
     /// Whether any container names a variable the policy may inject; most templates name
     /// none, and this is what every JobSet CREATE pays for them, so it reads the names only.
     /// A malformed env is the pods' problem, reported at pod admission.
     fn sets_any(&self) -> bool {
-        self.containers.iter().any(|c| {
-            let env = c.object.get("env").and_then(Value::as_array);
-            env.is_some_and(|env| {
-                env.iter().any(|e| {
-                    e.get("name")
-                        .and_then(Value::as_str)
-                        .is_some_and(|n| keys::POLICY_ENV.contains(&n))
-                })
-            })
-        })
+        self.containers
+            .iter()
+            .any(|c| c.names_any(&keys::POLICY_ENV))
     }
 }
 
@@ -277,7 +262,7 @@ fn compare(
             continue;
         }
         let c_path = template.container_path(container);
-        let entries = template.entries(container)?;
+        let entries = container.user_entries()?;
         let injected: Vec<WantedVar> = vars
             .iter()
             .filter(|v| !entries.iter().any(|e| e.name == v.name))

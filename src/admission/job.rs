@@ -4,7 +4,7 @@ use super::heads::LabelsHead;
 use super::references;
 use super::verdict::{rejection, Verdict};
 use crate::error::InputError;
-use crate::facts::JobFacts;
+use crate::job_plan;
 use crate::mutate;
 use crate::rules;
 use crate::settings::{JaxEnv, Settings};
@@ -69,10 +69,7 @@ pub(super) fn admit_create(mut object: Value, settings: &Settings) -> Result<Ver
         if settings.jax_env == JaxEnv::Never {
             return Ok(Verdict::with(None, references));
         }
-        // Where the rules ran, J3 holds: completions is set and equals parallelism. Where they
-        // did not (the role `mutate`), the validating policy refuses any other Job.
-        let completions = view.completions.unwrap_or(view.parallelism);
-        let job = JobFacts { completions };
+        let job = job_plan::job_facts(&view);
         let mut warnings = if settings.role.judges() {
             contradictions::job_warnings(&view, &job, settings)?
         } else {
@@ -82,7 +79,7 @@ pub(super) fn admit_create(mut object: Value, settings: &Settings) -> Result<Ver
         if !settings.role.mutates() {
             return Ok(Verdict::with(None, warnings));
         }
-        let facts = mutate::stamp_job::facts(&view, job);
+        let facts = job_plan::facts(&view, job);
         (mutate::stamp_job::change(&view, &facts), warnings)
     };
     let Some(annotation) = annotation else {

@@ -66,24 +66,15 @@ pub(super) fn admit_create(mut object: Value, settings: &Settings) -> Result<Ver
     Ok(Verdict::with(Some(object), warnings))
 }
 
-fn findings_of(object: &Value, settings: &Settings) -> Result<Findings, InputError> {
-    let view = JobSetView::parse(object, &settings.tpu_resource)?;
-    rules::judge(&view, settings, Moment::Update)
-}
-
-/// ElasticJobSet resizes that would leave stamped values stale (SPEC §5, E1). Objects that
-/// cannot be read have no sizes to compare; their problem is reported by the findings.
-fn stale_resizes(object: &Value, old: Option<&Value>, settings: &Settings) -> Vec<Violation> {
-    let Some(old) = old else {
-        return Vec::new();
-    };
-    match (
-        JobSetView::parse(old, &settings.tpu_resource),
-        JobSetView::parse(object, &settings.tpu_resource),
-    ) {
-        (Ok(old), Ok(new)) => rules::elastic::stale_resizes(&old, &new, settings),
-        _ => Vec::new(),
-    }
+fn findings_of(
+    view: &Result<JobSetView, InputError>,
+    settings: &Settings,
+) -> Result<Findings, InputError> {
+    rules::judge(
+        view.as_ref().map_err(Clone::clone)?,
+        settings,
+        Moment::Update,
+    )
 }
 
 /// JobSet UPDATE never mutates (`replicatedJobs` are immutable), and judges only what the
@@ -91,8 +82,10 @@ fn stale_resizes(object: &Value, old: Option<&Value>, settings: &Settings) -> Ve
 /// blocking an update the user cannot fix helps nobody. Unsuspending is a change: T3 and T4
 /// were deferred on the suspended old object, so their violations count as new.
 pub(super) fn admit_update(object: &Value, old: Option<&Value>, settings: &Settings) -> Verdict {
-    let before = old.map(|o| findings_of(o, settings));
-    let after = match findings_of(object, settings) {
+    let parse = |o| JobSetView::parse(o, &settings.tpu_resource);
+    let (old_view, new_view) = (old.map(parse), parse(object));
+    let before = old_view.as_ref().map(|v| findings_of(v, settings));
+    let after = match findings_of(&new_view, settings) {
         Ok(f) => f,
         Err(e) if matches!(&before, Some(Err(old_e)) if *old_e == e) => return Verdict::accept(),
         Err(e) => return e.into(),
@@ -111,7 +104,11 @@ pub(super) fn admit_update(object: &Value, old: Option<&Value>, settings: &Setti
         .into_iter()
         .filter(|w| !old_warnings.contains(w))
         .collect();
-    new_violations.extend(stale_resizes(object, old, settings));
+    // ElasticJobSet resizes that would leave stamped values stale (SPEC §5, E1). Objects that
+    // cannot be read have no sizes to compare; their problem is reported by the findings.
+    if let (Some(Ok(old)), Ok(new)) = (&old_view, &new_view) {
+        new_violations.extend(rules::elastic::stale_resizes(old, new, settings));
+    }
     if new_violations.is_empty() {
         Verdict::with(None, new_warnings)
     } else {

@@ -12,12 +12,11 @@
 //! malformed env is the pods' problem, reported at pod admission.
 use crate::json::{self, Object};
 use crate::keys;
-use crate::settings::edit_distance;
+use crate::spelling::edit_distance;
 use crate::views::container_env::metadata_key;
 use crate::views::job_view::JobView;
 use crate::views::jobset_view::JobSetView;
 use crate::views::pod_spec::ContainerView;
-use serde_json::Value;
 
 /// Why a key never resolves on a template's pods.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -131,16 +130,15 @@ impl Template<'_> {
     /// whose `fieldRef` key `judge` finds missing and the template does not set.
     fn scan(&self, judge: &dyn Fn(&str) -> Option<Why>, out: &mut Vec<String>) {
         for c in self.containers {
-            let env = c.object.get("env").and_then(Value::as_array);
-            let Some(env) = env else { continue };
+            let Ok(env) = &c.env else { continue };
             for (e, entry) in env.iter().enumerate() {
-                let Some((map, key)) = field_ref(entry).and_then(metadata_key) else {
+                let Some((map, key)) = entry.field_path.and_then(metadata_key) else {
                     continue;
                 };
                 let Some(why) = judge(key).filter(|_| !self.sets(key)) else {
                     continue;
                 };
-                let var = entry.get("name").and_then(Value::as_str).unwrap_or("");
+                let var = entry.name.unwrap_or("");
                 let singular = if map == "labels" {
                     "label"
                 } else {
@@ -155,15 +153,6 @@ impl Template<'_> {
             }
         }
     }
-}
-
-/// `valueFrom.fieldRef.fieldPath` of an env entry.
-fn field_ref(entry: &Value) -> Option<&str> {
-    entry
-        .get("valueFrom")?
-        .get("fieldRef")?
-        .get("fieldPath")?
-        .as_str()
 }
 
 /// The known key a typo most likely meant: within two edits, else none. Keys longer than any
@@ -183,6 +172,7 @@ fn nearest(key: &str, known: impl Iterator<Item = &'static str>) -> Option<&'sta
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
     use serde_json::json;
 
     fn jobset(env: Value, coordinator: bool) -> Value {

@@ -2,7 +2,6 @@
 //! is wanted first and returns `None` when the object already has it, so an object that is
 //! already right gets no patch (idempotence), as kubewarden's pod-ndots policy does.
 pub mod affinity;
-pub mod env;
 pub mod pod_patch;
 pub mod stamp_job;
 pub mod stamp_jobset;

@@ -1,25 +1,9 @@
-//! Pod CREATE: the group keys and env entries pod admission planned, written into the pod.
-use super::env::prepend_env;
+//! Pod CREATE: the group keys and env entries pod admission planned, written into the pod, the
+//! env entries before the container's own (SPEC §4.2).
 use super::object_entry;
+use crate::json::Object;
+use crate::pods::pod_plan::{EnvChange, MetadataAdd};
 use serde_json::Value;
-
-/// A label or annotation the pod lacks.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MetadataAdd {
-    /// `labels` or `annotations`.
-    pub map: &'static str,
-    pub key: &'static str,
-    pub value: String,
-}
-
-/// Env entries to put first in one container.
-#[derive(Debug, Clone, PartialEq)]
-pub struct EnvChange {
-    /// `initContainers` or `containers`.
-    pub list: &'static str,
-    pub index: usize,
-    pub entries: Vec<Value>,
-}
 
 /// Writes the additions into the pod in place. The view has checked every step of the path.
 pub fn apply(object: &mut Value, metadata_adds: Vec<MetadataAdd>, env_changes: Vec<EnvChange>) {
@@ -39,5 +23,37 @@ pub fn apply(object: &mut Value, metadata_adds: Vec<MetadataAdd>, env_changes: V
         if let Some(container) = container {
             prepend_env(container, change.entries);
         }
+    }
+}
+
+/// Puts `entries` before the container's own env.
+fn prepend_env(container: &mut Object, entries: Vec<Value>) {
+    let env = container
+        .entry("env".to_string())
+        .or_insert_with(|| Value::Array(Vec::new()));
+    if !env.is_array() {
+        *env = Value::Array(Vec::new());
+    }
+    if let Value::Array(list) = env {
+        list.splice(0..0, entries);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn prepends_before_the_users_entries() {
+        let mut c = json!({"env": [{"name": "U", "value": "$(X)"}]});
+        prepend_env(
+            c.as_object_mut().unwrap(),
+            vec![json!({"name": "X", "value": "1"})],
+        );
+        assert_eq!(
+            c,
+            json!({"env": [{"name": "X", "value": "1"}, {"name": "U", "value": "$(X)"}]})
+        );
     }
 }

@@ -1,21 +1,11 @@
-//! Job CREATE: stamp an opted-in plain Indexed Job's pod template with its [`Facts`] (SPEC §4.6).
+//! Job CREATE: stamp an opted-in plain Indexed Job's pod template with its [`Facts`] (SPEC §4.6),
+//! which `job_plan` computes.
 use super::object_at;
-use crate::facts::{Facts, JobFacts};
+use crate::facts::Facts;
 use crate::json::map_str;
 use crate::keys;
 use crate::views::job_view::JobView;
 use serde_json::Value;
-
-/// What the Job's pods need and cannot see themselves: how many processes there are. The
-/// subdomain is on the pod already; it is stamped too, as for JobSets, and wins over the
-/// pod's own where both exist.
-pub fn facts(job: &JobView, counts: JobFacts) -> Facts {
-    Facts {
-        job: Some(counts),
-        subdomain: job.subdomain.map(str::to_string),
-        ..Facts::default()
-    }
-}
 
 /// The annotation to write, or `None` when the template already carries exactly it.
 pub fn change(job: &JobView, facts: &Facts) -> Option<String> {

@@ -99,7 +99,7 @@ fn process_ports(
     for (k, &i) in (0u32..).zip(order) {
         let c = &pod.containers[i];
         let c_path = c.path(pod.spec_path);
-        let entries = container_env::user_entries(c.object, &c_path)?;
+        let entries = c.user_entries()?;
         let default = tpu_host::default_port(k)?;
         let Some(last) = entries
             .iter()
@@ -142,12 +142,9 @@ fn jax_vars(
     let Some(group) = &facts.jax else {
         return Ok(None);
     };
-    // Facts written before the JAX coordinator had its own field shared the slice one.
-    let coordinator = group
-        .coordinator
-        .as_deref()
-        .or(facts.coordinator.as_deref());
-    let (Some(coordinator), Some(per_job)) = (coordinator, facts.pods_per_job) else {
+    // No coordinator: no member of the group has pods, so there is no pod to serve either.
+    let (Some(coordinator), Some(per_job)) = (group.coordinator.as_deref(), facts.pods_per_job)
+    else {
         return Ok(None);
     };
     let Some(completion_index) = place.completion_index else {

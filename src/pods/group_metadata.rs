@@ -1,10 +1,10 @@
 //! The group labels and annotations of a JobSet pod (SPEC §4.1): JobSet v0.9+ controllers
 //! write them; on older ones the policy adds them, from the facts of JobSet admission.
 use super::place::PodPlace;
+use super::pod_plan::MetadataAdd;
 use crate::error::{checked_add, InputError};
 use crate::json::{map_str, Object};
 use crate::keys;
-use crate::mutate::pod_patch::MetadataAdd;
 use crate::views::pod_view::PodView;
 
 /// The group keys the pod lacks. Values the controller set (JobSet v0.9+) are never touched.

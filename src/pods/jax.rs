@@ -1,7 +1,6 @@
 //! JAX distributed env (SPEC §4.4), as a pure function of the group's layout, the pod's
 //! number in it, its TPU containers and the port. Nothing here knows about JobSets, so that a
 //! plain Indexed Job (§4.6) numbers its pods the same way.
-use super::multislice::var;
 use crate::error::{checked_add, checked_mul, InputError};
 use crate::keys;
 use crate::views::container_env::WantedVar;
@@ -51,9 +50,9 @@ pub fn vars(
     let id = pod_id(group, pod);
     let one = |count: u32, id: u32| {
         vec![
-            var(keys::ENV_JAX_COORDINATOR, &coordinator),
-            var(keys::ENV_JAX_NUM_PROCESSES, count),
-            var(keys::ENV_JAX_PROCESS_ID, id),
+            WantedVar::new(keys::ENV_JAX_COORDINATOR, &coordinator),
+            WantedVar::new(keys::ENV_JAX_NUM_PROCESSES, count),
+            WantedVar::new(keys::ENV_JAX_PROCESS_ID, id),
         ]
     };
     match processes {

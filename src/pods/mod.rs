@@ -4,6 +4,7 @@
 //! `mutate::pod_patch` applies. Each env family has its own module over the shared
 //! [`place::PodPlace`]; [`env_families`] puts them together.
 pub mod env_families;
+pub mod env_merge;
 pub mod group_metadata;
 pub mod jax;
 pub mod job_pod;

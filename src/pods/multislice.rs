@@ -58,25 +58,18 @@ pub fn vars(
         coordinator
     };
     let common = [
-        var(keys::ENV_NUM_SLICES, num_slices),
-        var(keys::ENV_SLICE_ID, slice_id),
-        var(keys::ENV_COORDINATOR, coordinator),
+        WantedVar::new(keys::ENV_NUM_SLICES, num_slices),
+        WantedVar::new(keys::ENV_SLICE_ID, slice_id),
+        WantedVar::new(keys::ENV_COORDINATOR, coordinator),
     ];
     (0..n)
         .map(|k| {
             let mut out = common.to_vec();
             if several {
                 let port = checked_add(BASE_PORT, k, "spec.containers")?;
-                out.push(var(keys::ENV_MEGASCALE_PORT, port));
+                out.push(WantedVar::new(keys::ENV_MEGASCALE_PORT, port));
             }
             Ok(out)
         })
         .collect()
-}
-
-pub fn var(name: &'static str, value: impl ToString) -> WantedVar {
-    WantedVar {
-        name,
-        value: value.to_string(),
-    }
 }

@@ -1,11 +1,29 @@
 //! What pod admission adds to a pod, and the per-container env changes that JobSet pods and
 //! Job pods share.
+use super::env_merge::plan_env;
 use crate::error::InputError;
-use crate::mutate::env::plan_env;
-use crate::mutate::pod_patch::{EnvChange, MetadataAdd};
 use crate::views::container_env::{self, WantedVar};
 use crate::views::pod_spec::ContainerView;
 use crate::views::pod_view::PodView;
+use serde_json::Value;
+
+/// A label or annotation the pod lacks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MetadataAdd {
+    /// `labels` or `annotations`.
+    pub map: &'static str,
+    pub key: &'static str,
+    pub value: String,
+}
+
+/// Env entries to put first in one container.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EnvChange {
+    /// `initContainers` or `containers`.
+    pub list: &'static str,
+    pub index: usize,
+    pub entries: Vec<Value>,
+}
 
 /// What pod admission adds: metadata entries, and per container the env entries to put
 /// first; with the warnings for what it leaves alone.
@@ -46,7 +64,7 @@ pub fn env_changes(
         }
         let c_path = c.path("spec");
         let label = format!("container {:?} ({c_path})", c.name);
-        let plan = plan_env(c.object, &c_path, &label, &wanted, lookup)?;
+        let plan = plan_env(&c.user_entries()?, &label, &wanted, lookup);
         warnings.extend(plan.warnings);
         if !plan.prepend.is_empty() {
             changes.push(EnvChange {

@@ -1,7 +1,6 @@
 //! TPU host env (SPEC §4.3, setting `tpuWorkerEnv`): LeaderWorkerSet's TPU injection with the
 //! pod's own Job as the slice. Container k of n in the pod with completion index c is worker
 //! c·n + k, each host is listed n times, and each container has its own process port.
-use super::multislice::var;
 use super::place::PodPlace;
 use crate::error::{checked_add, checked_mul, InputError};
 use crate::keys;
@@ -45,11 +44,11 @@ pub fn vars(
         .zip(ports)
         .map(|(k, port)| {
             Ok(vec![
-                var(keys::ENV_TPU_WORKER_ID, checked_add(base, k, path)?),
-                var(keys::ENV_TPU_WORKER_HOSTNAMES, &hostnames),
-                var(keys::ENV_TPU_PROCESS_PORT, port),
-                var(keys::ENV_TPU_PROCESS_ADDRESSES, &addresses),
-                var(keys::ENV_TPU_NAME, &job_name),
+                WantedVar::new(keys::ENV_TPU_WORKER_ID, checked_add(base, k, path)?),
+                WantedVar::new(keys::ENV_TPU_WORKER_HOSTNAMES, &hostnames),
+                WantedVar::new(keys::ENV_TPU_PROCESS_PORT, port),
+                WantedVar::new(keys::ENV_TPU_PROCESS_ADDRESSES, &addresses),
+                WantedVar::new(keys::ENV_TPU_NAME, &job_name),
             ])
         })
         .collect()

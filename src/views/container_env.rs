@@ -6,13 +6,23 @@
 //!
 //! It only reads, so pod admission, the env merge and the CREATE warnings all use it.
 use crate::error::InputError;
-use crate::json::{self, field, Lazy, Object};
+use crate::json::{self, field, Lazy, Object, PathLike};
+use serde_json::Value;
 
 /// A variable the policy wants in a container, with the value it computed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WantedVar {
     pub name: &'static str,
     pub value: String,
+}
+
+impl WantedVar {
+    pub fn new(name: &'static str, value: impl ToString) -> WantedVar {
+        WantedVar {
+            name,
+            value: value.to_string(),
+        }
+    }
 }
 
 /// Where a user's env entry takes its value from.
@@ -32,29 +42,72 @@ pub struct UserEntry<'a> {
     pub source: Source<'a>,
 }
 
-/// The container's `env`, in order; each malformed entry names its path.
-pub fn user_entries<'a>(
+/// One entry of a container's `env`, read once when the view is built. The CREATE warnings
+/// read the name and the `fieldRef` as written, even on an entry that is otherwise malformed;
+/// the env merge needs the whole entry, and reports what is wrong with it when it does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EnvEntry<'a> {
+    /// `name`, where it is a string.
+    pub name: Option<&'a str>,
+    /// `valueFrom.fieldRef.fieldPath`, where it is a string.
+    pub field_path: Option<&'a str>,
+    /// The entry as the kubelet reads it, or what is wrong with it (naming its path).
+    pub checked: Result<UserEntry<'a>, InputError>,
+}
+
+/// The container's `env`, in order. A value that is not a list is an error; each malformed
+/// entry keeps its own.
+pub fn env_entries<'a>(
     container: &'a Object,
-    path: &str,
-) -> Result<Vec<UserEntry<'a>>, InputError> {
+    path: impl PathLike,
+) -> Result<Vec<EnvEntry<'a>>, InputError> {
     let existing = json::opt_array(container, "env", path)?.map_or(&[][..], Vec::as_slice);
-    let mut out = Vec::with_capacity(existing.len());
-    for (i, entry) in existing.iter().enumerate() {
-        // Built only if this entry is malformed.
-        let e_path = Lazy(move || json::index(&json::join(path, "env"), i));
-        let e = json::as_object(entry, e_path)?;
-        let name = json::opt_str(e, "name", e_path)?.unwrap_or("");
-        let source = match field(e, "valueFrom") {
-            None => Source::Literal(json::opt_str(e, "value", e_path)?.unwrap_or("")),
-            Some(from) => from
-                .get("fieldRef")
+    Ok(existing
+        .iter()
+        .enumerate()
+        .map(|(i, entry)| {
+            let field_path = entry
+                .get("valueFrom")
+                .and_then(|from| from.get("fieldRef"))
                 .and_then(|r| r.get("fieldPath"))
-                .and_then(|p| p.as_str())
-                .map_or(Source::Other, Source::FieldRef),
-        };
-        out.push(UserEntry { name, source });
-    }
-    Ok(out)
+                .and_then(Value::as_str);
+            EnvEntry {
+                name: entry.get("name").and_then(Value::as_str),
+                field_path,
+                // Built only if this entry is malformed.
+                checked: checked_entry(
+                    entry,
+                    Lazy(move || json::index(&json::join(&path.render(), "env"), i)),
+                ),
+            }
+        })
+        .collect())
+}
+
+fn checked_entry<'a>(entry: &'a Value, path: impl PathLike) -> Result<UserEntry<'a>, InputError> {
+    let e = json::as_object(entry, path)?;
+    let name = json::opt_str(e, "name", path)?.unwrap_or("");
+    let source = match field(e, "valueFrom") {
+        None => Source::Literal(json::opt_str(e, "value", path)?.unwrap_or("")),
+        Some(from) => from
+            .get("fieldRef")
+            .and_then(|r| r.get("fieldPath"))
+            .and_then(|p| p.as_str())
+            .map_or(Source::Other, Source::FieldRef),
+    };
+    Ok(UserEntry { name, source })
+}
+
+/// The entries as the kubelet reads them; the first malformed one is the error.
+pub fn user_entries<'a>(
+    entries: &Result<Vec<EnvEntry<'a>>, InputError>,
+) -> Result<Vec<UserEntry<'a>>, InputError> {
+    entries
+        .as_ref()
+        .map_err(Clone::clone)?
+        .iter()
+        .map(|e| e.checked.clone())
+        .collect()
 }
 
 /// The label or annotation a `fieldRef` path reads: `("labels" | "annotations", key)`.
@@ -165,7 +218,11 @@ mod tests {
             (metadata_key(p) == Some(("annotations", "jobset.sigs.k8s.io/jobset-name")))
                 .then(|| "js".to_string())
         };
-        let got = resolve_all(&user_entries(&c, &path).unwrap(), &injected, &lookup);
+        let got = resolve_all(
+            &user_entries(&env_entries(&c, &path)).unwrap(),
+            &injected,
+            &lookup,
+        );
         assert_eq!(
             got,
             vec![
@@ -185,7 +242,9 @@ mod tests {
     fn a_malformed_entry_names_its_path() {
         let (c, path) = entries(json!([{"name": "A"}, "oops"]));
         assert_eq!(
-            user_entries(&c, &path).unwrap_err().to_string(),
+            user_entries(&env_entries(&c, &path))
+                .unwrap_err()
+                .to_string(),
             "spec.containers[0].env[1]: expected an object, found the string \"oops\""
         );
     }

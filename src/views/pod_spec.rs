@@ -3,6 +3,7 @@
 use crate::error::InputError;
 use crate::json::{self, field, join, Lazy, Object, PathLike};
 use crate::quantity;
+use crate::views::container_env::{self, EnvEntry, UserEntry};
 use serde_json::Value;
 
 /// Init containers first: that is the order the kubelet starts them in, and the order the
@@ -15,14 +16,15 @@ pub struct ContainerView<'a> {
     pub list: &'static str,
     pub index: usize,
     pub name: &'a str,
-    /// The container itself, where its own `env` is read.
-    pub object: &'a Object,
+    /// Its own `env` entries; a value that is not a list is kept as its error, reported only
+    /// where the env is needed.
+    pub env: Result<Vec<EnvEntry<'a>>, InputError>,
     /// TPU chips: the limit where given, else the request. A quantity that does not parse is
     /// kept as its error, for rule T4 to report; the container still counts as a TPU one.
     pub tpu_chips: Result<u32, InputError>,
 }
 
-impl ContainerView<'_> {
+impl<'a> ContainerView<'a> {
     /// A container named "c" at `list[index]` with `chips` TPU chips, for unit tests.
     #[cfg(test)]
     pub fn for_test(list: &'static str, index: usize, chips: u32) -> ContainerView<'static> {
@@ -30,13 +32,26 @@ impl ContainerView<'_> {
             list,
             index,
             name: "c",
-            object: Box::leak(Box::default()),
+            env: Ok(Vec::new()),
             tpu_chips: Ok(chips),
         }
     }
 
     pub fn is_tpu(&self) -> bool {
         !matches!(self.tpu_chips, Ok(0))
+    }
+
+    /// The entries as the kubelet reads them; the first malformed one is the error.
+    pub fn user_entries(&self) -> Result<Vec<UserEntry<'a>>, InputError> {
+        container_env::user_entries(&self.env)
+    }
+
+    /// Whether an entry names `name`, as written.
+    pub fn names_any(&self, names: &[&str]) -> bool {
+        self.env.as_ref().is_ok_and(|env| {
+            env.iter()
+                .any(|e| e.name.is_some_and(|n| names.contains(&n)))
+        })
     }
 
     /// `<spec_path>.<list>[<index>]`, for messages.
@@ -77,7 +92,7 @@ pub fn containers<'a>(
                 list,
                 index,
                 name,
-                object: c,
+                env: container_env::env_entries(c, c_path),
                 tpu_chips,
             });
         }

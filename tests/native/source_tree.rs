@@ -366,3 +366,106 @@ fn the_env_names_are_spelled_in_keys_rs_alone() {
 fn the_host_lists_the_same_env_names_as_the_policy() {
     assert_eq!(multislice_host::invariants::POLICY_ENV, keys::POLICY_ENV);
 }
+
+/// The layers of `src/`, lowest first (README "Source map", and the comments of `src/lib.rs`):
+/// a module may name modules of its own layer and of the layers below, never above.
+const LAYERS: [(&str, &[&str]); 6] = [
+    (
+        "foundations",
+        &[
+            "error",
+            "json",
+            "keys",
+            "quantity",
+            "facts",
+            "affinity_mark",
+            "spelling",
+        ],
+    ),
+    ("configuration", &["accelerators", "settings", "slice_fit"]),
+    ("views", &["views"]),
+    (
+        "plans",
+        &[
+            "groups",
+            "job_plan",
+            "narrowing",
+            "placement",
+            "pods",
+            "rules",
+            "violation",
+        ],
+    ),
+    ("patches", &["mutate"]),
+    ("the edge", &["admission"]),
+];
+
+fn layer_of(module: &str) -> Option<usize> {
+    let top = module.split("::").next()?;
+    LAYERS.iter().position(|(_, mods)| mods.contains(&top))
+}
+
+/// The imports of `src/` that climb from a lower layer to a higher one, as "from → to".
+fn upward_imports(root_file: &Path) -> Vec<String> {
+    let known = modules(root_file);
+    let mut out = Vec::new();
+    for (name, file) in &known {
+        let Some(from) = layer_of(name) else {
+            continue;
+        };
+        let code = code_of(file);
+        let children = declared_children(&code);
+        for path in named_paths(&code, &children, true) {
+            let Some(to) = resolve(&path, name, &known) else {
+                continue;
+            };
+            if layer_of(&to).is_some_and(|l| l > from) {
+                let line = format!(
+                    "{name} ({}) → {to} ({})",
+                    LAYERS[from].0,
+                    LAYERS[layer_of(&to).unwrap()].0
+                );
+                if !out.contains(&line) {
+                    out.push(line);
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn every_module_of_src_has_a_layer() {
+    let lib = root().join("src/lib.rs");
+    let top: BTreeSet<String> = modules(&lib)
+        .keys()
+        .filter(|m| !m.is_empty())
+        .map(|m| m.split("::").next().unwrap().to_string())
+        .collect();
+    let unplaced: Vec<&String> = top.iter().filter(|m| layer_of(m).is_none()).collect();
+    assert!(unplaced.is_empty(), "modules without a layer: {unplaced:?}");
+}
+
+#[test]
+fn no_module_of_src_imports_from_a_higher_layer() {
+    let found = upward_imports(&root().join("src/lib.rs"));
+    assert!(found.is_empty(), "upward imports:\n{}", found.join("\n"));
+}
+
+#[test]
+fn the_layer_check_finds_an_upward_import() {
+    let dir = std::env::temp_dir().join(format!("layer-check-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("views")).unwrap();
+    std::fs::write(dir.join("lib.rs"), "mod keys;\nmod views;\nmod mutate;\n").unwrap();
+    std::fs::write(dir.join("keys.rs"), "pub const K: &str = \"k\";\n").unwrap();
+    std::fs::write(dir.join("views/mod.rs"), "mod pod_view;\n").unwrap();
+    std::fs::write(
+        dir.join("views/pod_view.rs"),
+        "use crate::keys::K;\nfn f() { crate::mutate::g() }\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("mutate.rs"), "use crate::views::pod_view;\n").unwrap();
+    let found = upward_imports(&dir.join("lib.rs"));
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(found, vec!["views::pod_view (views) → mutate (patches)"]);
+}
