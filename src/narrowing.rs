@@ -33,7 +33,7 @@ impl Shapes {
 
 /// The shapes one TPU replicated job's own selection leaves.
 pub fn own_shapes(rjob: &ReplicatedJob, settings: &Settings) -> Shapes {
-    let chips_known = rjob.containers.iter().all(|c| c.tpu_chips.is_ok());
+    let chips_known = rjob.template.containers.iter().all(|c| c.tpu_chips.is_ok());
     if placed_as_slice(rjob) || !chips_known {
         return Shapes::Unjudged;
     }

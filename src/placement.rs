@@ -14,7 +14,7 @@ pub fn pinned<'r, 'a>(rjob: &'r ReplicatedJob<'a>, key: &str) -> Option<&'r Pin<
 /// present (a sub-slice keeps its node pool's larger topology in the nodeSelector; a
 /// super-slice has none), else the value its node selection pins for `topology_label`.
 pub fn slice_topology<'a>(rjob: &ReplicatedJob<'a>, topology_label: &str) -> Option<Pin<'a>> {
-    match rjob.pod_annotation(keys::SLICE_TOPOLOGY) {
+    match rjob.template.annotation(keys::SLICE_TOPOLOGY) {
         Some(value) => Some(Pin {
             key: keys::SLICE_TOPOLOGY,
             value,
@@ -29,7 +29,7 @@ pub fn slice_topology<'a>(rjob: &ReplicatedJob<'a>, topology_label: &str) -> Opt
 pub fn placed_as_slice(rjob: &ReplicatedJob) -> bool {
     keys::SLICE_PLACEMENT
         .iter()
-        .any(|k| rjob.pod_annotation(k).is_some())
+        .any(|k| rjob.template.annotation(k).is_some())
 }
 
 /// Where an exclusive-placement setting was found.

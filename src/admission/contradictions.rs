@@ -18,7 +18,7 @@ use crate::settings::{JaxEnv, Settings};
 use crate::views::container_env::{self, metadata_key, WantedVar};
 use crate::views::job_view::JobView;
 use crate::views::jobset_view::{JobSetView, ReplicatedJob};
-use crate::views::pod_spec::ContainerView;
+use crate::views::pod_template::PodTemplateView;
 
 /// The warnings for a JobSet about to be admitted with `facts`: each replicated job whose
 /// pods get the policy's env and whose template sets some of it, compared on its sampled pods.
@@ -29,11 +29,7 @@ pub fn warnings(
 ) -> Result<Vec<String>, InputError> {
     let mut out = Vec::new();
     // Most JobSets set none of the variables: find that out before any other work.
-    if !view
-        .replicated_jobs
-        .iter()
-        .any(|r| template_of(r).sets_any())
-    {
+    if !view.replicated_jobs.iter().any(|r| sets_any(&r.template)) {
         return Ok(out);
     }
     let global_replicas = global_replicas(view)?;
@@ -46,8 +42,8 @@ pub fn warnings(
         if f.slice.is_none() && f.jax.is_none() {
             continue;
         }
-        let template = template_of(rjob);
-        if !template.sets_any() {
+        let template = &rjob.template;
+        if !sets_any(template) {
             continue;
         }
         let subject = Subject {
@@ -63,7 +59,7 @@ pub fn warnings(
             let place = place?;
             let sample = SampledPod {
                 subject: &subject,
-                template: &template,
+                template,
                 place: &place,
             };
             sample.compare(settings, &mut seen, &mut out)?;
@@ -81,13 +77,6 @@ fn global_replicas(view: &JobSetView) -> Result<u32, InputError> {
 
 fn replicas_path(rjob: &ReplicatedJob) -> String {
     json::join(&rjob.path, "replicas")
-}
-
-fn template_of<'r>(rjob: &'r ReplicatedJob) -> Template<'r> {
-    Template {
-        spec_path: &rjob.pod_spec_path,
-        containers: &rjob.containers,
-    }
 }
 
 /// A replicated job whose template is compared, with what its pods will be told.
@@ -126,7 +115,7 @@ fn sampled_places<'s>(
 /// One predicted pod of a replicated job.
 struct SampledPod<'p> {
     subject: &'p Subject<'p, 'p>,
-    template: &'p Template<'p>,
+    template: &'p PodTemplateView<'p>,
     place: &'p PodPlace<'p>,
 }
 
@@ -145,8 +134,8 @@ impl SampledPod<'_> {
         let place = self.place;
         let lookup = |path: &str| predicted(view, group, place, path);
         let pod = PodEnv {
-            spec_path: &rjob.pod_spec_path,
-            containers: &rjob.containers,
+            spec_path: &rjob.template.spec_path,
+            containers: &rjob.template.containers,
             facts: self.subject.facts,
             place,
             annotations: None,
@@ -180,14 +169,11 @@ pub fn job_warnings(
     settings: &Settings,
 ) -> Result<Vec<String>, InputError> {
     let mut out = Vec::new();
-    let template = Template {
-        spec_path: JOB_POD_SPEC,
-        containers: &view.containers,
-    };
+    let template = &view.template;
     let Some(subdomain) = view.subdomain else {
         return Ok(out);
     };
-    if settings.jax_env == JaxEnv::Never || !template.sets_any() {
+    if settings.jax_env == JaxEnv::Never || !sets_any(template) {
         return Ok(out);
     }
     let mut seen = Vec::new();
@@ -198,11 +184,11 @@ pub fn job_warnings(
             completion_index: c,
         };
         let wanted = job_pod::wanted_env(
-            &view.containers,
+            &view.template.containers,
             job,
             &place,
             settings.jax_coordinator_port,
-            JOB_POD_SPEC,
+            &template.spec_path,
         )?;
         let lookup = |path: &str| predicted_for_job(view.name, c, path);
         let sample = Sample {
@@ -210,32 +196,19 @@ pub fn job_warnings(
             name_known: !view.name.is_empty(),
             lookup: &lookup,
         };
-        compare(&template, &wanted, &sample, &mut seen, &mut out)?;
+        compare(template, &wanted, &sample, &mut seen, &mut out)?;
     }
     Ok(out)
 }
 
-const JOB_POD_SPEC: &str = "spec.template.spec";
-
-/// A pod template whose containers' own env is compared.
-struct Template<'a> {
-    spec_path: &'a str,
-    containers: &'a [ContainerView<'a>],
-}
-
-impl Template<'_> {
-    fn container_path(&self, c: &ContainerView) -> String {
-        c.path(self.spec_path)
-    }
-
-    /// Whether any container names a variable the policy may inject; most templates name
-    /// none, and this is what every JobSet CREATE pays for them, so it reads the names only.
-    /// A malformed env is the pods' problem, reported at pod admission.
-    fn sets_any(&self) -> bool {
-        self.containers
-            .iter()
-            .any(|c| c.names_any(&keys::POLICY_ENV))
-    }
+/// Whether any container names a variable the policy may inject; most templates name none,
+/// and this is what every JobSet CREATE pays for them, so it reads the names only. A malformed
+/// env is the pods' problem, reported at pod admission.
+fn sets_any(template: &PodTemplateView) -> bool {
+    template
+        .containers
+        .iter()
+        .any(|c| c.names_any(&keys::POLICY_ENV))
 }
 
 /// One predicted pod of a template.
@@ -251,7 +224,7 @@ struct Sample<'a> {
 /// A warning for each variable a container of `template` sets that resolves, on `sample`, to
 /// something other than `wanted`; once per (container, variable), tracked in `seen`.
 fn compare(
-    template: &Template,
+    template: &PodTemplateView,
     wanted: &[Vec<WantedVar>],
     sample: &Sample,
     seen: &mut Vec<(usize, &'static str)>,

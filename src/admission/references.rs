@@ -10,13 +10,13 @@
 //! controllers' prefixes are judged: anything else on a pod may come from anywhere. This reads
 //! the env names and `fieldRef` paths only, so that the JobSet CREATE path stays cheap; a
 //! malformed env is the pods' problem, reported at pod admission.
-use crate::json::{self, Object};
+use crate::json;
 use crate::keys;
 use crate::spelling::edit_distance;
 use crate::views::container_env::metadata_key;
 use crate::views::job_view::JobView;
 use crate::views::jobset_view::JobSetView;
-use crate::views::pod_spec::ContainerView;
+use crate::views::pod_template::PodTemplateView;
 
 /// Why a key never resolves on a template's pods.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,13 +72,7 @@ pub fn jobset_warnings(view: &JobSetView) -> Vec<String> {
     };
     let mut out = Vec::new();
     for r in &view.replicated_jobs {
-        let template = Template {
-            spec_path: &r.pod_spec_path,
-            containers: &r.containers,
-            labels: r.pod_labels,
-            annotations: r.pod_annotations,
-        };
-        template.scan(&judge, &mut out);
+        scan(&r.template, &judge, &mut out);
     }
     out
 }
@@ -99,58 +93,42 @@ pub fn job_warnings(view: &JobView) -> Vec<String> {
             keys::JOB_POD_KEYS.iter().copied(),
         )))
     };
-    let template = Template {
-        spec_path: "spec.template.spec",
-        containers: &view.containers,
-        labels: view.pod_labels,
-        annotations: view.pod_annotations,
-    };
     let mut out = Vec::new();
-    template.scan(&judge, &mut out);
+    scan(&view.template, &judge, &mut out);
     out
 }
 
-/// A pod template, as far as the references need it.
-struct Template<'a> {
-    spec_path: &'a str,
-    containers: &'a [ContainerView<'a>],
-    labels: Option<&'a Object>,
-    annotations: Option<&'a Object>,
+/// Whether the template puts `key` on its pods itself, as label or annotation.
+fn sets(template: &PodTemplateView, key: &str) -> bool {
+    [template.labels, template.annotations]
+        .iter()
+        .any(|m| m.is_some_and(|m| m.contains_key(key)))
 }
 
-impl Template<'_> {
-    /// Whether the template puts `key` on its pods itself, as label or annotation.
-    fn sets(&self, key: &str) -> bool {
-        [self.labels, self.annotations]
-            .iter()
-            .any(|m| m.is_some_and(|m| m.contains_key(key)))
-    }
-
-    /// One warning per env entry, in container order (as the view lists them) and entry order,
-    /// whose `fieldRef` key `judge` finds missing and the template does not set.
-    fn scan(&self, judge: &dyn Fn(&str) -> Option<Why>, out: &mut Vec<String>) {
-        for c in self.containers {
-            let Ok(env) = &c.env else { continue };
-            for (e, entry) in env.iter().enumerate() {
-                let Some((map, key)) = entry.field_path.and_then(metadata_key) else {
-                    continue;
-                };
-                let Some(why) = judge(key).filter(|_| !self.sets(key)) else {
-                    continue;
-                };
-                let var = entry.name.unwrap_or("");
-                let singular = if map == "labels" {
-                    "label"
-                } else {
-                    "annotation"
-                };
-                let path = json::index(&json::join(&c.path(self.spec_path), "env"), e);
-                let hint = why.hint().map_or(String::new(), |h| format!("; {h}"));
-                out.push(format!(
+/// One warning per env entry, in container order (as the view lists them) and entry order,
+/// whose `fieldRef` key `judge` finds missing and the template does not set.
+fn scan(template: &PodTemplateView, judge: &dyn Fn(&str) -> Option<Why>, out: &mut Vec<String>) {
+    for c in &template.containers {
+        let Ok(env) = &c.env else { continue };
+        for (e, entry) in env.iter().enumerate() {
+            let Some((map, key)) = entry.field_path.and_then(metadata_key) else {
+                continue;
+            };
+            let Some(why) = judge(key).filter(|_| !sets(template, key)) else {
+                continue;
+            };
+            let var = entry.name.unwrap_or("");
+            let singular = if map == "labels" {
+                "label"
+            } else {
+                "annotation"
+            };
+            let path = json::index(&json::join(&template.container_path(c), "env"), e);
+            let hint = why.hint().map_or(String::new(), |h| format!("; {h}"));
+            out.push(format!(
                     "{path}: {var} reads the {singular} {key}, {}, so {var} will be empty in every pod{hint}",
                     why.reason()
                 ));
-            }
         }
     }
 }
@@ -172,8 +150,8 @@ fn nearest(key: &str, known: impl Iterator<Item = &'static str>) -> Option<&'sta
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::Value;
     use serde_json::json;
+    use serde_json::Value;
 
     fn jobset(env: Value, coordinator: bool) -> Value {
         let mut js = json!({

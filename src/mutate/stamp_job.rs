@@ -10,7 +10,7 @@ use serde_json::Value;
 /// The annotation to write, or `None` when the template already carries exactly it.
 pub fn change(job: &JobView, facts: &Facts) -> Option<String> {
     let wanted = facts.to_annotation();
-    (map_str(job.pod_annotations, keys::FACTS) != Some(wanted.as_str())).then_some(wanted)
+    (map_str(job.template.annotations, keys::FACTS) != Some(wanted.as_str())).then_some(wanted)
 }
 
 /// Writes the facts into the Job in place. The view has checked every step of the path.

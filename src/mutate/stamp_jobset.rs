@@ -14,7 +14,7 @@ pub fn wanted_annotations(view: &JobSetView, facts: &[Facts]) -> Vec<Option<Stri
         .iter()
         .zip(facts)
         .map(|(rjob, f)| {
-            let present = map_str(rjob.pod_annotations, keys::FACTS).is_some();
+            let present = map_str(rjob.template.annotations, keys::FACTS).is_some();
             (!f.is_empty() || present).then(|| f.to_annotation())
         })
         .collect()
@@ -27,7 +27,7 @@ pub fn changes(view: &JobSetView, facts: &[Facts]) -> Vec<(usize, String)> {
         .iter()
         .zip(wanted_annotations(view, facts))
         .filter_map(|(rjob, w)| {
-            let current = map_str(rjob.pod_annotations, keys::FACTS);
+            let current = map_str(rjob.template.annotations, keys::FACTS);
             w.filter(|w| current != Some(w.as_str()))
                 .map(|w| (rjob.index, w))
         })

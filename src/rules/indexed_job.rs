@@ -28,8 +28,8 @@ pub fn n2_pods_resolve_cluster_dns(job: &JobView) -> Option<Violation> {
         return None;
     }
     network::cluster_dns(
-        job.host_network,
-        job.dns_policy,
+        job.template.host_network,
+        job.template.dns_policy,
         "spec.template.spec",
         "the coordinator's hostname",
     )

@@ -54,7 +54,7 @@ pub fn n2_pods_resolve_cluster_dns(view: &JobSetView, settings: &Settings) -> Ve
     let suspicious = view
         .replicated_jobs
         .iter()
-        .any(|r| r.host_network || r.dns_policy.is_some());
+        .any(|r| r.template.host_network || r.template.dns_policy.is_some());
     if !suspicious || needs_hostnames(view, settings).is_none() {
         return Vec::new();
     }
@@ -62,9 +62,9 @@ pub fn n2_pods_resolve_cluster_dns(view: &JobSetView, settings: &Settings) -> Ve
         .iter()
         .filter_map(|r| {
             cluster_dns(
-                r.host_network,
-                r.dns_policy,
-                &r.pod_spec_path,
+                r.template.host_network,
+                r.template.dns_policy,
+                &r.template.spec_path,
                 "the coordinator and worker hostnames",
             )
         })

@@ -167,7 +167,7 @@ pub fn g4_identical_slices(view: &JobSetView, settings: &Settings) -> Vec<Violat
                     if mine.value != theirs.value {
                         out.push(Violation::new(
                             Rule::G4,
-                            mine.path(&rjob.pod_spec_path),
+                            mine.path(&rjob.template.spec_path),
                             format!(
                                 "is {:?} but {:?} has {:?}",
                                 mine.value, first.name, theirs.value
@@ -180,7 +180,7 @@ pub fn g4_identical_slices(view: &JobSetView, settings: &Settings) -> Vec<Violat
             if rjob.chips_per_pod != first.chips_per_pod {
                 out.push(Violation::new(
                     Rule::G4,
-                    format!("{}.containers", rjob.pod_spec_path),
+                    format!("{}.containers", rjob.template.spec_path),
                     format!(
                         "ask for {} TPU chips per pod but {:?} asks for {}",
                         rjob.chips_per_pod, first.name, first.chips_per_pod
@@ -192,7 +192,7 @@ pub fn g4_identical_slices(view: &JobSetView, settings: &Settings) -> Vec<Violat
             if mine != theirs {
                 out.push(Violation::new(
                     Rule::G4,
-                    format!("{}.containers", rjob.pod_spec_path),
+                    format!("{}.containers", rjob.template.spec_path),
                     format!(
                         "hold {mine} TPU container{} per pod but {:?} holds {theirs}",
                         if mine == 1 { "" } else { "s" },
@@ -240,7 +240,7 @@ pub fn g5_one_shape_per_queued_slice_group(
         );
         out.push(Violation::new(
             Rule::G5,
-            format!("{}.nodeSelector", first.pod_spec_path),
+            format!("{}.nodeSelector", first.template.spec_path),
             problem,
             format!(
                 "pin one shape in every replicated job of the group: {} and {} in each nodeSelector",

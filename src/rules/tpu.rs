@@ -116,7 +116,7 @@ fn t3(view: &JobSetView, settings: &Settings, read_mark: bool) -> Vec<Violation>
             if !selected {
                 out.push(Violation::new(
                     Rule::T3,
-                    format!("{}.nodeSelector", r.pod_spec_path),
+                    format!("{}.nodeSelector", r.template.spec_path),
                     format!("does not select {label}, so the pods may land on any TPU node"),
                     format!(
                         "add {label} (for example {example:?}) to the nodeSelector, or a required node affinity with one In value"
@@ -155,6 +155,7 @@ pub fn t4_topology_fits_the_slice(view: &JobSetView, settings: &Settings) -> Vec
     let mut out = Vec::new();
     for (_, r) in view.tpu_jobs() {
         let chip_errors: Vec<Violation> = r
+            .template
             .containers
             .iter()
             .filter_map(|c| c.tpu_chips.as_ref().err())
@@ -180,7 +181,7 @@ pub fn t4_topology_fits_the_slice(view: &JobSetView, settings: &Settings) -> Vec
             Some(acc) => out.extend(check_slice(r, &acc, &slice.topology)),
             None if settings.reject_unknown_accelerators => out.push(Violation::new(
                 Rule::T4,
-                slice.accelerator.path(&r.pod_spec_path),
+                slice.accelerator.path(&r.template.spec_path),
                 format!(
                     "{:?} is not in the accelerator table",
                     slice.accelerator.value
@@ -200,17 +201,17 @@ fn check_slice(r: &ReplicatedJob, acc: &Accelerator, topology: &Pin) -> Option<V
     let per_pod = r.chips_per_pod;
     let misfit = slice_fit::misfit(acc, topology.value, per_pod, r.parallelism)?;
     let shapes = || format!("use one of {}", acc.shapes());
-    let containers = || format!("{}.containers", r.pod_spec_path);
+    let containers = || format!("{}.containers", r.template.spec_path);
     Some(match misfit {
         Misfit::Malformed(e) => Violation::new(
             Rule::T4,
-            topology.path(&r.pod_spec_path),
+            topology.path(&r.template.spec_path),
             format!("{:?} {e}", topology.value),
             shapes(),
         ),
         Misfit::NotInTable => Violation::new(
             Rule::T4,
-            topology.path(&r.pod_spec_path),
+            topology.path(&r.template.spec_path),
             format!("{:?} is not a {} topology", topology.value, acc.name),
             shapes(),
         ),
@@ -333,7 +334,7 @@ pub fn unknown_accelerators(view: &JobSetView, settings: &Settings) -> Vec<Strin
         .map(|(r, pin)| {
             format!(
                 "{}: accelerator {:?} is not in the accelerator table, so its topology was not checked; add it to the accelerators setting",
-                pin.path(&r.pod_spec_path),
+                pin.path(&r.template.spec_path),
                 pin.value
             )
         })

@@ -2,9 +2,9 @@
 //! rules J1–J3 and the stamping need, each read naming its JSON path.
 use crate::error::InputError;
 use crate::facts::{Facts, JobFacts};
-use crate::json::{self, map_str, Object};
+use crate::json::{self, Object};
 use crate::keys;
-use crate::views::pod_spec::{self, ContainerView};
+use crate::views::pod_template::{required, PodTemplateView};
 use serde_json::Value;
 
 #[derive(Debug)]
@@ -19,14 +19,8 @@ pub struct JobView<'a> {
     pub completion_mode: Option<&'a str>,
     /// `spec.template.spec.subdomain`, when set and not empty.
     pub subdomain: Option<&'a str>,
-    pub pod_annotations: Option<&'a Object>,
-    /// `spec.template.metadata.labels`, read only for the keys present.
-    pub pod_labels: Option<&'a Object>,
-    /// `hostNetwork` and `dnsPolicy` of the pod spec: how its pods resolve names (N2).
-    pub host_network: bool,
-    pub dns_policy: Option<&'a str>,
-    /// The pod spec's containers, each with its JSON object, whose own env the warnings read.
-    pub containers: Vec<ContainerView<'a>>,
+    /// `spec.template`: the pod template, with its containers.
+    pub template: PodTemplateView<'a>,
 }
 
 impl JobView<'_> {
@@ -34,7 +28,7 @@ impl JobView<'_> {
     /// pods got a JAX env that a resize could make stale. Facts the policy cannot read count
     /// as none.
     pub fn stamped(&self) -> Option<JobFacts> {
-        let text = map_str(self.pod_annotations, keys::FACTS)?;
+        let text = self.template.annotation(keys::FACTS)?;
         Facts::from_annotation(text, "spec.template.metadata.annotations")
             .ok()?
             .job
@@ -52,13 +46,7 @@ impl<'a> JobView<'a> {
             None => ("", None),
         };
         let spec = required(root, "spec", "")?;
-        let template = required(spec, "template", "spec")?;
-        let pod_metadata = json::opt_object(template, "metadata", "spec.template")?;
-        let pod_annotations = match pod_metadata {
-            Some(m) => json::opt_string_map(m, "annotations", "spec.template.metadata")?,
-            None => None,
-        };
-        let pod_spec = required(template, "spec", "spec.template")?;
+        let (template, pod_spec) = PodTemplateView::parse(spec, "template", "spec", tpu_resource)?;
         Ok(JobView {
             name,
             annotations,
@@ -67,20 +55,9 @@ impl<'a> JobView<'a> {
             completion_mode: json::opt_str(spec, "completionMode", "spec")?,
             subdomain: json::opt_str(pod_spec, "subdomain", "spec.template.spec")?
                 .filter(|s| !s.is_empty()),
-            pod_annotations,
-            pod_labels: pod_metadata.and_then(|m| json::field(m, "labels")?.as_object()),
-            host_network: json::opt_bool(pod_spec, "hostNetwork", "spec.template.spec")?
-                .unwrap_or(false),
-            dns_policy: json::opt_str(pod_spec, "dnsPolicy", "spec.template.spec")?,
-            containers: pod_spec::containers(pod_spec, "spec.template.spec", tpu_resource)?,
+            template,
         })
     }
-}
-
-fn required<'a>(obj: &'a Object, key: &str, path: &str) -> Result<&'a Object, InputError> {
-    json::opt_object(obj, key, path)?.ok_or_else(|| InputError::Missing {
-        path: json::join(path, key),
-    })
 }
 
 #[cfg(test)]
@@ -102,7 +79,7 @@ mod tests {
         assert_eq!(view.completions, Some(4));
         assert_eq!(view.completion_mode, Some("Indexed"));
         assert_eq!(view.subdomain, None);
-        assert_eq!(view.containers.len(), 1);
+        assert_eq!(view.template.containers.len(), 1);
     }
 
     #[test]

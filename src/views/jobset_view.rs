@@ -2,10 +2,11 @@
 //! read naming its JSON path. Nothing reads the raw JobSet again once the view is built.
 use crate::affinity_mark::AffinityMark;
 use crate::error::InputError;
-use crate::json::{self, join, map_str, Lazy, Object, PathLike};
+use crate::json::{self, join, map_str, Lazy, Object};
 use crate::keys;
 use crate::views::node_pins::{self, OwnTerm, Pin};
-use crate::views::pod_spec::{self, ContainerView};
+use crate::views::pod_spec;
+use crate::views::pod_template::{required, PodTemplateView};
 use serde_json::Value;
 
 #[derive(Debug)]
@@ -50,12 +51,8 @@ pub struct ReplicatedJob<'a> {
     pub parallelism: u32,
     pub completions: Option<u32>,
     pub completion_mode: Option<&'a str>,
-    pub pod_annotations: Option<&'a Object>,
-    /// `template.spec.template.metadata.labels`, read only for the keys present.
-    pub pod_labels: Option<&'a Object>,
-    /// `hostNetwork` and `dnsPolicy` of the pod spec: how its pods resolve names (N2).
-    pub host_network: bool,
-    pub dns_policy: Option<&'a str>,
+    /// `template.spec.template`: the pod template, with its containers.
+    pub template: PodTemplateView<'a>,
     /// Node labels the pod template's author pins to one value (see `node_pins::selection`).
     pub pins: Vec<Pin<'a>>,
     /// The required node-selector terms, as stored.
@@ -64,34 +61,21 @@ pub struct ReplicatedJob<'a> {
     pub own_terms: Vec<OwnTerm<'a>>,
     /// The policy's narrowing of the required node affinity (SPEC §4.7), when it made one.
     pub mark: Option<AffinityMark>,
-    /// `template.spec.template.spec`, for messages.
-    pub pod_spec_path: String,
-    /// The pod spec's containers, each with its JSON object, where its own env is read.
-    pub containers: Vec<ContainerView<'a>>,
     pub chips_per_pod: u32,
 }
 
 impl<'a> ReplicatedJob<'a> {
     pub fn is_tpu(&self) -> bool {
-        self.containers.iter().any(ContainerView::is_tpu)
+        self.template.is_tpu()
     }
 
     /// TPU containers per pod, containers and init containers alike (SPEC §3).
     pub fn tpu_containers(&self) -> usize {
-        self.containers.iter().filter(|c| c.is_tpu()).count()
-    }
-
-    /// An annotation of the pod template.
-    pub fn pod_annotation(&self, key: &str) -> Option<&'a str> {
-        map_str(self.pod_annotations, key)
-    }
-
-    /// `template.spec.template.metadata.annotations[key]`, for messages.
-    pub fn pod_annotation_path(&self, key: &str) -> String {
-        format!(
-            "{}.template.spec.template.metadata.annotations[{key:?}]",
-            self.path
-        )
+        self.template
+            .containers
+            .iter()
+            .filter(|c| c.is_tpu())
+            .count()
     }
 
     /// The completions the Job controller runs: the field, else parallelism (the API server
@@ -226,16 +210,6 @@ fn parse_coordinator(c: &Object) -> Result<CoordinatorRef<'_>, InputError> {
     })
 }
 
-fn required_object<'a>(
-    obj: &'a Object,
-    key: &str,
-    path: impl PathLike,
-) -> Result<&'a Object, InputError> {
-    json::opt_object(obj, key, path)?.ok_or_else(|| InputError::Missing {
-        path: join(&path.render(), key),
-    })
-}
-
 fn parse_replicated_job<'a>(
     item: &'a Value,
     i: usize,
@@ -254,7 +228,7 @@ fn parse_replicated_job<'a>(
 
     // Paths below are built only if a field is wrong.
     let t_path = Lazy(move || format!("{p}.template"));
-    let template = required_object(r, "template", p)?;
+    let template = required(r, "template", p)?;
     let job_annotations = match json::opt_object(template, "metadata", t_path)? {
         Some(m) => json::opt_string_map(
             m,
@@ -264,31 +238,22 @@ fn parse_replicated_job<'a>(
         None => None,
     };
     let js_path = Lazy(move || format!("{p}.template.spec"));
-    let job_spec = required_object(template, "spec", t_path)?;
+    let job_spec = required(template, "spec", t_path)?;
     let parallelism = json::opt_count(job_spec, "parallelism", js_path)?.unwrap_or(1);
     let completions = json::opt_count(job_spec, "completions", js_path)?;
     let completion_mode = json::opt_str(job_spec, "completionMode", js_path)?;
 
-    let pt_path = Lazy(move || format!("{p}.template.spec.template"));
-    let pod_template = required_object(job_spec, "template", js_path)?;
-    let pod_metadata = json::opt_object(pod_template, "metadata", pt_path)?;
-    let pod_annotations = match pod_metadata {
-        Some(m) => json::opt_string_map(
-            m,
-            "annotations",
-            Lazy(move || format!("{p}.template.spec.template.metadata")),
-        )?,
-        None => None,
-    };
-    let ps_path = format!("{p}.template.spec.template.spec");
-    let pod_spec = required_object(pod_template, "spec", pt_path)?;
-    let host_network = json::opt_bool(pod_spec, "hostNetwork", ps_path.as_str())?.unwrap_or(false);
-    let dns_policy = json::opt_str(pod_spec, "dnsPolicy", ps_path.as_str())?;
-    let containers = pod_spec::containers(pod_spec, &ps_path, tpu_resource)?;
-    let chips_per_pod = pod_spec::chips_per_pod(&containers, &ps_path)?;
-    let mark =
-        map_str(pod_annotations, keys::AFFINITY_MARK).and_then(AffinityMark::from_annotation);
-    let selection = node_pins::selection(pod_spec, &ps_path, mark.as_ref())?;
+    let (template, pod_spec) = PodTemplateView::parse(
+        job_spec,
+        "template",
+        &format!("{p}.template.spec"),
+        tpu_resource,
+    )?;
+    let chips_per_pod = pod_spec::chips_per_pod(&template.containers, &template.spec_path)?;
+    let mark = template
+        .annotation(keys::AFFINITY_MARK)
+        .and_then(AffinityMark::from_annotation);
+    let selection = node_pins::selection(pod_spec, &template.spec_path, mark.as_ref())?;
     Ok(ReplicatedJob {
         index: i,
         name,
@@ -299,16 +264,11 @@ fn parse_replicated_job<'a>(
         parallelism,
         completions,
         completion_mode,
-        pod_annotations,
-        pod_labels: pod_metadata.and_then(|m| json::field(m, "labels")?.as_object()),
-        host_network,
-        dns_policy,
+        template,
         pins: selection.pins,
         required_terms: selection.terms,
         own_terms: selection.own_terms,
         mark,
-        pod_spec_path: ps_path,
-        containers,
         chips_per_pod,
         path,
     })

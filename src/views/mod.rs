@@ -5,4 +5,5 @@ pub mod job_view;
 pub mod jobset_view;
 pub mod node_pins;
 pub mod pod_spec;
+pub mod pod_template;
 pub mod pod_view;
