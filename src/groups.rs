@@ -1,130 +1,38 @@
-//! Replica groups, slice groups, offsets and the coordinator (SPEC §3): pure functions of the
-//! JobSet view. Their output is the [`Facts`] stamped on each replicated job.
+//! The facts stamped on each replicated job (SPEC §3, §4): its group keys on JobSets without
+//! native groups, its slice group's count, offset and coordinator, and its JAX group's
+//! numbering. Pure functions of the JobSet plan.
 use crate::error::{checked_add, checked_mul, InputError};
-use crate::facts::{Facts, GroupFacts, JaxFacts, OffsetFacts};
-use crate::json;
-use crate::keys;
-use crate::settings::{JaxEnv, Settings};
+use crate::facts::{Facts, JaxFacts, OffsetFacts};
+use crate::jobset_plan::{offsets, Group, JobSetPlan};
+use crate::names;
 use crate::views::jobset_view::{JobSetView, ReplicatedJob};
-
-/// The group of a replicated job: the field, else the annotation (how users of JobSet
-/// before v0.9 name groups), else `default`.
-pub fn group_of<'a>(rjob: &ReplicatedJob<'a>) -> &'a str {
-    rjob.group_field
-        .or(rjob.group_annotation)
-        .unwrap_or(keys::DEFAULT_GROUP)
-}
-
-/// Groups in order of first appearance, each with its members' indexes in spec order.
-pub fn groups<'a>(view: &JobSetView<'a>) -> Vec<(&'a str, Vec<usize>)> {
-    let mut out: Vec<(&str, Vec<usize>)> = Vec::new();
-    for (i, rjob) in view.replicated_jobs.iter().enumerate() {
-        let name = group_of(rjob);
-        match out.iter_mut().find(|(g, _)| *g == name) {
-            Some((_, members)) => members.push(i),
-            None => out.push((name, vec![i])),
-        }
-    }
-    out
-}
-
-/// Slice groups: the TPU members of each group, in spec order. Non-TPU replicated jobs of a
-/// group (a CPU driver in `default`) are not slices.
-pub fn slice_groups<'a>(view: &JobSetView<'a>) -> Vec<(&'a str, Vec<usize>)> {
-    tpu_members(view, &groups(view))
-}
-
-/// The TPU members of each of `groups`, dropping groups that have none.
-fn tpu_members<'a>(
-    view: &JobSetView,
-    groups: &[(&'a str, Vec<usize>)],
-) -> Vec<(&'a str, Vec<usize>)> {
-    groups
-        .iter()
-        .map(|(name, members)| {
-            let tpu = members
-                .iter()
-                .copied()
-                .filter(|&i| view.replicated_jobs[i].is_tpu())
-                .collect();
-            (*name, tpu)
-        })
-        .filter(|(_, members): &(&str, Vec<usize>)| !members.is_empty())
-        .collect()
-}
-
-/// A replicated job's group as its pods' group keys say (SPEC §4.1): the group's name, its
-/// replicas, and the job-group-index of the replicated job's job 0.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct GroupKeys<'a> {
-    pub name: &'a str,
-    pub replicas: u32,
-    pub offset: u32,
-}
-
-/// The group keys of each replicated job, in spec order, given the view's [`groups`]. Every
-/// replicated job is in exactly one group, so each entry is `Some`.
-pub fn group_keys<'a>(
-    view: &JobSetView,
-    groups: &[(&'a str, Vec<usize>)],
-) -> Result<Vec<Option<GroupKeys<'a>>>, InputError> {
-    let mut out = vec![None; view.replicated_jobs.len()];
-    for (name, members) in groups {
-        let (replicas, starts) = offsets(view, members, |r| Ok(r.replicas))?;
-        for (&i, offset) in members.iter().zip(starts) {
-            out[i] = Some(GroupKeys {
-                name,
-                replicas,
-                offset,
-            });
-        }
-    }
-    Ok(out)
-}
-
-/// The running offset of each member and the total, weighting each member by `weight`.
-fn offsets(
-    view: &JobSetView,
-    members: &[usize],
-    weight: impl Fn(&ReplicatedJob) -> Result<u32, InputError>,
-) -> Result<(u32, Vec<u32>), InputError> {
-    let mut total = 0u32;
-    let mut starts = Vec::with_capacity(members.len());
-    for &i in members {
-        starts.push(total);
-        let rjob = &view.replicated_jobs[i];
-        total = checked_add(total, weight(rjob)?, &json::join(&rjob.path, "replicas"))?;
-    }
-    Ok((total, starts))
-}
 
 fn pods_of(rjob: &ReplicatedJob) -> Result<u32, InputError> {
     checked_mul(
         rjob.replicas,
         rjob.parallelism,
-        &json::join(&rjob.path, "replicas"),
+        &crate::json::join(&rjob.path, "replicas"),
     )
 }
 
 /// The group's first member that has pods: a replicated job may have `replicas: 0`, and its
 /// pods never exist (SPEC §3). The first member when none has any (no pod needs a coordinator).
-pub fn first_with_pods(view: &JobSetView, members: &[usize]) -> usize {
-    members
+fn first_with_pods<'v, 'a>(group: &Group<'v, 'a>) -> &'v ReplicatedJob<'a> {
+    group
+        .members
         .iter()
-        .copied()
-        .find(|&i| view.replicated_jobs[i].replicas > 0)
-        .or_else(|| members.first().copied())
-        .unwrap_or(0)
+        .find(|r| r.replicas > 0)
+        .unwrap_or(&group.members[0])
 }
 
-/// `<rjob>-<jobIndex>-<podIndex>` of the group's coordinator: `spec.coordinator` wherever it
-/// is (Pathways puts it on a CPU head), else pod 0 of job 0 of `first_member`, the group's
-/// first member with replicas > 0 ([`first_with_pods`]). Never the member's own job 0, which
-/// would give each replicated job its own coordinator.
-pub fn coordinator(view: &JobSetView, first_member: usize) -> String {
+/// `<rjob>-<jobIndex>-<podIndex>` of the slice group's coordinator: `spec.coordinator`
+/// wherever it is (Pathways puts it on a CPU head), else pod 0 of job 0 of the group's first
+/// member with replicas > 0. Never each member's own job 0, which would give each replicated
+/// job its own coordinator.
+fn coordinator(view: &JobSetView, group: &Group) -> String {
     match &view.coordinator {
-        Some(c) => format!("{}-{}-{}", c.replicated_job, c.job_index, c.pod_index),
-        None => format!("{}-0-0", view.replicated_jobs[first_member].name),
+        Some(c) => c.pod(),
+        None => names::rjob_pod(first_with_pods(group).name, 0, 0),
     }
 }
 
@@ -133,16 +41,16 @@ pub fn coordinator(view: &JobSetView, first_member: usize) -> String {
 /// pod 0 of job 0 of the first member that has pods, id 0. `None` when no member has pods.
 fn jax_coordinator(
     view: &JobSetView,
-    members: &[usize],
+    group: &Group,
     starts: &[u32],
 ) -> Result<Option<(String, u32)>, InputError> {
     if let Some(c) = &view.coordinator {
-        let named = members
+        let named = group
+            .members
             .iter()
             .zip(starts)
-            .find(|(&m, _)| view.replicated_jobs[m].name == c.replicated_job);
-        if let Some((&m, &start)) = named {
-            let rjob = &view.replicated_jobs[m];
+            .find(|(m, _)| m.name == c.replicated_job);
+        if let Some((rjob, &start)) = named {
             let path = "spec.coordinator";
             let id = checked_add(
                 checked_add(
@@ -153,90 +61,52 @@ fn jax_coordinator(
                 c.pod_index,
                 path,
             )?;
-            let host = format!("{}-{}-{}", c.replicated_job, c.job_index, c.pod_index);
-            return Ok(Some((host, id)));
+            return Ok(Some((c.pod(), id)));
         }
     }
-    let first = members
+    let first = group
+        .members
         .iter()
-        .map(|&m| &view.replicated_jobs[m])
         .find(|r| r.replicas > 0 && r.parallelism > 0);
-    Ok(first.map(|r| (format!("{}-0-0", r.name), 0)))
-}
-
-/// Whether the JAX distributed env is on for this JobSet (SPEC §4.4).
-pub fn jax_enabled(view: &JobSetView, settings: &Settings) -> bool {
-    match settings.jax_env {
-        JaxEnv::Never => false,
-        JaxEnv::Always => true,
-        JaxEnv::Annotated => view.annotation(keys::JAX_OPT_IN) == Some("true"),
-    }
-}
-
-/// The JAX groups when the JAX env is on (SPEC §4.4): the slice groups in a TPU JobSet (a CPU
-/// driver beside the slices is not a JAX process of the job), otherwise the replica groups.
-pub fn jax_groups<'a>(view: &JobSetView<'a>, settings: &Settings) -> Vec<(&'a str, Vec<usize>)> {
-    if !jax_enabled(view, settings) {
-        return Vec::new();
-    }
-    let groups = groups(view);
-    let slice_groups = tpu_members(view, &groups);
-    if slice_groups.is_empty() {
-        groups
-    } else {
-        slice_groups
-    }
+    Ok(first.map(|r| (names::rjob_pod(r.name, 0, 0), 0)))
 }
 
 /// The facts for each replicated job, in spec order.
-pub fn plan(view: &JobSetView, settings: &Settings) -> Result<Vec<Facts>, InputError> {
+pub fn facts(plan: &JobSetPlan) -> Result<Vec<Facts>, InputError> {
+    let view = plan.view;
     let mut facts = vec![Facts::default(); view.replicated_jobs.len()];
-    let groups = groups(view);
 
     if !view.has_native_groups() {
-        for (f, group) in facts.iter_mut().zip(group_keys(view, &groups)?) {
-            f.group = group.map(|k| GroupFacts {
-                name: k.name.to_string(),
-                replicas: k.replicas,
-                offset: k.offset,
+        for (f, keys) in facts.iter_mut().zip(plan.group_keys()?) {
+            f.group = Some(keys);
+        }
+    }
+
+    for group in &plan.slice_groups {
+        let (total, starts) = offsets(&group.members, |r| Ok(r.replicas))?;
+        let outside = view
+            .coordinator
+            .as_ref()
+            .is_some_and(|c| !group.members.iter().any(|m| m.name == c.replicated_job));
+        let coordinator = coordinator(view, group);
+        for (rjob, offset) in group.members.iter().zip(starts) {
+            let f = &mut facts[rjob.index];
+            f.slice = Some(OffsetFacts { total, offset });
+            f.coordinator = Some(coordinator.clone());
+            f.coordinator_outside = outside;
+        }
+    }
+
+    for group in plan.jax_groups() {
+        let (total, starts) = offsets(&group.members, pods_of)?;
+        let process_0 = jax_coordinator(view, group, &starts)?;
+        for (rjob, offset) in group.members.iter().zip(starts) {
+            facts[rjob.index].jax = Some(JaxFacts {
+                total,
+                offset,
+                coordinator: process_0.as_ref().map(|(host, _)| host.clone()),
+                coordinator_id: process_0.as_ref().map_or(0, |(_, id)| *id),
             });
-        }
-    }
-
-    let slice_groups = tpu_members(view, &groups);
-    for (_, members) in &slice_groups {
-        let (total, starts) = offsets(view, members, |r| Ok(r.replicas))?;
-        let outside = view.coordinator.as_ref().is_some_and(|c| {
-            !members
-                .iter()
-                .any(|&m| view.replicated_jobs[m].name == c.replicated_job)
-        });
-        for (&i, offset) in members.iter().zip(starts) {
-            facts[i].slice = Some(OffsetFacts { total, offset });
-            facts[i].coordinator = Some(coordinator(view, first_with_pods(view, members)));
-            facts[i].coordinator_outside = outside;
-        }
-    }
-
-    if jax_enabled(view, settings) {
-        // The JAX group is the slice group in a TPU JobSet (a CPU driver beside the slices
-        // is not a JAX process of the job); otherwise the replica group.
-        let jax_groups = if slice_groups.is_empty() {
-            groups
-        } else {
-            slice_groups
-        };
-        for (_, members) in &jax_groups {
-            let (total, starts) = offsets(view, members, pods_of)?;
-            let process_0 = jax_coordinator(view, members, &starts)?;
-            for (&i, offset) in members.iter().zip(starts) {
-                facts[i].jax = Some(JaxFacts {
-                    total,
-                    offset,
-                    coordinator: process_0.as_ref().map(|(host, _)| host.clone()),
-                    coordinator_id: process_0.as_ref().map_or(0, |(_, id)| *id),
-                });
-            }
         }
     }
 
@@ -249,18 +119,11 @@ pub fn plan(view: &JobSetView, settings: &Settings) -> Result<Vec<Facts>, InputE
     Ok(facts)
 }
 
-/// Slice groups with more than one member, as (group name, member indexes).
-pub fn multi_member_slice_groups<'a>(view: &JobSetView<'a>) -> Vec<(&'a str, Vec<usize>)> {
-    slice_groups(view)
-        .into_iter()
-        .filter(|(_, members)| members.len() > 1)
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     //! These also run compiled to wasm32-wasip1 (`make test`), where `usize` is 32 bits.
     use super::*;
+    use crate::settings::{JaxEnv, Settings};
     use serde_json::{json, Value};
 
     fn rjob(name: &str, replicas: u32, parallelism: u32, tpu: bool) -> Value {
@@ -278,7 +141,7 @@ mod tests {
     fn plan_of(rjobs: Vec<Value>, settings: &Settings) -> Result<Vec<Facts>, InputError> {
         let js = json!({"metadata": {"name": "js"}, "spec": {"replicatedJobs": rjobs}});
         let view = JobSetView::parse(&js, "google.com/tpu")?;
-        plan(&view, settings)
+        facts(&JobSetPlan::new(&view, settings))
     }
 
     #[test]

@@ -5,12 +5,14 @@
 //! Data flows one way: request → view → plan → patch or rejection. The modules, by layer:
 
 // Foundations: typed errors with JSON paths, JSON reads, quantities, every key and env name,
-// and the facts annotation that JobSet admission hands to pod admission.
+// the names the controllers generate, and the facts annotation that JobSet admission hands to
+// pod admission.
 pub mod affinity_mark;
 pub mod error;
 pub mod facts;
 pub mod json;
 pub mod keys;
+pub mod names;
 pub mod quantity;
 pub mod spelling;
 
@@ -27,6 +29,7 @@ pub mod views;
 // validation rules and their violations; each pod's env and metadata.
 pub mod groups;
 pub mod job_plan;
+pub mod jobset_plan;
 pub mod narrowing;
 pub mod placement;
 pub mod pods;

@@ -4,7 +4,6 @@
 //! admitted only where it can run; G5 and T4 judge what is left.
 use crate::accelerators;
 use crate::affinity_mark::{AffinityMark, Pairs};
-use crate::groups::slice_groups;
 use crate::placement::{pinned, placed_as_slice};
 use crate::settings::Settings;
 use crate::slice_fit::{fitting_topologies, misfit};
@@ -91,17 +90,22 @@ pub struct ShapePlan {
     pub group: Vec<Option<Pairs>>,
 }
 
-pub fn plan(view: &JobSetView, settings: &Settings) -> ShapePlan {
+/// `slice_groups` are the members of each slice group.
+pub fn plan<'g, 'v: 'g, 'a: 'v>(
+    view: &JobSetView,
+    slice_groups: impl Iterator<Item = &'g [&'v ReplicatedJob<'a>]>,
+    settings: &Settings,
+) -> ShapePlan {
     let own: Vec<Option<Shapes>> = view
         .replicated_jobs
         .iter()
         .map(|r| r.is_tpu().then(|| own_shapes(r, settings)))
         .collect();
     let mut group = vec![None; view.replicated_jobs.len()];
-    for (_, members) in slice_groups(view) {
+    for members in slice_groups {
         let judged: Vec<&Pairs> = members
             .iter()
-            .filter_map(|&m| own[m].as_ref()?.pairs())
+            .filter_map(|m| own[m.index].as_ref()?.pairs())
             .collect();
         let Some((first, rest)) = judged.split_first() else {
             continue;
@@ -109,9 +113,9 @@ pub fn plan(view: &JobSetView, settings: &Settings) -> ShapePlan {
         let common = rest
             .iter()
             .fold((*first).clone(), |acc, p| intersect(&acc, p));
-        for &m in &members {
-            if own[m].as_ref().and_then(Shapes::pairs).is_some() {
-                group[m] = Some(common.clone());
+        for m in members {
+            if own[m.index].as_ref().and_then(Shapes::pairs).is_some() {
+                group[m.index] = Some(common.clone());
             }
         }
     }
@@ -120,15 +124,14 @@ pub fn plan(view: &JobSetView, settings: &Settings) -> ShapePlan {
 
 /// The narrowing each replicated job gets (SPEC §4.7): where its own selection leaves the
 /// accelerator or the topology open and its group leaves some pair, the mark of those pairs.
-pub fn marks(view: &JobSetView, settings: &Settings) -> Vec<Option<AffinityMark>> {
+pub fn marks(shapes: &ShapePlan, settings: &Settings) -> Vec<Option<AffinityMark>> {
     if !settings.narrow_queued_jobsets {
-        return vec![None; view.replicated_jobs.len()];
+        return vec![None; shapes.own.len()];
     }
-    let shapes = plan(view, settings);
     shapes
         .own
         .iter()
-        .zip(shapes.group)
+        .zip(shapes.group.iter().cloned())
         .map(|(own, group)| match (own, group) {
             (Some(Shapes::Open(_)), Some(pairs)) if !pairs.is_empty() => Some(AffinityMark {
                 accelerator: settings.accelerator_label.clone(),

@@ -7,10 +7,11 @@
 //! (a count that includes a CPU job, an index that ignores earlier replicated jobs, a literal
 //! where each job differs) already differs.
 use crate::error::{checked_add, InputError};
-use crate::facts::{Facts, JobFacts};
-use crate::groups::{self, GroupKeys};
+use crate::facts::{Facts, GroupFacts, JobFacts};
+use crate::jobset_plan::JobSetPlan;
 use crate::json;
 use crate::keys;
+use crate::names;
 use crate::pods::env_families::{wanted_env, PodEnv};
 use crate::pods::job_pod::{self, JobPlace};
 use crate::pods::place::PodPlace;
@@ -22,23 +23,19 @@ use crate::views::pod_template::PodTemplateView;
 
 /// The warnings for a JobSet about to be admitted with `facts`: each replicated job whose
 /// pods get the policy's env and whose template sets some of it, compared on its sampled pods.
-pub fn warnings(
-    view: &JobSetView,
-    facts: &[Facts],
-    settings: &Settings,
-) -> Result<Vec<String>, InputError> {
+pub fn warnings(plan: &JobSetPlan, facts: &[Facts]) -> Result<Vec<String>, InputError> {
+    let (view, settings) = (plan.view, plan.settings);
     let mut out = Vec::new();
     // Most JobSets set none of the variables: find that out before any other work.
     if !view.replicated_jobs.iter().any(|r| sets_any(&r.template)) {
         return Ok(out);
     }
     let global_replicas = global_replicas(view)?;
-    let group_keys = groups::group_keys(view, &groups::groups(view))?;
+    let group_keys = plan.group_keys()?;
     let mut global_offset = 0u32;
     for ((rjob, f), group) in view.replicated_jobs.iter().zip(facts).zip(&group_keys) {
         let start = global_offset;
         global_offset = checked_add(global_offset, rjob.replicas, &replicas_path(rjob))?;
-        let Some(group) = group else { continue };
         if f.slice.is_none() && f.jax.is_none() {
             continue;
         }
@@ -84,7 +81,7 @@ struct Subject<'v, 'a> {
     view: &'v JobSetView<'a>,
     rjob: &'v ReplicatedJob<'a>,
     facts: &'v Facts,
-    group: &'v GroupKeys<'a>,
+    group: &'v GroupFacts,
     /// The job-global-index of its job 0.
     start: u32,
     global_replicas: u32,
@@ -141,16 +138,15 @@ impl SampledPod<'_> {
             annotations: None,
         };
         let wanted = wanted_env(&pod, settings, &lookup, &mut Vec::new())?;
-        let host = format!(
-            "{}-{}-{}",
+        let host = names::rjob_pod(
             rjob.name,
             place.job_index,
-            place.completion_index.unwrap_or(0)
+            place.completion_index.unwrap_or(0),
         );
         let pod_name = if view.name.is_empty() {
             host
         } else {
-            format!("{}-{host}", view.name)
+            names::in_jobset(view.name, &host)
         };
         let sample = Sample {
             pod: format!("pod {pod_name}"),
@@ -290,7 +286,12 @@ fn predicted_for_job(name: &str, c: u32, path: &str) -> Option<String> {
 /// What a controller label or annotation will hold on the pod at `place`; `None` for what no
 /// admission can predict (a Job's key, a restart count, a generated name) and for anything
 /// that is not the controllers'.
-fn predicted(view: &JobSetView, group: &GroupKeys, place: &PodPlace, path: &str) -> Option<String> {
+fn predicted(
+    view: &JobSetView,
+    group: &GroupFacts,
+    place: &PodPlace,
+    path: &str,
+) -> Option<String> {
     let (map, key) = metadata_key(path)?;
     let named = |v: String| (!view.name.is_empty()).then_some(v);
     let value = match key {
@@ -300,14 +301,12 @@ fn predicted(view: &JobSetView, group: &GroupKeys, place: &PodPlace, path: &str)
         keys::JOB_INDEX => place.job_index.to_string(),
         keys::JOB_GLOBAL_INDEX => place.job_global_index.to_string(),
         keys::GLOBAL_REPLICAS => place.global_replicas.to_string(),
-        keys::GROUP_NAME => group.name.to_string(),
+        keys::GROUP_NAME => group.name.clone(),
         keys::GROUP_REPLICAS => group.replicas.to_string(),
         keys::JOB_GROUP_INDEX => group.offset.checked_add(place.job_index)?.to_string(),
         keys::COMPLETION_INDEX => place.completion_index?.to_string(),
         keys::JOBSET_COORDINATOR if map == "annotations" => {
-            let c = view.coordinator.as_ref()?;
-            let host = format!("{}-{}-{}", c.replicated_job, c.job_index, c.pod_index);
-            return named(place.address(&host));
+            return named(place.address(&view.coordinator.as_ref()?.pod()));
         }
         _ => return None,
     };

@@ -5,6 +5,7 @@ use super::references;
 use super::verdict::{rejection, Verdict};
 use crate::error::InputError;
 use crate::groups;
+use crate::jobset_plan::JobSetPlan;
 use crate::mutate;
 use crate::narrowing;
 use crate::rules::{self, Findings, Moment};
@@ -23,10 +24,11 @@ pub(super) fn admit_create(mut object: Value, settings: &Settings) -> Result<Ver
     let role = settings.role;
     let (changes, warnings) = {
         let view = JobSetView::parse(&object, &settings.tpu_resource)?;
+        let plan = JobSetPlan::new(&view, settings);
         let findings = if role.judges() {
-            rules::judge(&view, settings, Moment::Create)?
+            rules::judge(&plan, Moment::Create)?
         } else {
-            rules::check_input(&view, settings)?;
+            rules::check_input(&plan)?;
             Findings::default()
         };
         // Every parsed JobSet, judged or not: an empty value is as empty on a CPU pod.
@@ -40,15 +42,16 @@ pub(super) fn admit_create(mut object: Value, settings: &Settings) -> Result<Ver
             warnings.extend(references);
             return Ok(rejection(&findings.violations, warnings));
         }
-        let facts = groups::plan(&view, settings)?;
+        let facts = groups::facts(&plan)?;
         if role.judges() {
-            warnings.extend(contradictions::warnings(&view, &facts, settings)?);
+            warnings.extend(contradictions::warnings(&plan, &facts)?);
         }
         warnings.extend(references);
         if !role.mutates() {
             return Ok(Verdict::with(None, warnings));
         }
-        let narrowings = mutate::affinity::changes(&view, narrowing::marks(&view, settings));
+        let narrowings =
+            mutate::affinity::changes(&view, narrowing::marks(plan.shapes(), settings));
         warnings.extend(
             narrowings
                 .iter()
@@ -70,11 +73,8 @@ fn findings_of(
     view: &Result<JobSetView, InputError>,
     settings: &Settings,
 ) -> Result<Findings, InputError> {
-    rules::judge(
-        view.as_ref().map_err(Clone::clone)?,
-        settings,
-        Moment::Update,
-    )
+    let view = view.as_ref().map_err(Clone::clone)?;
+    rules::judge(&JobSetPlan::new(view, settings), Moment::Update)
 }
 
 /// JobSet UPDATE never mutates (`replicatedJobs` are immutable), and judges only what the
@@ -107,7 +107,8 @@ pub(super) fn admit_update(object: &Value, old: Option<&Value>, settings: &Setti
     // ElasticJobSet resizes that would leave stamped values stale (SPEC §5, E1). Objects that
     // cannot be read have no sizes to compare; their problem is reported by the findings.
     if let (Some(Ok(old)), Ok(new)) = (&old_view, &new_view) {
-        new_violations.extend(rules::elastic::stale_resizes(old, new, settings));
+        let old = JobSetPlan::new(old, settings);
+        new_violations.extend(rules::elastic::stale_resizes(&old, new));
     }
     if new_violations.is_empty() {
         Verdict::with(None, new_warnings)

@@ -8,6 +8,7 @@ use crate::error::InputError;
 use crate::facts::JobFacts;
 use crate::json;
 use crate::keys;
+use crate::names;
 use crate::settings::{JaxEnv, Settings};
 use crate::views::container_env::WantedVar;
 use crate::views::pod_spec::ContainerView;
@@ -24,7 +25,7 @@ pub struct JobPlace<'a> {
 impl JobPlace<'_> {
     /// The pod with completion index 0: the Job controller gives it the hostname `<job>-0`.
     pub fn coordinator(&self) -> String {
-        format!("{}-0.{}", self.job, self.subdomain)
+        names::address(&names::hostname(self.job, 0), self.subdomain)
     }
 }
 

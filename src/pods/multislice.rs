@@ -5,6 +5,7 @@ use crate::error::{checked_add, InputError};
 use crate::facts::Facts;
 use crate::json::{map_str, Object};
 use crate::keys;
+use crate::names;
 use crate::views::container_env::WantedVar;
 
 /// TPU container k's megascale port when a pod runs several: KubeRay's TPU webhook numbering.
@@ -28,10 +29,11 @@ pub fn vars(
         _ => {
             // No facts: the JobSet was admitted before the policy. The pod's own labels only
             // tell about its replicated job, so that is taken as the whole slice group.
-            let own = place.address(&format!("{}-0-0", place.replicated_job));
+            let own = place.address(&names::rjob_pod(place.replicated_job, 0, 0));
             let (coordinator, outside) = match map_str(annotations, keys::JOBSET_COORDINATOR) {
                 Some(c) => {
-                    let own_prefix = format!("{}-{}-", place.jobset, place.replicated_job);
+                    let own_prefix =
+                        format!("{}-", names::in_jobset(place.jobset, place.replicated_job));
                     (c.to_string(), !c.starts_with(&own_prefix))
                 }
                 None => (own, false),

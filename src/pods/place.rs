@@ -1,5 +1,6 @@
 //! The pod's place, shared by every env family: where the JobSet and Job controllers put it
 //! (SPEC §2), how its peers are addressed, and how its TPU containers are numbered (§3).
+use crate::names;
 use crate::views::pod_spec::ContainerView;
 
 /// What the controllers told the pod about its place in the JobSet (at pod admission), or
@@ -20,17 +21,17 @@ pub struct PodPlace<'a> {
 impl PodPlace<'_> {
     /// `<jobset>-<host>.<subdomain>`, where `host` is `<rjob>-<jobIndex>-<podIndex>`.
     pub fn address(&self, host: &str) -> String {
-        format!("{}-{host}.{}", self.jobset, self.subdomain)
+        names::address(&names::in_jobset(self.jobset, host), self.subdomain)
     }
 
     /// The name of the pod's own Job, `<jobset>-<rjob>-<jobIndex>`.
     pub fn job_name(&self) -> String {
-        format!("{}-{}-{}", self.jobset, self.replicated_job, self.job_index)
+        names::job(self.jobset, self.replicated_job, self.job_index)
     }
 
     /// The address of pod `i` of this pod's own Job.
     pub fn host_address(&self, i: u32) -> String {
-        format!("{}-{i}.{}", self.job_name(), self.subdomain)
+        names::address(&names::hostname(&self.job_name(), i), self.subdomain)
     }
 }
 

@@ -2,26 +2,17 @@
 //! `parallelism` and `completions`, but the facts stamped at CREATE (process counts and ids,
 //! worker hostnames) would then be stale for pods whose values depend on them.
 use crate::facts::JobFacts;
-use crate::groups::jax_groups;
-use crate::settings::Settings;
+use crate::jobset_plan::JobSetPlan;
 use crate::views::job_view::JobView;
 use crate::views::jobset_view::{JobSetView, ReplicatedJob};
 use crate::violation::{Rule, Violation};
 
 /// Why the pods of replicated job `i` depend on its parallelism, if they do: a member of a JAX
 /// group, or a TPU job under `tpuWorkerEnv`.
-fn depends_on_parallelism(
-    view: &JobSetView,
-    i: usize,
-    settings: &Settings,
-) -> Option<&'static str> {
-    let rjob = &view.replicated_jobs[i];
-    if jax_groups(view, settings)
-        .iter()
-        .any(|(_, members)| members.contains(&i))
-    {
+fn depends_on_parallelism(plan: &JobSetPlan, rjob: &ReplicatedJob) -> Option<&'static str> {
+    if plan.jax_groups().iter().any(|g| g.contains(rjob)) {
         Some("JAX_NUM_PROCESSES, JAX_PROCESS_ID and the JAX coordinator")
-    } else if settings.tpu_worker_env && rjob.is_tpu() {
+    } else if plan.settings.tpu_worker_env && rjob.is_tpu() {
         Some("TPU_WORKER_ID and TPU_WORKER_HOSTNAMES")
     } else {
         None
@@ -39,14 +30,15 @@ fn show(n: Option<u32>) -> String {
     n.map_or_else(|| "unset".to_string(), |n| n.to_string())
 }
 
-/// E1: one violation per changed field that would leave stamped values stale.
-pub fn stale_resizes(old: &JobSetView, new: &JobSetView, settings: &Settings) -> Vec<Violation> {
+/// E1: one violation per changed field that would leave stamped values stale, judged on the
+/// plan of the old object, whose values the pods were given.
+pub fn stale_resizes(old: &JobSetPlan, new: &JobSetView) -> Vec<Violation> {
     let mut out = Vec::new();
-    for (i, before) in old.replicated_jobs.iter().enumerate() {
+    for (i, before) in old.view.replicated_jobs.iter().enumerate() {
         let Some(after) = new.replicated_jobs.get(i).filter(|r| r.name == before.name) else {
             continue;
         };
-        let Some(what) = depends_on_parallelism(old, i, settings) else {
+        let Some(what) = depends_on_parallelism(old, before) else {
             continue;
         };
         for ((field, was), (_, is)) in counts(before).into_iter().zip(counts(after)) {

@@ -1,11 +1,10 @@
 //! X1–X4: exclusive placement, resolved as JobSet resolves it.
-use crate::groups::{multi_member_slice_groups, slice_groups};
+use crate::jobset_plan::JobSetPlan;
 use crate::keys;
 use crate::placement::{
     exclusive_placement, job_annotations_path, pinned, placed_as_slice, Exclusive,
 };
-use crate::settings::Settings;
-use crate::views::jobset_view::{JobSetView, ReplicatedJob};
+use crate::views::jobset_view::ReplicatedJob;
 use crate::violation::{Rule, Violation};
 
 const HOSTNAME: &str = "kubernetes.io/hostname";
@@ -16,7 +15,8 @@ fn pods(r: &ReplicatedJob) -> u64 {
 
 /// X1: a TPU replicated job with more than one pod has exclusive placement by an allowed key,
 /// or is placed as a slice by GKE's slice controller or Kueue TAS.
-pub fn x1_exclusive_placement(view: &JobSetView, settings: &Settings) -> Vec<Violation> {
+pub fn x1_exclusive_placement(plan: &JobSetPlan) -> Vec<Violation> {
+    let (view, settings) = (plan.view, plan.settings);
     if !settings.require_exclusive_topology {
         return Vec::new();
     }
@@ -68,17 +68,17 @@ fn describe(e: &Option<Exclusive>) -> String {
 }
 
 /// X2: all replicated jobs of a slice group end up with the same exclusive placement.
-pub fn x2_one_placement_per_slice_group(view: &JobSetView, _: &Settings) -> Vec<Violation> {
+pub fn x2_one_placement_per_slice_group(plan: &JobSetPlan) -> Vec<Violation> {
+    let view = plan.view;
     let mut out = Vec::new();
-    for (group, members) in multi_member_slice_groups(view) {
-        let first = &view.replicated_jobs[members[0]];
+    for slice_group in plan.multi_member_slice_groups() {
+        let (group, first) = (slice_group.name, slice_group.members[0]);
         let theirs = exclusive_placement(view, first);
         let same = |e: &Option<Exclusive>| {
             e.as_ref().map(|e| (e.key, e.node_selector_strategy))
                 == theirs.as_ref().map(|t| (t.key, t.node_selector_strategy))
         };
-        for &i in &members[1..] {
-            let rjob = &view.replicated_jobs[i];
+        for rjob in &slice_group.members[1..] {
             let mine = exclusive_placement(view, rjob);
             if !same(&mine) {
                 out.push(Violation::new(
@@ -102,7 +102,8 @@ pub fn x2_one_placement_per_slice_group(view: &JobSetView, _: &Settings) -> Vec<
 /// X3: a node-selector flag has an effect. Under upstream's precedence (SPEC §2) a JobSet-level
 /// flag reaches a Job only beside a JobSet-level key, and a replicated job's flag only counts
 /// where that Job ends up with a key (its own or the JobSet's). JobSet ignores the rest silently.
-pub fn x3_node_selector_flag_takes_effect(view: &JobSetView, _: &Settings) -> Vec<Violation> {
+pub fn x3_node_selector_flag_takes_effect(plan: &JobSetPlan) -> Vec<Violation> {
+    let view = plan.view;
     if view.tpu_jobs().next().is_none() {
         return Vec::new();
     }
@@ -151,7 +152,8 @@ pub fn x3_node_selector_flag_takes_effect(view: &JobSetView, _: &Settings) -> Ve
 }
 
 /// X4: a replicated job of several slices does not pin the exclusive key to one value.
-pub fn x4_exclusive_key_not_pinned(view: &JobSetView, _: &Settings) -> Vec<Violation> {
+pub fn x4_exclusive_key_not_pinned(plan: &JobSetPlan) -> Vec<Violation> {
+    let view = plan.view;
     let mut out = Vec::new();
     for (_, r) in view.tpu_jobs().filter(|(_, r)| r.replicas > 1) {
         let Some(e) = exclusive_placement(view, r) else {
@@ -177,11 +179,11 @@ pub fn x4_exclusive_key_not_pinned(view: &JobSetView, _: &Settings) -> Vec<Viola
 
 /// Warning: one multi-host slice placed by hostname keeps one pod per node, but does not
 /// keep the slice's hosts in one node pool.
-pub fn single_slice_by_hostname(view: &JobSetView, _: &Settings) -> Vec<String> {
+pub fn single_slice_by_hostname(plan: &JobSetPlan) -> Vec<String> {
+    let view = plan.view;
     let mut out = Vec::new();
-    for (_, members) in slice_groups(view) {
-        let [only] = members[..] else { continue };
-        let r = &view.replicated_jobs[only];
+    for group in &plan.slice_groups {
+        let [r] = group.members[..] else { continue };
         if r.replicas != 1 || r.parallelism < 2 {
             continue;
         }

@@ -8,8 +8,8 @@ pub mod replica_groups;
 pub mod tpu;
 
 use crate::error::InputError;
-use crate::groups::jax_enabled;
-use crate::settings::{Role, Settings};
+use crate::jobset_plan::JobSetPlan;
+use crate::settings::Role;
 use crate::views::jobset_view::JobSetView;
 use crate::violation::Violation;
 
@@ -20,7 +20,7 @@ pub struct Findings {
     pub warnings: Vec<String>,
 }
 
-type RuleFn = fn(&JobSetView, &Settings) -> Vec<Violation>;
+type RuleFn = fn(&JobSetPlan) -> Vec<Violation>;
 
 /// When the object is judged: at CREATE (and in background audit), or at an UPDATE.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -102,8 +102,8 @@ impl When {
 
 /// Whether the policy judges this JobSet at all: it has a TPU replicated job or the JAX env
 /// is on. Other JobSets are JobSet's own webhook's to judge (SPEC §6, last paragraph).
-pub fn judged(view: &JobSetView, settings: &Settings) -> bool {
-    view.tpu_jobs().next().is_some() || jax_enabled(view, settings)
+pub fn judged(plan: &JobSetPlan) -> bool {
+    plan.view.tpu_jobs().next().is_some() || plan.jax_enabled
 }
 
 /// Whether T3 and T4 wait: the JobSet is suspended, or, at CREATE in the role `both`, queued in
@@ -116,36 +116,32 @@ pub fn deferred(view: &JobSetView, moment: Moment, role: Role) -> bool {
 
 /// The input errors of a JobSet the policy serves: a coordinator that names no pod. Every role
 /// refuses them, since the plan of the env reads the coordinator.
-pub fn check_input(view: &JobSetView, settings: &Settings) -> Result<(), InputError> {
-    if judged(view, settings) {
-        view.check_coordinator()?;
+pub fn check_input(plan: &JobSetPlan) -> Result<(), InputError> {
+    if judged(plan) {
+        plan.view.check_coordinator()?;
     }
     Ok(())
 }
 
 /// The verdict on a JobSet the policy judges; nothing for one it does not.
-pub fn judge(
-    view: &JobSetView,
-    settings: &Settings,
-    moment: Moment,
-) -> Result<Findings, InputError> {
-    check_input(view, settings)?;
-    if !judged(view, settings) {
+pub fn judge(plan: &JobSetPlan, moment: Moment) -> Result<Findings, InputError> {
+    check_input(plan)?;
+    if !judged(plan) {
         return Ok(Findings::default());
     }
-    Ok(check(view, settings, moment))
+    Ok(check(plan, moment))
 }
 
-fn check(view: &JobSetView, settings: &Settings, moment: Moment) -> Findings {
-    let deferred = deferred(view, moment, settings.role);
+fn check(plan: &JobSetPlan, moment: Moment) -> Findings {
+    let deferred = deferred(plan.view, moment, plan.settings.role);
     let violations = RULES
         .iter()
         .filter(|r| r.when.applies(deferred, moment))
-        .flat_map(|r| (r.check)(view, settings))
+        .flat_map(|r| (r.check)(plan))
         .collect();
-    let mut warnings = exclusive_placement::single_slice_by_hostname(view, settings);
+    let mut warnings = exclusive_placement::single_slice_by_hostname(plan);
     if !deferred {
-        warnings.extend(tpu::unknown_accelerators(view, settings));
+        warnings.extend(tpu::unknown_accelerators(plan));
     }
     Findings {
         violations,

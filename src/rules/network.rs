@@ -1,41 +1,38 @@
 //! N1 and N2: the pods of a multi-host or multi-slice TPU JobSet, or of a JAX group of several
 //! processes, find each other by hostname, so those hostnames must exist (N1) and the pods
 //! must be able to resolve them (N2).
-use crate::groups::{jax_groups, slice_groups};
-use crate::settings::Settings;
-use crate::views::jobset_view::JobSetView;
+use crate::jobset_plan::{Group, JobSetPlan};
+use crate::views::jobset_view::ReplicatedJob;
 use crate::violation::{Rule, Violation};
 
 /// Why the JobSet's pods dial each other by hostname, in the words of N1's message; `None`
 /// when they do not (a single single-host slice, one JAX process).
-fn needs_hostnames(view: &JobSetView, settings: &Settings) -> Option<&'static str> {
-    let sum = |members: &[usize], weight: &dyn Fn(usize) -> u64| {
+fn needs_hostnames(plan: &JobSetPlan) -> Option<&'static str> {
+    let sum = |group: &Group, weight: &dyn Fn(&ReplicatedJob) -> u64| {
         // Saturating: only "more than one" matters, and u32 × u32 terms can add past u64.
-        members
+        group
+            .members
             .iter()
-            .fold(0u64, |total, &i| total.saturating_add(weight(i)))
+            .fold(0u64, |total, r| total.saturating_add(weight(r)))
     };
-    let replicas = |i: usize| u64::from(view.replicated_jobs[i].replicas);
-    let pods = |i: usize| replicas(i) * u64::from(view.replicated_jobs[i].parallelism);
-    let multi_host = view.tpu_jobs().any(|(_, r)| r.parallelism > 1);
-    let multi_slice = slice_groups(view)
-        .iter()
-        .any(|(_, members)| sum(members, &replicas) > 1);
+    let replicas = |r: &ReplicatedJob| u64::from(r.replicas);
+    let pods = |r: &ReplicatedJob| replicas(r) * u64::from(r.parallelism);
+    let multi_host = plan.view.tpu_jobs().any(|(_, r)| r.parallelism > 1);
+    let multi_slice = plan.slice_groups.iter().any(|g| sum(g, &replicas) > 1);
     if multi_host || multi_slice {
         return Some("multi-host TPU JobSet");
     }
     // Every JAX process dials the coordinator by its hostname.
-    let multi_process = jax_groups(view, settings)
-        .iter()
-        .any(|(_, members)| sum(members, &pods) > 1);
+    let multi_process = plan.jax_groups().iter().any(|g| sum(g, &pods) > 1);
     multi_process.then_some("JAX JobSet of several processes")
 }
 
-pub fn n1_hostnames_resolve(view: &JobSetView, settings: &Settings) -> Vec<Violation> {
+pub fn n1_hostnames_resolve(plan: &JobSetPlan) -> Vec<Violation> {
+    let view = plan.view;
     if view.enable_dns_hostnames != Some(false) {
         return Vec::new();
     }
-    let Some(what) = needs_hostnames(view, settings) else {
+    let Some(what) = needs_hostnames(plan) else {
         return Vec::new();
     };
     vec![Violation::new(
@@ -49,13 +46,14 @@ pub fn n1_hostnames_resolve(view: &JobSetView, settings: &Settings) -> Vec<Viola
 }
 
 /// N2: where N1 applies, every replicated job's pods resolve cluster DNS names.
-pub fn n2_pods_resolve_cluster_dns(view: &JobSetView, settings: &Settings) -> Vec<Violation> {
+pub fn n2_pods_resolve_cluster_dns(plan: &JobSetPlan) -> Vec<Violation> {
+    let view = plan.view;
     // Most templates keep the default dnsPolicy off the host network: nothing to judge.
     let suspicious = view
         .replicated_jobs
         .iter()
         .any(|r| r.template.host_network || r.template.dns_policy.is_some());
-    if !suspicious || needs_hostnames(view, settings).is_none() {
+    if !suspicious || needs_hostnames(plan).is_none() {
         return Vec::new();
     }
     view.replicated_jobs

@@ -1,10 +1,9 @@
 //! G1–G5: replica groups and slice groups.
-use crate::groups::{groups, multi_member_slice_groups, slice_groups};
+use crate::jobset_plan::JobSetPlan;
 use crate::keys;
 use crate::narrowing;
 use crate::placement::{pinned, slice_topology};
-use crate::settings::Settings;
-use crate::views::jobset_view::{JobSetView, ReplicatedJob};
+use crate::views::jobset_view::ReplicatedJob;
 use crate::violation::{Rule, Violation};
 
 fn field_path(rjob: &ReplicatedJob) -> String {
@@ -62,7 +61,8 @@ fn suggest_label(s: &str) -> String {
 type PathOf = fn(&ReplicatedJob) -> String;
 
 /// G1: a group name is a DNS-1035 label of at most 63 characters.
-pub fn g1_group_name_is_a_label(view: &JobSetView, _: &Settings) -> Vec<Violation> {
+pub fn g1_group_name_is_a_label(plan: &JobSetPlan) -> Vec<Violation> {
+    let view = plan.view;
     let mut out = Vec::new();
     for rjob in &view.replicated_jobs {
         let named: [(Option<&str>, PathOf); 2] = [
@@ -87,7 +87,8 @@ pub fn g1_group_name_is_a_label(view: &JobSetView, _: &Settings) -> Vec<Violatio
 }
 
 /// G2: when both the field and the annotation name the group, they agree.
-pub fn g2_field_and_annotation_agree(view: &JobSetView, _: &Settings) -> Vec<Violation> {
+pub fn g2_field_and_annotation_agree(plan: &JobSetPlan) -> Vec<Violation> {
+    let view = plan.view;
     view.replicated_jobs
         .iter()
         .filter_map(|rjob| match (rjob.group_field, rjob.group_annotation) {
@@ -106,14 +107,13 @@ pub fn g2_field_and_annotation_agree(view: &JobSetView, _: &Settings) -> Vec<Vio
 
 /// G3: an explicitly named group does not mix TPU and non-TPU replicated jobs. Only
 /// `default` may hold a CPU driver beside the slices.
-pub fn g3_no_cpu_job_among_slices(view: &JobSetView, _: &Settings) -> Vec<Violation> {
+pub fn g3_no_cpu_job_among_slices(plan: &JobSetPlan) -> Vec<Violation> {
     let mut out = Vec::new();
-    for (name, members) in groups(view) {
+    for group in &plan.groups {
+        let (name, rjobs) = (group.name, &group.members);
         if name == keys::DEFAULT_GROUP {
             continue;
         }
-        let rjobs: Vec<&ReplicatedJob> =
-            members.iter().map(|&i| &view.replicated_jobs[i]).collect();
         let tpu: Vec<&str> = rjobs
             .iter()
             .filter(|r| r.is_tpu())
@@ -139,12 +139,12 @@ pub fn g3_no_cpu_job_among_slices(view: &JobSetView, _: &Settings) -> Vec<Violat
 
 /// G4: the slices of a multislice are identical: same accelerator, slice topology (SPEC §3),
 /// chips per pod and number of TPU containers per pod.
-pub fn g4_identical_slices(view: &JobSetView, settings: &Settings) -> Vec<Violation> {
+pub fn g4_identical_slices(plan: &JobSetPlan) -> Vec<Violation> {
+    let settings = plan.settings;
     let mut out = Vec::new();
-    for (group, members) in multi_member_slice_groups(view) {
-        let first = &view.replicated_jobs[members[0]];
-        for &i in &members[1..] {
-            let rjob = &view.replicated_jobs[i];
+    for slice_group in plan.multi_member_slice_groups() {
+        let (group, first) = (slice_group.name, slice_group.members[0]);
+        for rjob in &slice_group.members[1..] {
             let same = || {
                 format!(
                     "a multislice is made of identical slices: make it match {:?}, the first replicated job of slice group {group:?}",
@@ -211,21 +211,19 @@ pub fn g4_identical_slices(view: &JobSetView, settings: &Settings) -> Vec<Violat
 /// flavour of its own, so with more the replicated jobs could land in different shapes, and
 /// G4 would refuse the unsuspend (SPEC §4.7). A group left with none is G4's or T4's to
 /// report: its members differ, or nothing fits one of them.
-pub fn g5_one_shape_per_queued_slice_group(
-    view: &JobSetView,
-    settings: &Settings,
-) -> Vec<Violation> {
-    let shapes = narrowing::plan(view, settings);
+pub fn g5_one_shape_per_queued_slice_group(plan: &JobSetPlan) -> Vec<Violation> {
+    let (shapes, settings) = (plan.shapes(), plan.settings);
     let mut out = Vec::new();
-    for (group, members) in slice_groups(view) {
+    for slice_group in &plan.slice_groups {
+        let (group, members) = (slice_group.name, &slice_group.members);
         let judged: Vec<&ReplicatedJob> = members
             .iter()
-            .filter(|&&m| shapes.group[m].is_some())
-            .map(|&m| &view.replicated_jobs[m])
+            .copied()
+            .filter(|m| shapes.group[m.index].is_some())
             .collect();
         let (Some(first), Some(pairs)) = (
             judged.first(),
-            members.iter().find_map(|&m| shapes.group[m].as_ref()),
+            members.iter().find_map(|m| shapes.group[m.index].as_ref()),
         ) else {
             continue;
         };

@@ -1,6 +1,7 @@
 //! T1–T4: what a TPU replicated job needs to be scheduled as a slice.
 use crate::accelerators::{self, Accelerator, Topology};
-use crate::narrowing::{self, Shapes};
+use crate::jobset_plan::JobSetPlan;
+use crate::narrowing::Shapes;
 use crate::placement::{pinned, slice_topology};
 use crate::settings::Settings;
 use crate::slice_fit::{self, Misfit};
@@ -13,7 +14,8 @@ fn job_spec_path(rjob: &ReplicatedJob, field: &str) -> String {
 }
 
 /// T1: a TPU replicated job uses Indexed completion mode.
-pub fn t1_indexed_completion(view: &JobSetView, _: &Settings) -> Vec<Violation> {
+pub fn t1_indexed_completion(plan: &JobSetPlan) -> Vec<Violation> {
+    let view = plan.view;
     view.tpu_jobs()
         .filter(|(_, r)| r.completion_mode.is_some_and(|m| m != "Indexed"))
         .map(|(_, r)| {
@@ -29,7 +31,8 @@ pub fn t1_indexed_completion(view: &JobSetView, _: &Settings) -> Vec<Violation> 
 
 /// T2: every host of a slice runs at once: parallelism == completions, and an Indexed job
 /// sets completions (the API server refuses an Indexed Job without it).
-pub fn t2_all_hosts_at_once(view: &JobSetView, settings: &Settings) -> Vec<Violation> {
+pub fn t2_all_hosts_at_once(plan: &JobSetPlan) -> Vec<Violation> {
+    let (view, settings) = (plan.view, plan.settings);
     let mut out = Vec::new();
     for (_, r) in view.tpu_jobs() {
         let Some(completions) = r.completions else {
@@ -61,10 +64,8 @@ pub fn t2_all_hosts_at_once(view: &JobSetView, settings: &Settings) -> Vec<Viola
 
 /// T3: a TPU replicated job selects an accelerator and a topology, by its author's own
 /// selection (what the policy's narrowing added is not theirs).
-pub fn t3_accelerator_and_topology_selected(
-    view: &JobSetView,
-    settings: &Settings,
-) -> Vec<Violation> {
+pub fn t3_accelerator_and_topology_selected(plan: &JobSetPlan) -> Vec<Violation> {
+    let (view, settings) = (plan.view, plan.settings);
     t3(view, settings, false)
 }
 
@@ -72,10 +73,8 @@ pub fn t3_accelerator_and_topology_selected(
 /// nodeSelector, leave some of the pairs the policy narrowed the job to, and the selection
 /// holds when they all share one topology. A flavour that labels only the accelerator leaves
 /// that accelerator's pairs, and every one of them fits by construction.
-pub fn t3_selected_once_a_flavour_is_chosen(
-    view: &JobSetView,
-    settings: &Settings,
-) -> Vec<Violation> {
+pub fn t3_selected_once_a_flavour_is_chosen(plan: &JobSetPlan) -> Vec<Violation> {
+    let (view, settings) = (plan.view, plan.settings);
     t3(view, settings, true)
 }
 
@@ -151,7 +150,8 @@ pub fn slice_hosts(r: &ReplicatedJob, settings: &Settings) -> Option<u32> {
 }
 
 /// T4: the topology is known to the accelerator table and matches chips and parallelism.
-pub fn t4_topology_fits_the_slice(view: &JobSetView, settings: &Settings) -> Vec<Violation> {
+pub fn t4_topology_fits_the_slice(plan: &JobSetPlan) -> Vec<Violation> {
+    let (view, settings) = (plan.view, plan.settings);
     let mut out = Vec::new();
     for (_, r) in view.tpu_jobs() {
         let chip_errors: Vec<Violation> = r
@@ -261,8 +261,8 @@ fn check_slice(r: &ReplicatedJob, acc: &Accelerator, topology: &Pin) -> Option<V
 /// T4 while the JobSet is suspended or queued (SPEC §4.7): no slice of the table fits the
 /// replicated job at all, so no flavour can ever run it. Refused at CREATE rather than held in
 /// the queue. A pinned slice that does not fit gets T4's own message.
-pub fn t4_some_slice_fits(view: &JobSetView, settings: &Settings) -> Vec<Violation> {
-    let shapes = narrowing::plan(view, settings);
+pub fn t4_some_slice_fits(plan: &JobSetPlan) -> Vec<Violation> {
+    let (view, settings, shapes) = (plan.view, plan.settings, plan.shapes());
     let mut out = Vec::new();
     for (i, r) in view.tpu_jobs() {
         match &shapes.own[i] {
@@ -324,7 +324,8 @@ fn no_slice_fits(r: &ReplicatedJob, settings: &Settings) -> Violation {
 }
 
 /// Accelerators the table does not know, when they are accepted rather than rejected.
-pub fn unknown_accelerators(view: &JobSetView, settings: &Settings) -> Vec<String> {
+pub fn unknown_accelerators(plan: &JobSetPlan) -> Vec<String> {
+    let (view, settings) = (plan.view, plan.settings);
     if settings.reject_unknown_accelerators {
         return Vec::new();
     }

@@ -4,6 +4,7 @@ use crate::affinity_mark::AffinityMark;
 use crate::error::InputError;
 use crate::json::{self, join, map_str, Lazy, Object};
 use crate::keys;
+use crate::names;
 use crate::views::node_pins::{self, OwnTerm, Pin};
 use crate::views::pod_spec;
 use crate::views::pod_template::{required, PodTemplateView};
@@ -31,6 +32,13 @@ pub struct CoordinatorRef<'a> {
     pub replicated_job: &'a str,
     pub job_index: u32,
     pub pod_index: u32,
+}
+
+impl CoordinatorRef<'_> {
+    /// The coordinator pod, `<rjob>-<jobIndex>-<podIndex>`.
+    pub fn pod(&self) -> String {
+        names::rjob_pod(self.replicated_job, self.job_index, self.pod_index)
+    }
 }
 
 #[derive(Debug)]

@@ -380,6 +380,7 @@ const LAYERS: [(&str, &[&str]); 6] = [
             "facts",
             "affinity_mark",
             "spelling",
+            "names",
         ],
     ),
     ("configuration", &["accelerators", "settings", "slice_fit"]),
@@ -389,6 +390,7 @@ const LAYERS: [(&str, &[&str]); 6] = [
         &[
             "groups",
             "job_plan",
+            "jobset_plan",
             "narrowing",
             "placement",
             "pods",
