@@ -9,7 +9,7 @@ pub use crate::policies::KUBEWARDEN_NAMESPACE;
 use crate::policies::{Deployment, Installed, Manifest, Served};
 use crate::procs::{free_port, Process, Supervision};
 use anyhow::{anyhow, bail, Context, Result};
-use multislice_host::webhook::{WebhookConfig, WebhookPolicy, WebhookServer};
+use multislice_host::webhook_server::{WebhookConfig, WebhookPolicy, WebhookServer};
 use multislice_host::{workspace_root, Policy};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;

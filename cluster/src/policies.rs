@@ -10,7 +10,7 @@
 //! only the single policy, everywhere: the deployment of a module that has no `role` setting.
 use crate::kube_api::Cluster;
 use anyhow::{anyhow, bail, Result};
-use multislice_host::webhook::WebhookServer;
+use multislice_host::webhook_server::WebhookServer;
 use multislice_host::{workspace_root, Policy};
 use serde_json::{json, Value};
 use std::sync::Arc;

@@ -1,4 +1,5 @@
-//! Loading the policy into wasmtime through waPC and calling it as kwctl does.
+//! The runner: loads the policy into wasmtime through waPC and calls it as kwctl and
+//! policy-server do.
 use anyhow::{anyhow, Context, Result};
 use json_patch::Patch;
 use serde::Deserialize;
