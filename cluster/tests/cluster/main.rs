@@ -1220,7 +1220,7 @@ async fn unprotected_run(
     let mut f = Failures::default();
     fleet::provision(&plane.cluster, pools).await?;
     let mut object = load_yaml(&workspace_root().join(format!("test_data/rules/{rule}.yaml")))?;
-    object["metadata"]["namespace"] = json!(multislice_cluster::controlplane::KUBEWARDEN_NAMESPACE);
+    object["metadata"]["namespace"] = json!(policies::KUBEWARDEN_NAMESPACE);
     object["metadata"]["name"] = json!(format!("unprotected-{rule}"));
     let sub = run::submit(&plane.cluster, &[object.clone()])
         .await?
