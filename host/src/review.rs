@@ -173,4 +173,20 @@ mod tests {
         let response = admission_response(json!("u-4"), ID, false, &accepted).unwrap();
         assert_eq!(response, json!({"uid": "u-4", "allowed": true}));
     }
+
+    #[test]
+    fn a_deadline_hit_is_answered_as_policy_server_answers_it() {
+        let response = admission_response(json!("u-5"), ID, true, &Outcome::interrupted()).unwrap();
+        assert_eq!(
+            response,
+            json!({
+                "uid": "u-5",
+                "allowed": false,
+                "status": {
+                    "message": "Policy execution interrupted because it exceeded the allowed execution time",
+                    "code": 500,
+                },
+            })
+        );
+    }
 }

@@ -1,8 +1,9 @@
 //! The server side of an admission webhook: the policy served over HTTPS on loopback, for a
 //! real kube-apiserver to call (`policy_server_client.rs` is the other way round: it starts
 //! Kubewarden's policy-server and is its client). The same `policy.wasm` and runner as the
-//! tests, compiled once at start. Like policy-server, it
-//! serves several policies, each at `POST /validate/<id>` with its own settings and its own
+//! tests, compiled once at start; as policy-server (since v1.10) does, each request gets a
+//! fresh instance and policy-server's default deadline (2 s). Like policy-server, it serves
+//! several policies, each at `POST /validate/<id>` with its own settings and its own
 //! `mutating` flag, and answers with an AdmissionReview as policy-server does (the JSON patch
 //! that the host derives from the mutated object, base64, `patchType: JSONPatch`). A policy
 //! served with `mutating: false` that answers with a patch is refused as policy-server refuses
