@@ -6,9 +6,12 @@ use multislice_host::request::{admission_request, Kind};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
-fn create(jobset: &Value) -> Verdict {
+/// The verdict on the CREATE of the shape's JobSet `jobset` (valid or broken), under the
+/// settings the shape needs (`tpuResource`).
+fn create(shape: &gen::Shape, jobset: &Value) -> Verdict {
     let request = admission_request(Kind::JobSet, "CREATE", jobset, None);
-    evaluate(&serde_json::to_vec(&json!({"request": request, "settings": {}})).unwrap())
+    let settings = shape.settings(&json!({}));
+    evaluate(&serde_json::to_vec(&json!({"request": request, "settings": settings})).unwrap())
 }
 
 proptest! {
@@ -23,7 +26,7 @@ proptest! {
     #[test]
     fn every_valid_jobset_is_accepted_and_warned_only_about_contradictions(shape in gen::shape()) {
         let jobset = gen::build(&shape);
-        let verdict = create(&jobset);
+        let verdict = create(&shape, &jobset);
         prop_assert!(verdict.accepted, "{:?}", verdict.message);
         let tpu_rjobs = shape
             .groups
@@ -49,7 +52,7 @@ proptest! {
     fn one_broken_field_is_rejected_by_exactly_its_rule(shape in gen::shape(), rule in 0..gen::BREAKABLE.len()) {
         let rule = gen::BREAKABLE[rule];
         if let Some(jobset) = gen::break_rule(&shape, rule) {
-            let verdict = create(&jobset);
+            let verdict = create(&shape, &jobset);
             prop_assert!(!verdict.accepted, "{rule} not caught");
             prop_assert_eq!(verdict.code, Some(400));
             let message = verdict.message.unwrap_or_default();
@@ -76,7 +79,7 @@ fn the_generator_breaks_every_rule() {
         let shape = gen::shape().new_tree(&mut runner).unwrap().current();
         for (i, rule) in gen::BREAKABLE.iter().enumerate() {
             if let Some(jobset) = gen::break_rule(&shape, rule) {
-                assert!(!create(&jobset).accepted, "{rule}");
+                assert!(!create(&shape, &jobset).accepted, "{rule}");
                 broken[i] += 1;
             }
         }
@@ -119,14 +122,19 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
     /// Nothing lost, only allowed paths, idempotent, deterministic, and SPEC §4 on every pod.
+    /// Mostly under the `tpuResource` the shape's containers ask for; now and then without it,
+    /// where a shape of another resource has no TPU container at all for the policy and the
+    /// oracle alike.
     #[test]
     fn mutation_invariants_hold_for_every_generated_jobset(
         shape in gen::shape(),
         v09 in any::<bool>(),
         settings in 0..SETTINGS.len(),
+        name_the_resource in prop::bool::weighted(0.8),
     ) {
         let api = if v09 { multislice_host::controller::JobSetApi::V09 } else { multislice_host::controller::JobSetApi::V08 };
         let settings: Value = serde_json::from_str(SETTINGS[settings]).unwrap();
+        let settings = if name_the_resource { shape.settings(&settings) } else { settings };
         let result = gen::invariants::check(&admit_native, &gen::build(&shape), api, &settings);
         prop_assert!(result.is_ok(), "{}", result.unwrap_err());
     }

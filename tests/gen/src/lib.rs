@@ -177,6 +177,33 @@ pub struct Extras {
     /// 3 both, and no affinity. 2 and 3 only with one TPU replicated job, since a group of
     /// several left with several shapes is refused (G5).
     pub queue_selection: u8,
+    /// The TPU containers ask for [`OTHER_TPU_RESOURCE`] instead of `google.com/tpu`; the
+    /// policy then needs the setting `tpuResource` that names it ([`Shape::settings`]).
+    pub other_resource: bool,
+}
+
+/// A TPU resource other than the default, as a cluster with another device plugin names it.
+pub const OTHER_TPU_RESOURCE: &str = "example.com/tpu";
+
+impl Shape {
+    /// The resource the shape's TPU containers ask for.
+    pub fn tpu_resource(&self) -> &'static str {
+        if self.extras.other_resource {
+            OTHER_TPU_RESOURCE
+        } else {
+            oracle::TPU_RESOURCE
+        }
+    }
+
+    /// `base` with the setting `tpuResource` naming the shape's TPU resource, when that is not
+    /// the default.
+    pub fn settings(&self, base: &Value) -> Value {
+        let mut settings = base.clone();
+        if self.extras.other_resource {
+            settings["tpuResource"] = json!(OTHER_TPU_RESOURCE);
+        }
+        settings
+    }
 }
 
 pub fn extras() -> impl Strategy<Value = Extras> {
@@ -189,12 +216,26 @@ pub fn extras() -> impl Strategy<Value = Extras> {
             0u8..4,
             any::<bool>(),
         ),
-        (any::<bool>(), 0u8..3, any::<bool>(), 0u8..4, 0u8..4),
+        (
+            any::<bool>(),
+            0u8..3,
+            any::<bool>(),
+            0u8..4,
+            0u8..4,
+            any::<bool>(),
+        ),
     )
         .prop_map(
             |(
                 (cpu_group, jax, generate_name, coordinator, user_env, unknown_fields),
-                (queued, dynamic_slicing, split_tpu, node_selector_flag, queue_selection),
+                (
+                    queued,
+                    dynamic_slicing,
+                    split_tpu,
+                    node_selector_flag,
+                    queue_selection,
+                    other_resource,
+                ),
             )| Extras {
                 cpu_group,
                 jax,
@@ -207,6 +248,7 @@ pub fn extras() -> impl Strategy<Value = Extras> {
                 split_tpu,
                 node_selector_flag,
                 queue_selection,
+                other_resource,
             },
         )
 }
@@ -260,13 +302,13 @@ fn user_env(variant: u8) -> Value {
 
 fn tpu_rjob(name: &str, group: Option<&str>, slice: &Slice, replicas: u32, shape: &Shape) -> Value {
     let (init, extras) = (shape.init_container, &shape.extras);
-    let resources = json!({"limits": {"google.com/tpu": slice.chips}});
+    let resources = json!({"limits": {shape.tpu_resource(): slice.chips}});
     let mut container = json!({"name": "jax", "image": "jax:tpu", "resources": resources, "env": user_env(extras.user_env)});
     if extras.user_env == 3 {
         container["envFrom"] = json!([{"configMapRef": {"name": "megascale-overrides"}}]);
     }
     let containers = if extras.split_tpu {
-        split(&container, slice.chips)
+        split(&container, slice.chips, shape.tpu_resource())
     } else {
         vec![container]
     };
@@ -313,7 +355,7 @@ fn tpu_rjob(name: &str, group: Option<&str>, slice: &Slice, replicas: u32, shape
 }
 
 /// The container as two TPU containers with half the chips each, when the chips split evenly.
-fn split(container: &Value, chips: u32) -> Vec<Value> {
+fn split(container: &Value, chips: u32, resource: &str) -> Vec<Value> {
     if chips < 2 || !chips.is_multiple_of(2) {
         return vec![container.clone()];
     }
@@ -321,7 +363,7 @@ fn split(container: &Value, chips: u32) -> Vec<Value> {
         .map(|k| {
             let mut c = container.clone();
             c["name"] = json!(format!("jax-{k}"));
-            c["resources"]["limits"]["google.com/tpu"] = json!(chips / 2);
+            c["resources"]["limits"][resource] = json!(chips / 2);
             c
         })
         .collect()
@@ -386,7 +428,7 @@ pub fn build(shape: &Shape) -> Value {
     }
     if x.queued {
         jobset["metadata"]["labels"] = json!({QUEUE: "multislice-queue"});
-        leave_to_the_flavour(&mut jobset, x);
+        leave_to_the_flavour(&mut jobset, x, shape.tpu_resource());
     }
     if x.node_selector_flag % 2 == 1 {
         jobset["metadata"]["annotations"][NSEL] = json!("true");
@@ -463,13 +505,13 @@ fn needs_hostnames(shape: &Shape, rjobs: &[Value], tpu: &[usize]) -> bool {
     multi_host || slices_per_group.values().any(|n| *n > 1)
 }
 
-fn tpu_indexes(jobset: &Value) -> Vec<usize> {
+fn tpu_indexes(jobset: &Value, resource: &str) -> Vec<usize> {
     jobset["spec"]["replicatedJobs"]
         .as_array()
         .unwrap()
         .iter()
         .enumerate()
-        .filter(|(_, r)| oracle::is_tpu(r))
+        .filter(|(_, r)| oracle::is_tpu_of(r, resource))
         .map(|(i, _)| i)
         .collect()
 }
@@ -480,8 +522,8 @@ fn pods(r: &Value) -> u64 {
 
 /// Takes out of each TPU replicated job's nodeSelector what `x.queue_selection` leaves to the
 /// Kueue flavour; with 2, the author's own required affinity term takes its place.
-fn leave_to_the_flavour(jobset: &mut Value, x: &Extras) {
-    let tpu = tpu_indexes(jobset);
+fn leave_to_the_flavour(jobset: &mut Value, x: &Extras, resource: &str) {
+    let tpu = tpu_indexes(jobset, resource);
     let variant = match x.queue_selection {
         2 | 3 if tpu.len() > 1 => 1,
         v => v,
@@ -521,7 +563,7 @@ pub fn break_rule(shape: &Shape, rule: &str) -> Option<Value> {
             labels.remove(QUEUE);
         }
     }
-    let tpu = tpu_indexes(&js);
+    let tpu = tpu_indexes(&js, shape.tpu_resource());
     let first = tpu[0];
     let rjobs = js["spec"]["replicatedJobs"].as_array_mut().unwrap();
     match rule {
@@ -552,7 +594,7 @@ pub fn break_rule(shape: &Shape, rule: &str) -> Option<Value> {
                 let chips = SLICES[shape.groups[g].1].0.chips;
                 let mut whole = pod["spec"]["containers"][0].clone();
                 whole["name"] = json!("jax");
-                whole["resources"]["limits"]["google.com/tpu"] = json!(chips);
+                whole["resources"]["limits"][shape.tpu_resource()] = json!(chips);
                 pod["spec"]["containers"] = json!([whole]);
                 return Some(js);
             }
@@ -570,7 +612,7 @@ pub fn break_rule(shape: &Shape, rule: &str) -> Option<Value> {
             for list in ["containers", "initContainers"] {
                 if let Some(Value::Object(c)) = pod["spec"].get_mut(list).and_then(|l| l.get_mut(0))
                 {
-                    c["resources"]["limits"]["google.com/tpu"] = json!(alt.chips);
+                    c["resources"]["limits"][shape.tpu_resource()] = json!(alt.chips);
                 }
             }
             let spec = &mut rjobs[idx]["template"]["spec"];
