@@ -3,6 +3,12 @@
 //! (one slice of a JobSet's replicated job) gets a node pool of its own with one node per pod,
 //! so the real scheduler binds every pod and JobSet's exclusive placement runs for real.
 //!
+//! A JobSet that takes JobSet's node-selector strategy of exclusive placement gets what its
+//! docs ask of the user (JobSet's hack/label_nodes): each Job's pool labelled
+//! `alpha.jobset.sigs.k8s.io/namespaced-job: <namespace>_<job>` and tainted
+//! `alpha.jobset.sigs.k8s.io/no-schedule`, which the controller's nodeSelector and toleration
+//! on the Job's pods match.
+//!
 //! As on GKE, TPU and GPU nodes are tainted for their resource and the API server's
 //! ExtendedResourceToleration plugin gives the pods that request it the toleration, so a CPU
 //! pod never takes a TPU host.
@@ -15,6 +21,11 @@ pub const TPU: &str = "google.com/tpu";
 pub const GPU: &str = "nvidia.com/gpu";
 pub const NODEPOOL: &str = "cloud.google.com/gke-nodepool";
 const EXCLUSIVE: &str = "alpha.jobset.sigs.k8s.io/exclusive-topology";
+/// JobSet's node-selector strategy of exclusive placement: the flag, the node label that
+/// names a pool's Job (`<namespace>_<job>`), and the taint its pods tolerate.
+pub const NODE_SELECTOR_STRATEGY: &str = "alpha.jobset.sigs.k8s.io/node-selector";
+pub const NAMESPACED_JOB: &str = "alpha.jobset.sigs.k8s.io/namespaced-job";
+pub const NO_SCHEDULE: &str = "alpha.jobset.sigs.k8s.io/no-schedule";
 
 /// A node pool: `nodes` nodes with these labels and this much of each resource.
 #[derive(Debug, Clone, PartialEq)]
@@ -28,6 +39,9 @@ pub struct Pool {
     pub cpu_milli: u64,
     pub memory: u64,
     pub cordoned: bool,
+    /// `<namespace>_<job>` of the one Job whose pods may run here, by JobSet's node-selector
+    /// strategy: the pool's label and taint.
+    pub namespaced_job: Option<String>,
 }
 
 /// The pools that fit the JobSets and Jobs among `objects` (others are ignored). `prefix`
@@ -37,7 +51,12 @@ pub fn pools_for(objects: &[Value], prefix: &str) -> Vec<Pool> {
     for object in objects {
         match object["kind"].as_str() {
             Some("JobSet") => {
-                let exclusive_all = object["metadata"]["annotations"][EXCLUSIVE].as_str();
+                let jobset = object["metadata"]["name"].as_str().unwrap_or("jobset");
+                let namespace = object["metadata"]["namespace"]
+                    .as_str()
+                    .unwrap_or("default");
+                let annotations = &object["metadata"]["annotations"];
+                let exclusive_all = annotations[EXCLUSIVE].as_str();
                 for rjob in object["spec"]["replicatedJobs"]
                     .as_array()
                     .into_iter()
@@ -45,16 +64,17 @@ pub fn pools_for(objects: &[Value], prefix: &str) -> Vec<Pool> {
                 {
                     let replicas = rjob["replicas"].as_u64().unwrap_or(1);
                     let job = &rjob["template"];
-                    let exclusive = job["metadata"]["annotations"][EXCLUSIVE]
-                        .as_str()
-                        .or(exclusive_all);
+                    let own = &job["metadata"]["annotations"];
+                    let exclusive = own[EXCLUSIVE].as_str().or(exclusive_all);
+                    let rjob_name = rjob["name"].as_str().unwrap_or("rjob");
                     for r in 0..replicas {
-                        let name = format!(
-                            "{prefix}{}-{}-{r}",
-                            object["metadata"]["name"].as_str().unwrap_or("jobset"),
-                            rjob["name"].as_str().unwrap_or("rjob")
-                        );
-                        pools.push(pool_for_job(&name, &job["spec"], exclusive));
+                        let job_name = format!("{jobset}-{rjob_name}-{r}");
+                        let mut pool =
+                            pool_for_job(&format!("{prefix}{job_name}"), &job["spec"], exclusive);
+                        if takes_node_selector_strategy(annotations, own) {
+                            pool.namespaced_job = Some(format!("{namespace}_{job_name}"));
+                        }
+                        pools.push(pool);
                     }
                 }
             }
@@ -73,6 +93,17 @@ pub fn pools_for(objects: &[Value], prefix: &str) -> Vec<Pool> {
         }
     }
     pools
+}
+
+/// Whether a replicated job's Jobs take the node-selector strategy, as the JobSet controller
+/// decides it: a Job carries its template's annotations, then the JobSet's exclusive key with
+/// the JobSet's flag, then the template's own key; the strategy needs a key and the flag.
+fn takes_node_selector_strategy(jobset: &Value, template: &Value) -> bool {
+    let jobset_key = !jobset[EXCLUSIVE].is_null();
+    let key = jobset_key || !template[EXCLUSIVE].is_null();
+    let flag = !template[NODE_SELECTOR_STRATEGY].is_null()
+        || (jobset_key && !jobset[NODE_SELECTOR_STRATEGY].is_null());
+    key && flag
 }
 
 /// A pool name that fits a label value (63 characters), still apart from every other.
@@ -143,6 +174,7 @@ fn pool_for_job(name: &str, job_spec: &Value, exclusive_key: Option<&str>) -> Po
         cpu_milli: cpu,
         memory,
         cordoned: false,
+        namespaced_job: None,
     }
 }
 
@@ -210,6 +242,10 @@ pub fn node(pool: &Pool, index: usize) -> Value {
     labels.insert("kubernetes.io/os".into(), json!("linux"));
     labels.insert("kubernetes.io/arch".into(), json!("amd64"));
     let mut taints = Vec::new();
+    if let Some(job) = &pool.namespaced_job {
+        labels.insert(NAMESPACED_JOB.into(), json!(job));
+        taints.push(json!({"key": NO_SCHEDULE, "value": "true", "effect": "NoSchedule"}));
+    }
     if pool.tpu > 0 {
         taints.push(json!({"key": TPU, "value": "present", "effect": "NoSchedule"}));
     }

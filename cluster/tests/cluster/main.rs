@@ -4,6 +4,7 @@
 //! `N passed, N failed`. On a failure the control plane's logs are kept.
 mod jax;
 mod kueue;
+mod node_selector;
 mod placement;
 mod pods;
 mod preview;
@@ -67,7 +68,7 @@ impl Report {
     }
 }
 
-/// Which parts run: `CLUSTER_PARTS=shapes,rules,unprotected,kueue` (all by default; `kueue`
+/// Which parts run: `CLUSTER_PARTS=shapes,rules,node-selector,match-conditions,unprotected,kueue` (all by default; `kueue`
 /// includes cluster-preview with Kueue), to narrow a run when debugging.
 pub(crate) fn part(name: &str) -> bool {
     std::env::var("CLUSTER_PARTS").map_or(true, |parts| parts.split(',').any(|p| p == name))
@@ -79,7 +80,10 @@ pub(crate) async fn main_async() -> anyhow::Result<bool> {
         passed: 0,
         failed: 0,
     };
-    if part("shapes") || part("rules") || part("unprotected") {
+    if ["shapes", "rules", "node-selector", "unprotected"]
+        .iter()
+        .any(|p| part(p))
+    {
         plain_cases(&binaries, &mut report).await?;
     }
     if part("kueue") {
@@ -107,6 +111,7 @@ pub(crate) async fn plain_cases(binaries: &Binaries, report: &mut Report) -> any
     ] {
         policies::namespace(&plane.cluster, namespace, deployment).await?;
     }
+    node_selector::namespace(&plane).await?;
     let before = report.failed;
     if part("shapes") {
         match shapes_run(&plane).await {
@@ -142,6 +147,12 @@ pub(crate) async fn plain_cases(binaries: &Binaries, report: &mut Report) -> any
         report.record(
             "a bare queue label defers nothing: the pair refuses by T3 at CREATE, the single policy accepts",
             bare_label(&plane).await,
+        );
+    }
+    if part("node-selector") {
+        report.record(
+            "JobSet's node-selector strategy: a node pool per Job, labelled and tainted as JobSet's docs ask, and the pods bind there with the env",
+            node_selector::node_selector_strategy(&plane).await,
         );
     }
     if part("unprotected") {

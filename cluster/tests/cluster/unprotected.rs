@@ -33,6 +33,7 @@ pub(crate) fn v5e_pool(name: &str, topology: &str, nodes: usize) -> Pool {
         cpu_milli: 0,
         memory: 0,
         cordoned: false,
+        namespaced_job: None,
     }
 }
 
