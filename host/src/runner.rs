@@ -60,10 +60,10 @@ impl Deadline {
     }
 }
 
-/// A compiled policy module. Like policy-server (since v1.10, which "creates a fresh
-/// `PolicyEvaluator` for each evaluation and discards it"), its calls each get a fresh
-/// instance; [`Policy::instance`] gives one to reuse instead, as a worker of policy-server
-/// before v1.10 did, and as the bench does.
+/// A compiled policy module. Like policy-server (since v1.10: "a new WebAssembly environment
+/// is created and used to perform the operation. The environment is then discarded once the
+/// evaluation is over."), its calls each get a fresh instance; [`Policy::instance`] gives one
+/// to reuse instead, as a worker of policy-server before v1.10 did, and as the bench does.
 pub struct Policy {
     pre: WasmtimeEngineProviderPre,
     epochs: Option<EpochDeadlines>,
