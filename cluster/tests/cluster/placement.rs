@@ -3,6 +3,7 @@
 //! builds the same pods.
 use crate::pods::label;
 use crate::Failures;
+use jobset_multislice_policy::quantity::parse_whole;
 use multislice_cluster::fleet::{self};
 use multislice_host::controller;
 use serde_json::Value;
@@ -89,9 +90,9 @@ pub(crate) fn same_value(a: &Value, b: &Value) -> bool {
         _ => None,
     };
     match (text(a), text(b)) {
+        // Whole quantities by value, with the policy's parser (`4000m` is `4`).
         (Some(x), Some(y)) => {
-            let milli = |s: &str| fleet::quantity(s, true);
-            x == y || (milli(&x) == milli(&y) && milli(&x) != 0)
+            x == y || matches!((parse_whole(&x), parse_whole(&y)), (Ok(i), Ok(j)) if i == j)
         }
         _ => false,
     }

@@ -221,6 +221,9 @@ pub(crate) fn own_env(jobset: &Value, rjob: &str, container: &str) -> BTreeSet<S
 
 /// Whether a container is a JAX process of its pod: each TPU container of a TPU pod, else the
 /// pod's first container that carries the JAX env (`counted` holds the pods already counted).
+/// The one copy of this rule in the cluster tests (the checks here and real JAX in jax.rs).
+/// tests/gen applies the same rule inline (jobs.rs `check_job`, oracle.rs `policy_env`) and
+/// exports no function for it, so it cannot be shared from there yet.
 pub(crate) fn is_jax_process(pod: &Value, c: &Value, counted: &BTreeSet<String>) -> bool {
     let tpu = oracle::tpu_container_names(&pod["spec"]);
     if tpu.is_empty() {

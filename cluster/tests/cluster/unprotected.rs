@@ -30,8 +30,6 @@ pub(crate) fn v5e_pool(name: &str, topology: &str, nodes: usize) -> Pool {
         .collect(),
         tpu: 4,
         gpu: 0,
-        cpu_milli: 0,
-        memory: 0,
         cordoned: false,
         namespaced_job: None,
     }
