@@ -13,11 +13,13 @@ proptest! {
         let valid = validate(&admission_request(Kind::JobSet, "CREATE", &gen::build(&shape), None), &settings);
         prop_assert!(valid.accepted, "{:?}", valid.message);
         let rule = gen::BREAKABLE[rule];
-        if let Some(jobset) = gen::break_rule(&shape, rule) {
-            let broken = validate(&admission_request(Kind::JobSet, "CREATE", &jobset, None), &settings);
-            let message = broken.message.unwrap_or_default();
-            prop_assert!(!message.is_empty() && message.lines().all(|l| l.starts_with(&format!("[{rule}] "))), "{}: {}", rule, message);
-        }
+        let shape = gen::breakable(&shape, rule);
+        let broken = gen::break_rule(&shape, rule);
+        prop_assert!(broken.is_some(), "the generator broke nothing for {}", rule);
+        let broken = broken.unwrap();
+        let refused = validate(&admission_request(Kind::JobSet, "CREATE", &broken.jobset, None), &settings);
+        prop_assert!(!refused.accepted, "{} not caught", rule);
+        prop_assert_eq!(refused.message.as_deref(), Some(broken.message.as_str()), "broke {}", rule);
     }
 }
 
