@@ -383,10 +383,8 @@ fn size_and_startup(root: &Path, policy: &[u8], baseline: &[u8]) -> Result<()> {
     };
     let initial_memory = |bytes: &[u8]| -> Result<String> {
         let tracker = Arc::new(PeakTracker::default());
-        let policy = Policy::with_engine(
-            bytes,
-            Some(tracking_engine(tracker.clone()).map_err(wasm_error)?),
-        )?;
+        let policy =
+            Policy::with_engine(bytes, tracking_engine(tracker.clone()).map_err(wasm_error)?)?;
         let _instance = policy.instance()?;
         Ok(kib(tracker.peak.load(Ordering::Relaxed)))
     };
@@ -421,7 +419,7 @@ fn limit_row(policy_bytes: &[u8], name: &str, request: &Value) -> Result<()> {
     let tracker = Arc::new(PeakTracker::default());
     let policy = Policy::with_engine(
         policy_bytes,
-        Some(tracking_engine(tracker.clone()).map_err(wasm_error)?),
+        tracking_engine(tracker.clone()).map_err(wasm_error)?,
     )?;
     let instance = policy.instance()?;
     let payload = payload(request);

@@ -3,11 +3,18 @@
 //! (one slice of a JobSet's replicated job) gets a node pool of its own with one node per pod,
 //! so the real scheduler binds every pod and JobSet's exclusive placement runs for real.
 //!
+//! A JobSet that takes JobSet's node-selector strategy of exclusive placement gets what its
+//! docs ask of the user (JobSet's hack/label_nodes): each Job's pool labelled
+//! `alpha.jobset.sigs.k8s.io/namespaced-job: <namespace>_<job>` and tainted
+//! `alpha.jobset.sigs.k8s.io/no-schedule`, which the controller's nodeSelector and toleration
+//! on the Job's pods match.
+//!
 //! As on GKE, TPU and GPU nodes are tainted for their resource and the API server's
 //! ExtendedResourceToleration plugin gives the pods that request it the toleration, so a CPU
 //! pod never takes a TPU host.
 use crate::kube_api::Cluster;
 use anyhow::Result;
+use jobset_multislice_policy::quantity::parse_whole;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 
@@ -15,6 +22,11 @@ pub const TPU: &str = "google.com/tpu";
 pub const GPU: &str = "nvidia.com/gpu";
 pub const NODEPOOL: &str = "cloud.google.com/gke-nodepool";
 const EXCLUSIVE: &str = "alpha.jobset.sigs.k8s.io/exclusive-topology";
+/// JobSet's node-selector strategy of exclusive placement: the flag, the node label that
+/// names a pool's Job (`<namespace>_<job>`), and the taint its pods tolerate.
+pub const NODE_SELECTOR_STRATEGY: &str = "alpha.jobset.sigs.k8s.io/node-selector";
+pub const NAMESPACED_JOB: &str = "alpha.jobset.sigs.k8s.io/namespaced-job";
+pub const NO_SCHEDULE: &str = "alpha.jobset.sigs.k8s.io/no-schedule";
 
 /// A node pool: `nodes` nodes with these labels and this much of each resource.
 #[derive(Debug, Clone, PartialEq)]
@@ -24,10 +36,10 @@ pub struct Pool {
     pub labels: BTreeMap<String, String>,
     pub tpu: u64,
     pub gpu: u64,
-    /// Millicores and bytes one pod asks for; a node offers more.
-    pub cpu_milli: u64,
-    pub memory: u64,
     pub cordoned: bool,
+    /// `<namespace>_<job>` of the one Job whose pods may run here, by JobSet's node-selector
+    /// strategy: the pool's label and taint.
+    pub namespaced_job: Option<String>,
 }
 
 /// The pools that fit the JobSets and Jobs among `objects` (others are ignored). `prefix`
@@ -37,7 +49,12 @@ pub fn pools_for(objects: &[Value], prefix: &str) -> Vec<Pool> {
     for object in objects {
         match object["kind"].as_str() {
             Some("JobSet") => {
-                let exclusive_all = object["metadata"]["annotations"][EXCLUSIVE].as_str();
+                let jobset = object["metadata"]["name"].as_str().unwrap_or("jobset");
+                let namespace = object["metadata"]["namespace"]
+                    .as_str()
+                    .unwrap_or("default");
+                let annotations = &object["metadata"]["annotations"];
+                let exclusive_all = annotations[EXCLUSIVE].as_str();
                 for rjob in object["spec"]["replicatedJobs"]
                     .as_array()
                     .into_iter()
@@ -45,16 +62,17 @@ pub fn pools_for(objects: &[Value], prefix: &str) -> Vec<Pool> {
                 {
                     let replicas = rjob["replicas"].as_u64().unwrap_or(1);
                     let job = &rjob["template"];
-                    let exclusive = job["metadata"]["annotations"][EXCLUSIVE]
-                        .as_str()
-                        .or(exclusive_all);
+                    let own = &job["metadata"]["annotations"];
+                    let exclusive = own[EXCLUSIVE].as_str().or(exclusive_all);
+                    let rjob_name = rjob["name"].as_str().unwrap_or("rjob");
                     for r in 0..replicas {
-                        let name = format!(
-                            "{prefix}{}-{}-{r}",
-                            object["metadata"]["name"].as_str().unwrap_or("jobset"),
-                            rjob["name"].as_str().unwrap_or("rjob")
-                        );
-                        pools.push(pool_for_job(&name, &job["spec"], exclusive));
+                        let job_name = format!("{jobset}-{rjob_name}-{r}");
+                        let mut pool =
+                            pool_for_job(&format!("{prefix}{job_name}"), &job["spec"], exclusive);
+                        if takes_node_selector_strategy(annotations, own) {
+                            pool.namespaced_job = Some(format!("{namespace}_{job_name}"));
+                        }
+                        pools.push(pool);
                     }
                 }
             }
@@ -73,6 +91,17 @@ pub fn pools_for(objects: &[Value], prefix: &str) -> Vec<Pool> {
         }
     }
     pools
+}
+
+/// Whether a replicated job's Jobs take the node-selector strategy, as the JobSet controller
+/// decides it: a Job carries its template's annotations, then the JobSet's exclusive key with
+/// the JobSet's flag, then the template's own key; the strategy needs a key and the flag.
+fn takes_node_selector_strategy(jobset: &Value, template: &Value) -> bool {
+    let jobset_key = !jobset[EXCLUSIVE].is_null();
+    let key = jobset_key || !template[EXCLUSIVE].is_null();
+    let flag = !template[NODE_SELECTOR_STRATEGY].is_null()
+        || (jobset_key && !jobset[NODE_SELECTOR_STRATEGY].is_null());
+    key && flag
 }
 
 /// A pool name that fits a label value (63 characters), still apart from every other.
@@ -121,18 +150,14 @@ fn pool_for_job(name: &str, job_spec: &Value, exclusive_key: Option<&str>) -> Po
                 .or_insert_with(|| name.to_string());
         }
     }
-    let (mut cpu, mut memory, mut tpu, mut gpu) = (0, 0, 0, 0);
+    let (mut tpu, mut gpu) = (0, 0);
     for c in pod["containers"].as_array().into_iter().flatten() {
-        cpu += resource(c, "cpu");
-        memory += resource(c, "memory");
-        tpu += resource(c, TPU);
-        gpu += resource(c, GPU);
+        tpu += count(c, TPU);
+        gpu += count(c, GPU);
     }
     for c in pod["initContainers"].as_array().into_iter().flatten() {
-        cpu = cpu.max(resource(c, "cpu"));
-        memory = memory.max(resource(c, "memory"));
-        tpu = tpu.max(resource(c, TPU));
-        gpu = gpu.max(resource(c, GPU));
+        tpu = tpu.max(count(c, TPU));
+        gpu = gpu.max(count(c, GPU));
     }
     Pool {
         name: name.to_string(),
@@ -140,63 +165,31 @@ fn pool_for_job(name: &str, job_spec: &Value, exclusive_key: Option<&str>) -> Po
         labels,
         tpu,
         gpu,
-        cpu_milli: cpu,
-        memory,
         cordoned: false,
+        namespaced_job: None,
     }
 }
 
-/// A container's request for `name` (its limit when it sets no request), in millicores for
-/// cpu and in bytes or units otherwise.
-fn resource(container: &Value, name: &str) -> u64 {
+/// A container's count of an extended resource (TPU chips, GPUs): its request, else its
+/// limit, a whole number read by the policy's own quantity parser (src/quantity.rs); 0 where it
+/// does not parse, which the policy refuses anyway.
+fn count(container: &Value, name: &str) -> u64 {
     let r = &container["resources"];
-    let value = r["requests"][name].clone();
-    let value = if value.is_null() {
-        r["limits"][name].clone()
-    } else {
-        value
+    let value = match &r["requests"][name] {
+        Value::Null => &r["limits"][name],
+        v => v,
     };
-    match value {
-        Value::Number(n) => {
-            let units = n.as_f64().unwrap_or(0.0);
-            if name == "cpu" {
-                (units * 1000.0) as u64
-            } else {
-                units as u64
-            }
-        }
-        Value::String(s) => quantity(&s, name == "cpu"),
-        _ => 0,
-    }
+    let text = match value {
+        Value::Number(n) => n.to_string(),
+        Value::String(s) => s.clone(),
+        _ => return 0,
+    };
+    parse_whole(&text).map_or(0, u64::from)
 }
 
-/// A Kubernetes quantity ("500m", "4", "16Gi", "1G") in millis (cpu) or units.
-pub fn quantity(s: &str, milli: bool) -> u64 {
-    let s = s.trim();
-    let split = s
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(s.len());
-    let (number, suffix) = s.split_at(split);
-    let number: f64 = number.parse().unwrap_or(0.0);
-    let factor: f64 = match suffix {
-        "m" => 0.001,
-        "k" => 1e3,
-        "M" => 1e6,
-        "G" => 1e9,
-        "T" => 1e12,
-        "Ki" => 1024.0,
-        "Mi" => 1024.0 * 1024.0,
-        "Gi" => 1024.0 * 1024.0 * 1024.0,
-        "Ti" => 1024.0 * 1024.0 * 1024.0 * 1024.0,
-        _ => 1.0,
-    };
-    let units = number * factor;
-    if milli {
-        (units * 1000.0).round() as u64
-    } else {
-        units.round() as u64
-    }
-}
+/// Every node's CPU cores and memory.
+pub const NODE_CPU: &str = "224";
+pub const NODE_MEMORY: &str = "2Ti";
 
 /// The Node object of node `index` of a pool (its status goes in with `status`).
 pub fn node(pool: &Pool, index: usize) -> Value {
@@ -210,6 +203,10 @@ pub fn node(pool: &Pool, index: usize) -> Value {
     labels.insert("kubernetes.io/os".into(), json!("linux"));
     labels.insert("kubernetes.io/arch".into(), json!("amd64"));
     let mut taints = Vec::new();
+    if let Some(job) = &pool.namespaced_job {
+        labels.insert(NAMESPACED_JOB.into(), json!(job));
+        taints.push(json!({"key": NO_SCHEDULE, "value": "true", "effect": "NoSchedule"}));
+    }
     if pool.tpu > 0 {
         taints.push(json!({"key": TPU, "value": "present", "effect": "NoSchedule"}));
     }
@@ -224,13 +221,12 @@ pub fn node(pool: &Pool, index: usize) -> Value {
 }
 
 pub fn status(pool: &Pool) -> Value {
-    // Room for the pod and more, but exactly one pod's accelerators: two slices' pods never
-    // share a host.
-    let cpu = (pool.cpu_milli + 1000).max(96_000);
-    let memory = (pool.memory + (1 << 30)).max(384 << 30);
+    // Exactly one pod's accelerators, so two slices' pods never share a host; CPU and memory
+    // of the largest TPU and GPU hosts GKE offers, more than any pod here asks for (one that
+    // asks more stays unbound, with the scheduler's reason in its case's report).
     let mut resources = json!({
-        "cpu": format!("{cpu}m"),
-        "memory": memory.to_string(),
+        "cpu": NODE_CPU,
+        "memory": NODE_MEMORY,
         "pods": "110",
         "ephemeral-storage": "1000Gi",
     });

@@ -3,15 +3,23 @@
 //! asked) Kueue, built from their Go modules, with the policy served as a URL webhook by the
 //! host crate. Fake nodes and a small node agent stand in for kubelets; everything else is the
 //! real component.
+//!
+//! One file per component, each started by one line of `ControlPlane::start`
+//! (controlplane.rs): kubernetes.rs, jobset.rs, webhook.rs (our policies), kueue/install.rs.
 pub mod agent;
 pub mod controlplane;
 pub mod fleet;
+pub mod jobset;
 pub mod kube_api;
+pub mod kubernetes;
 pub mod kueue;
+pub mod modules;
 pub mod pki;
 pub mod policies;
 pub mod procs;
 pub mod run;
+pub mod webhook;
 
-pub use controlplane::{Binaries, ControlPlane, Options};
+pub use controlplane::{ControlPlane, Options};
 pub use kube_api::{Cluster, Created};
+pub use modules::Binaries;

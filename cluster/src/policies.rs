@@ -10,10 +10,8 @@
 //! only the single policy, everywhere: the deployment of a module that has no `role` setting.
 use crate::kube_api::Cluster;
 use anyhow::{anyhow, bail, Result};
-use multislice_host::webhook::WebhookServer;
-use multislice_host::{workspace_root, Policy};
+use multislice_host::workspace_root;
 use serde_json::{json, Value};
-use std::sync::Arc;
 
 /// The namespace Kubewarden's controller keeps out of every policy (its own).
 pub const KUBEWARDEN_NAMESPACE: &str = "kubewarden";
@@ -218,14 +216,6 @@ impl Manifest {
             "webhooks": [webhook],
         }))
     }
-}
-
-/// What the control plane serves: one webhook server for every policy, the module they share,
-/// and the settings that override each manifest's.
-pub(crate) struct Served {
-    pub(crate) server: WebhookServer,
-    pub(crate) module: Arc<Policy>,
-    pub(crate) overriding: Option<Value>,
 }
 
 /// One installed policy: its configuration's and its webhook's names.

@@ -1,6 +1,13 @@
-//! What the API server, the JobSet controller and the Job controller do between
-//! `kubectl apply` and a pod reaching admission (SPEC §2), so tests can admit real-looking pods.
-use anyhow::{anyhow, bail, Result};
+//! The controller simulation: what the API server, the JobSet controller and the Job
+//! controller (`controller/job.rs`) do between `kubectl apply` and a pod reaching admission
+//! (SPEC §2), so tests can admit real-looking pods. This file holds the API server's serving
+//! of a JobSet and the JobSet controller's Jobs.
+mod job;
+
+pub use job::{final_name, indexed_job_pods, SimPod};
+
+use anyhow::{anyhow, Result};
+use job::{count, job_pod, merge, JobMeta};
 use serde_json::{json, Map, Value};
 
 /// Which JobSet CRD the API server serves.
@@ -33,62 +40,12 @@ pub fn as_served(jobset: &Value, api: JobSetApi) -> Value {
     out
 }
 
-/// The name a JobSet ends up with: its own, or one the API server generates after admission.
-pub fn final_name(jobset: &Value) -> String {
-    let meta = |k: &str| {
-        jobset
-            .pointer(&format!("/metadata/{k}"))
-            .and_then(Value::as_str)
-            .unwrap_or("")
-    };
-    if meta("name").is_empty() {
-        format!("{}x7k2p", meta("generateName"))
-    } else {
-        meta("name").to_string()
-    }
-}
-
-/// A pod as the Job controller submits it for CREATE.
-#[derive(Debug, Clone)]
-pub struct SimPod {
-    /// `<jobset>-<rjob>-<jobIndex>-<completionIndex>`, the pod's hostname.
-    pub hostname: String,
-    pub replicated_job: String,
-    pub job_index: u64,
-    pub completion_index: u64,
-    pub object: Value,
-}
-
 const EXCLUSIVE_TOPOLOGY: &str = "alpha.jobset.sigs.k8s.io/exclusive-topology";
-const NODE_SELECTOR_STRATEGY: &str = "alpha.jobset.sigs.k8s.io/node-selector-strategy";
-
-fn count(v: Option<&Value>, default: u64) -> u64 {
-    v.and_then(Value::as_u64).unwrap_or(default)
-}
-
-fn digest(s: &str) -> String {
-    let mut h: u64 = 0x9e37_79b9_7f4a_7c15;
-    let mut out = String::new();
-    for round in 0..5u64 {
-        for b in s.bytes() {
-            h = (h ^ u64::from(b) ^ round).wrapping_mul(0x0100_0000_01b3);
-        }
-        out.push_str(&format!("{:08x}", h >> 32));
-    }
-    out
-}
-
-fn merge(target: &mut Map<String, Value>, key: &str, extra: &Map<String, Value>) {
-    let slot = target.entry(key).or_insert_with(|| json!({}));
-    if !slot.is_object() {
-        *slot = json!({});
-    }
-    if let Some(m) = slot.as_object_mut() {
-        for (k, v) in extra {
-            m.insert(k.clone(), v.clone());
-        }
-    }
-}
+/// The flag of JobSet's node-selector strategy of exclusive placement (`NodeSelectorStrategyKey`).
+const NODE_SELECTOR: &str = "alpha.jobset.sigs.k8s.io/node-selector";
+/// The node label and the taint that strategy places each Job's pods by.
+const NAMESPACED_JOB: &str = "alpha.jobset.sigs.k8s.io/namespaced-job";
+const NO_SCHEDULE: &str = "alpha.jobset.sigs.k8s.io/no-schedule";
 
 /// Every pod of an admitted JobSet, in spec order, as the controllers would create them.
 pub fn jobset_pods(jobset: &Value) -> Result<Vec<SimPod>> {
@@ -200,10 +157,21 @@ pub fn jobset_pods(jobset: &Value) -> Result<Vec<SimPod>> {
             for meta in [&jobset["metadata"], &rjob["template"]["metadata"]] {
                 if let Some(topology) = meta["annotations"].get(EXCLUSIVE_TOPOLOGY) {
                     jobset_annotations.insert(EXCLUSIVE_TOPOLOGY.into(), topology.clone());
-                    if let Some(strategy) = meta["annotations"].get(NODE_SELECTOR_STRATEGY) {
-                        jobset_annotations.insert(NODE_SELECTOR_STRATEGY.into(), strategy.clone());
+                    if let Some(flag) = meta["annotations"].get(NODE_SELECTOR) {
+                        jobset_annotations.insert(NODE_SELECTOR.into(), flag.clone());
                     }
                 }
+            }
+            // constructJob: the Job's annotations are its template's with the same ones over
+            // them; with the key and the flag among them, its pods go to the node pool
+            // labelled and tainted for this Job.
+            let on_job = |k: &str| {
+                jobset_annotations.contains_key(k)
+                    || rjob["template"]["metadata"]["annotations"].get(k).is_some()
+            };
+            let mut template = template.clone();
+            if on_job(EXCLUSIVE_TOPOLOGY) && on_job(NODE_SELECTOR) {
+                place_on_own_pool(&mut template, &format!("{namespace}_{job_name}"))?;
             }
             let job = JobMeta {
                 name: &job_name,
@@ -227,113 +195,31 @@ pub fn jobset_pods(jobset: &Value) -> Result<Vec<SimPod>> {
     Ok(pods)
 }
 
-/// The Job a pod is made for.
-struct JobMeta<'a> {
-    name: &'a str,
-    namespace: &'a str,
-    /// The pod's subdomain, when its hostname is to resolve.
-    subdomain: Option<&'a str>,
+/// constructJob under the node-selector strategy: the pod template selects the nodes labelled
+/// `namespaced-job: <pool>` and tolerates their `no-schedule` taint.
+fn place_on_own_pool(template: &mut Value, pool: &str) -> Result<()> {
+    let spec = template
+        .as_object_mut()
+        .ok_or_else(|| anyhow!("pod template is not an object"))?
+        .entry("spec")
+        .or_insert_with(|| json!({}));
+    let spec = spec
+        .as_object_mut()
+        .ok_or_else(|| anyhow!("pod template spec is not an object"))?;
+    merge(
+        spec,
+        "nodeSelector",
+        &Map::from_iter([(NAMESPACED_JOB.into(), json!(pool))]),
+    );
+    let tolerations = spec.entry("tolerations").or_insert_with(|| json!([]));
+    if !tolerations.is_array() {
+        *tolerations = json!([]);
+    }
+    if let Some(list) = tolerations.as_array_mut() {
+        list.push(json!({"key": NO_SCHEDULE, "operator": "Exists", "effect": "NoSchedule"}));
+    }
+    Ok(())
 }
 
-/// Pod `k` of an Indexed Job, as the Job controller submits it: the template with the Job's
-/// labels and annotations (`extra_*`: the JobSet controller's, for a JobSet's Job), the
-/// completion index, hostname `<job>-<k>`, owner reference and tracking finalizer.
-fn job_pod(
-    template: &Value,
-    job: &JobMeta,
-    k: u64,
-    extra_labels: &Map<String, Value>,
-    extra_annotations: &Map<String, Value>,
-) -> Result<Value> {
-    let controller_uid = digest(&format!("uid/{}/{}", job.namespace, job.name));
-    let uid = format!(
-        "{}-{}-{}-{}-{}",
-        &controller_uid[0..8],
-        &controller_uid[8..12],
-        &controller_uid[12..16],
-        &controller_uid[16..20],
-        &controller_uid[20..32]
-    );
-    let mut pod = template.clone();
-    let pod_obj = pod
-        .as_object_mut()
-        .ok_or_else(|| anyhow!("pod template is not an object"))?;
-    let metadata = pod_obj.entry("metadata").or_insert_with(|| json!({}));
-    let metadata = metadata
-        .as_object_mut()
-        .ok_or_else(|| anyhow!("pod template metadata is not an object"))?;
-    let mut labels = extra_labels.clone();
-    let mut annotations = extra_annotations.clone();
-    for (key, value) in [
-        ("batch.kubernetes.io/controller-uid", uid.clone()),
-        ("batch.kubernetes.io/job-name", job.name.to_string()),
-        ("controller-uid", uid.clone()),
-        ("job-name", job.name.to_string()),
-        ("batch.kubernetes.io/job-completion-index", k.to_string()),
-    ] {
-        labels.insert(key.into(), json!(value));
-    }
-    annotations.insert(
-        "batch.kubernetes.io/job-completion-index".into(),
-        json!(k.to_string()),
-    );
-    merge(metadata, "labels", &labels);
-    merge(metadata, "annotations", &annotations);
-    metadata.remove("name");
-    metadata.insert("generateName".into(), json!(format!("{}-{k}-", job.name)));
-    metadata.insert("namespace".into(), json!(job.namespace));
-    metadata.insert(
-        "ownerReferences".into(),
-        json!([{
-            "apiVersion": "batch/v1", "kind": "Job", "name": job.name, "uid": uid,
-            "controller": true, "blockOwnerDeletion": true
-        }]),
-    );
-    metadata.insert(
-        "finalizers".into(),
-        json!(["batch.kubernetes.io/job-tracking"]),
-    );
-    let spec = pod_obj.entry("spec").or_insert_with(|| json!({}));
-    let Some(spec) = spec.as_object_mut() else {
-        bail!("pod template spec is not an object");
-    };
-    spec.insert("hostname".into(), json!(format!("{}-{k}", job.name)));
-    if let Some(subdomain) = job.subdomain {
-        spec.insert("subdomain".into(), json!(subdomain));
-    }
-    Ok(
-        json!({"apiVersion": "v1", "kind": "Pod", "metadata": pod_obj["metadata"], "spec": pod_obj["spec"]}),
-    )
-}
-
-/// Every pod of a plain Indexed Job, as the Job controller creates them: `<job>-<k>` for
-/// k in 0..completions. The pod keeps the template's own subdomain, if any.
-pub fn indexed_job_pods(job: &Value) -> Result<Vec<SimPod>> {
-    let name = final_name(job);
-    let namespace = job
-        .pointer("/metadata/namespace")
-        .and_then(Value::as_str)
-        .unwrap_or("default");
-    let spec = job.get("spec").ok_or_else(|| anyhow!("Job has no spec"))?;
-    let parallelism = count(spec.get("parallelism"), 1);
-    let completions = count(spec.get("completions"), parallelism);
-    let template = spec
-        .get("template")
-        .ok_or_else(|| anyhow!("Job has no pod template"))?;
-    let meta = JobMeta {
-        name: &name,
-        namespace,
-        subdomain: None,
-    };
-    (0..completions)
-        .map(|k| {
-            Ok(SimPod {
-                hostname: format!("{name}-{k}"),
-                replicated_job: String::new(),
-                job_index: 0,
-                completion_index: k,
-                object: job_pod(template, &meta, k, &Map::new(), &Map::new())?,
-            })
-        })
-        .collect()
-}
+#[cfg(test)]
+mod tests;

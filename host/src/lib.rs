@@ -1,17 +1,35 @@
-//! A Kubewarden-like waPC host for jobset-multislice-policy: it runs the built `.wasm` the way
-//! kwctl and policy-server do (wapc + wasmtime-provider), and simulates the JobSet and Job
-//! controllers, so tests and the preview command see what a cluster would.
+//! A Kubewarden-like waPC host for jobset-multislice-policy, in four parts:
+//! - the runner ([`runner`]): runs the built `.wasm` the way kwctl and policy-server do (wapc +
+//!   wasmtime-provider), with policy-server's evaluation deadline;
+//! - the controller simulation ([`controller`], and [`env`] for what the kubelet makes of a
+//!   container's env): what the API server and the JobSet and Job controllers do, so tests and
+//!   the preview command see the pods a cluster would;
+//! - the judges ([`judges`]): which changes a patch may make, independent of the policy;
+//! - the webhook, both sides of its connection: [`webhook_server`] serves the policy to a real
+//!   kube-apiserver; [`policy_server_client`] starts Kubewarden's policy-server and calls it;
+//!   [`review`] is the AdmissionReview response they exchange.
+//!
+//! Around them: the AdmissionRequests ([`request`]), the fixtures ([`fixtures`]) and the
+//! preview ([`preview`]).
 pub mod controller;
 pub mod env;
 pub mod fixtures;
-pub mod host;
-pub mod invariants;
+pub mod judges;
+pub mod policy_server_client;
 pub mod preview;
 pub mod request;
-pub mod server;
-pub mod webhook;
+pub mod review;
+pub mod runner;
+pub mod webhook_server;
 
-pub use host::{Instance, Outcome, Policy, SettingsOutcome};
+pub use runner::{Instance, Outcome, Policy, SettingsOutcome};
+
+/// The old names of [`runner`] and [`judges`], for `tests/gen` and `tests/native`, which are
+/// being changed in another branch at the same time; drop once they use the new names.
+#[doc(hidden)]
+pub use judges as invariants;
+#[doc(hidden)]
+pub use runner as host;
 
 use std::path::PathBuf;
 

@@ -2,15 +2,15 @@
 //! printed as a verdict, a patch and a table of every pod's resolved values.
 use crate::controller::{self, JobSetApi, SimPod};
 use crate::env;
-use crate::host::{apply, Policy};
 use crate::request::{admission_request, Kind};
+use crate::runner::{apply, Policy};
 use anyhow::{Context, Result};
 use serde::Deserialize;
 use serde_json::Value;
 use std::fmt::Write;
 
 /// The columns of the pod table, in order: each env variable the policy may set.
-pub const ENV_COLUMNS: [&str; 12] = crate::invariants::POLICY_ENV;
+pub const ENV_COLUMNS: [&str; 12] = crate::judges::POLICY_ENV;
 
 /// One row: a container of a pod, with its group and resolved env.
 #[derive(Debug, Clone)]

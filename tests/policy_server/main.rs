@@ -9,9 +9,10 @@
 //! compares are the harness's own, which `make test` checks.
 use multislice_host::controller::{self, JobSetApi};
 use multislice_host::fixtures::{self, load_json};
-use multislice_host::host::apply;
+use multislice_host::policy_server_client::{PolicyServer, ServedPolicy};
 use multislice_host::request::{admission_request, Kind};
-use multislice_host::server::{PolicyServer, ServedPolicy, Verdict};
+use multislice_host::review::ReviewResponse;
+use multislice_host::runner::apply;
 use multislice_host::{default_wasm_path, workspace_root, Policy};
 use serde_json::{json, Value};
 
@@ -169,7 +170,7 @@ fn policy_server_answers_every_review_as_the_wapc_harness_does() {
     for (name, request) in &requests {
         let mut verdicts = Vec::new();
         for policy in &served {
-            let expected = Verdict::from_outcome(
+            let expected = ReviewResponse::from_outcome(
                 &harness
                     .validate(request, &policy.settings)
                     .unwrap_or_else(|e| panic!("{name}: {e:#}")),
@@ -177,7 +178,7 @@ fn policy_server_answers_every_review_as_the_wapc_harness_does() {
             let response = server
                 .review(&policy.id, request)
                 .unwrap_or_else(|e| panic!("{name} ({}): {e:#}", policy.id));
-            let got = Verdict::from_response(&response)
+            let got = ReviewResponse::from_response(&response)
                 .unwrap_or_else(|e| panic!("{name} ({}): {e:#}", policy.id));
             assert_eq!(got, expected, "{name} under {}", policy.id);
             patched += usize::from(expected.patch.is_some());
@@ -239,14 +240,15 @@ fn policy_server_refuses_a_patch_from_a_policy_not_allowed_to_mutate() {
     ))
     .unwrap();
     let refused =
-        Verdict::from_response(&server.review("both-not-mutating", &request).unwrap()).unwrap();
+        ReviewResponse::from_response(&server.review("both-not-mutating", &request).unwrap())
+            .unwrap();
     // policy-server keeps the rest of the policy's answer: its warnings.
     let harness = Policy::load(&default_wasm_path()).unwrap_or_else(|e| panic!("{e:#}"));
     let answered = harness.validate(&request, &json!({})).unwrap();
     assert!(answered.patch.is_some(), "the fixture must be mutated");
     assert_eq!(
         refused,
-        Verdict {
+        ReviewResponse {
             allowed: false,
             message: Some("Request rejected by policy both-not-mutating. The policy attempted to mutate the request, but it is currently configured to not allow mutations.".into()),
             code: None,
@@ -254,6 +256,7 @@ fn policy_server_refuses_a_patch_from_a_policy_not_allowed_to_mutate() {
             warnings: answered.warnings,
         }
     );
-    let judged = Verdict::from_response(&server.review("validate", &request).unwrap()).unwrap();
+    let judged =
+        ReviewResponse::from_response(&server.review("validate", &request).unwrap()).unwrap();
     assert!(judged.allowed && judged.patch.is_none(), "{judged:?}");
 }

@@ -6,9 +6,12 @@ use multislice_host::request::{admission_request, Kind};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
-fn create(jobset: &Value) -> Verdict {
+/// The verdict on the CREATE of the shape's JobSet `jobset` (valid or broken), under the
+/// settings the shape needs (`tpuResource`).
+fn create(shape: &gen::Shape, jobset: &Value) -> Verdict {
     let request = admission_request(Kind::JobSet, "CREATE", jobset, None);
-    evaluate(&serde_json::to_vec(&json!({"request": request, "settings": {}})).unwrap())
+    let settings = shape.settings(&json!({}));
+    evaluate(&serde_json::to_vec(&json!({"request": request, "settings": settings})).unwrap())
 }
 
 proptest! {
@@ -23,7 +26,7 @@ proptest! {
     #[test]
     fn every_valid_jobset_is_accepted_and_warned_only_about_contradictions(shape in gen::shape()) {
         let jobset = gen::build(&shape);
-        let verdict = create(&jobset);
+        let verdict = create(&shape, &jobset);
         prop_assert!(verdict.accepted, "{:?}", verdict.message);
         let tpu_rjobs = shape
             .groups
@@ -45,22 +48,27 @@ proptest! {
         }
     }
 
+    /// Each broken JobSet is refused with exactly the rejection the generator states for the
+    /// field it broke: code 400, and every violation's rule, path, words and fix. The shape is
+    /// first made breakable for the rule, so a break that does not happen fails the property
+    /// instead of passing it unchecked.
     #[test]
-    fn one_broken_field_is_rejected_by_exactly_its_rule(shape in gen::shape(), rule in 0..gen::BREAKABLE.len()) {
+    fn one_broken_field_is_rejected_with_exactly_its_message(shape in gen::shape(), rule in 0..gen::BREAKABLE.len()) {
         let rule = gen::BREAKABLE[rule];
-        if let Some(jobset) = gen::break_rule(&shape, rule) {
-            let verdict = create(&jobset);
-            prop_assert!(!verdict.accepted, "{rule} not caught");
-            prop_assert_eq!(verdict.code, Some(400));
-            let message = verdict.message.unwrap_or_default();
-            for line in message.lines() {
-                prop_assert!(line.starts_with(&format!("[{rule}] ")), "broke {} but got: {}", rule, message);
-            }
-        }
+        let shape = gen::breakable(&shape, rule);
+        let broken = gen::break_rule(&shape, rule);
+        prop_assert!(broken.is_some(), "the generator broke nothing for {}", rule);
+        let broken = broken.unwrap();
+        let verdict = create(&shape, &broken.jobset);
+        prop_assert!(!verdict.accepted, "{} not caught", rule);
+        prop_assert_eq!(verdict.code, Some(400));
+        prop_assert_eq!(verdict.message.as_deref(), Some(broken.message.as_str()), "broke {}", rule);
     }
 }
 
-/// The generator reaches every rule: no property above passes by skipping a rule.
+/// The generator breaks every rule in every shape made breakable for it, each with exactly its
+/// rejection, and breaks most rules often in shapes as they come (so [`gen::breakable`] does not
+/// do all the work): no property above passes by skipping a rule.
 #[test]
 fn the_generator_breaks_every_rule() {
     use proptest::strategy::ValueTree;
@@ -71,22 +79,35 @@ fn the_generator_breaks_every_rule() {
             proptest::test_runner::RngAlgorithm::ChaCha,
         ),
     );
-    let mut broken = [0u32; gen::BREAKABLE.len()];
+    let mut as_they_come = [0u32; gen::BREAKABLE.len()];
     for _ in 0..300 {
         let shape = gen::shape().new_tree(&mut runner).unwrap().current();
         for (i, rule) in gen::BREAKABLE.iter().enumerate() {
-            if let Some(jobset) = gen::break_rule(&shape, rule) {
-                assert!(!create(&jobset).accepted, "{rule}");
-                broken[i] += 1;
+            if gen::break_rule(&shape, rule).is_some() {
+                as_they_come[i] += 1;
             }
+            let shape = gen::breakable(&shape, rule);
+            let broken = gen::break_rule(&shape, rule)
+                .unwrap_or_else(|| panic!("{rule}: nothing broken in {shape:?}"));
+            let verdict = create(&shape, &broken.jobset);
+            assert!(!verdict.accepted, "{rule}");
+            assert_eq!(verdict.code, Some(400), "{rule}");
+            assert_eq!(
+                verdict.message.as_deref(),
+                Some(broken.message.as_str()),
+                "{rule}: {shape:?}"
+            );
         }
     }
-    for (rule, n) in gen::BREAKABLE.iter().zip(broken) {
-        assert!(n >= 30, "{rule} was broken only {n} times in 300 shapes");
+    for (rule, n) in gen::BREAKABLE.iter().zip(as_they_come) {
+        assert!(
+            n >= 30,
+            "{rule} was broken only {n} times in 300 shapes as they came"
+        );
     }
     eprintln!(
-        "breaks per rule over 300 shapes: {:?}",
-        gen::BREAKABLE.iter().zip(broken).collect::<Vec<_>>()
+        "breaks per rule over 300 shapes as they came: {:?}",
+        gen::BREAKABLE.iter().zip(as_they_come).collect::<Vec<_>>()
     );
 }
 
@@ -119,14 +140,19 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
     /// Nothing lost, only allowed paths, idempotent, deterministic, and SPEC §4 on every pod.
+    /// Mostly under the `tpuResource` the shape's containers ask for; now and then without it,
+    /// where a shape of another resource has no TPU container at all for the policy and the
+    /// oracle alike.
     #[test]
     fn mutation_invariants_hold_for_every_generated_jobset(
         shape in gen::shape(),
         v09 in any::<bool>(),
         settings in 0..SETTINGS.len(),
+        name_the_resource in prop::bool::weighted(0.8),
     ) {
         let api = if v09 { multislice_host::controller::JobSetApi::V09 } else { multislice_host::controller::JobSetApi::V08 };
         let settings: Value = serde_json::from_str(SETTINGS[settings]).unwrap();
+        let settings = if name_the_resource { shape.settings(&settings) } else { settings };
         let result = gen::invariants::check(&admit_native, &gen::build(&shape), api, &settings);
         prop_assert!(result.is_ok(), "{}", result.unwrap_err());
     }

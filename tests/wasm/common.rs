@@ -1,7 +1,7 @@
 use multislice_host::controller::{self, JobSetApi, SimPod};
 use multislice_host::fixtures;
-use multislice_host::host::apply;
 use multislice_host::request::{admission_request, Kind};
+use multislice_host::runner::apply;
 use multislice_host::{default_wasm_path, Outcome, Policy};
 use serde_json::{json, Value};
 use std::sync::OnceLock;

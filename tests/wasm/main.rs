@@ -14,6 +14,7 @@ mod real_shapes;
 mod references;
 mod roles;
 mod rules;
+mod runner;
 mod settings;
 mod shipping;
 mod simulation;

@@ -9,14 +9,17 @@ proptest! {
 
     #[test]
     fn valid_and_broken_jobsets_through_the_module(shape in gen::shape(), rule in 0..gen::BREAKABLE.len()) {
-        let valid = validate(&admission_request(Kind::JobSet, "CREATE", &gen::build(&shape), None), &no_settings());
+        let settings = shape.settings(&no_settings());
+        let valid = validate(&admission_request(Kind::JobSet, "CREATE", &gen::build(&shape), None), &settings);
         prop_assert!(valid.accepted, "{:?}", valid.message);
         let rule = gen::BREAKABLE[rule];
-        if let Some(jobset) = gen::break_rule(&shape, rule) {
-            let broken = validate(&admission_request(Kind::JobSet, "CREATE", &jobset, None), &no_settings());
-            let message = broken.message.unwrap_or_default();
-            prop_assert!(!message.is_empty() && message.lines().all(|l| l.starts_with(&format!("[{rule}] "))), "{}: {}", rule, message);
-        }
+        let shape = gen::breakable(&shape, rule);
+        let broken = gen::break_rule(&shape, rule);
+        prop_assert!(broken.is_some(), "the generator broke nothing for {}", rule);
+        let broken = broken.unwrap();
+        let refused = validate(&admission_request(Kind::JobSet, "CREATE", &broken.jobset, None), &settings);
+        prop_assert!(!refused.accepted, "{} not caught", rule);
+        prop_assert_eq!(refused.message.as_deref(), Some(broken.message.as_str()), "broke {}", rule);
     }
 }
 
@@ -43,7 +46,7 @@ proptest! {
     #[test]
     fn mutation_invariants_through_the_module(shape in gen::shape(), v09 in any::<bool>(), tpu_worker in any::<bool>()) {
         let api = if v09 { multislice_host::controller::JobSetApi::V09 } else { multislice_host::controller::JobSetApi::V08 };
-        let settings = serde_json::json!({"tpuWorkerEnv": tpu_worker});
+        let settings = shape.settings(&serde_json::json!({"tpuWorkerEnv": tpu_worker}));
         let result = gen::invariants::check(&admit_wasm, &gen::build(&shape), api, &settings);
         prop_assert!(result.is_ok(), "{}", result.unwrap_err());
     }

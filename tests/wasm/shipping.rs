@@ -7,7 +7,7 @@ use jobset_multislice_policy::settings::KEYS;
 use multislice_host::controller::JobSetApi;
 use multislice_host::fixtures::{self, load_json, load_yaml};
 use multislice_host::request::{admission_request, Kind};
-use multislice_host::server::Verdict;
+use multislice_host::review::ReviewResponse;
 use multislice_host::workspace_root;
 use serde_json::{json, Map, Value};
 
@@ -319,8 +319,8 @@ fn the_defaults_the_questions_and_the_readme_show_are_the_policys() {
     );
     for request in &requests {
         assert_eq!(
-            Verdict::from_outcome(&validate(request, &defaults)),
-            Verdict::from_outcome(&validate(request, &no_settings())),
+            ReviewResponse::from_outcome(&validate(request, &defaults)),
+            ReviewResponse::from_outcome(&validate(request, &no_settings())),
             "{}",
             request["name"]
         );
@@ -402,8 +402,8 @@ fn every_example_gets_its_stated_verdict_under_each_manifests_settings() {
 #[test]
 fn the_manifests_settings_give_what_their_json_gives() {
     let pod = load_json(&fixtures::pod_request_path("tpu-slice-pod")).unwrap();
-    let answer = |settings: &Value| Verdict::from_outcome(&validate(&pod, settings));
-    let has_worker_id = |v: &Verdict| {
+    let answer = |settings: &Value| ReviewResponse::from_outcome(&validate(&pod, settings));
+    let has_worker_id = |v: &ReviewResponse| {
         v.patch
             .as_ref()
             .is_some_and(|p| p.to_string().contains("TPU_WORKER_ID"))

@@ -4,7 +4,7 @@ use crate::common::*;
 use multislice_gen::oracle;
 use multislice_host::controller::{self, JobSetApi};
 use multislice_host::env::{get, resolve};
-use multislice_host::invariants::{disallowed_ops, nothing_lost};
+use multislice_host::judges::{disallowed_ops, nothing_lost};
 use multislice_host::{fixtures, Outcome};
 use rstest::rstest;
 use serde_json::{json, Value};

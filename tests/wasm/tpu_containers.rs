@@ -6,7 +6,7 @@ use multislice_host::controller::JobSetApi;
 use multislice_host::env::{get, resolve};
 use serde_json::{json, Value};
 
-use multislice_host::invariants::POLICY_ENV as POLICY_VARS;
+use multislice_host::judges::POLICY_ENV as POLICY_VARS;
 
 /// Every container of every pod, as (pod hostname, container name, container).
 fn each_container(pods: &[AdmittedPod]) -> Vec<(String, String, Value, Value)> {

@@ -12,7 +12,8 @@
 mod workloads;
 
 use anyhow::{anyhow, bail, Context, Result};
-use multislice_host::server::{self, find_on_path, PolicyServer, ServedPolicy, Verdict};
+use multislice_host::policy_server_client::{self, find_on_path, PolicyServer, ServedPolicy};
+use multislice_host::review::ReviewResponse;
 use multislice_host::workspace_root;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -112,7 +113,7 @@ fn strip_colours(text: &str) -> String {
 
 /// The median `validate` time `kwctl bench` reports, in µs.
 fn kwctl_bench(plan: &Plan, module: &Path, request_file: &Path) -> Result<f64> {
-    let kwctl = server::kwctl()?;
+    let kwctl = policy_server_client::kwctl()?;
     let mut command = Command::new(&kwctl);
     command
         .args(["--no-color", "bench"])
@@ -121,7 +122,7 @@ fn kwctl_bench(plan: &Plan, module: &Path, request_file: &Path) -> Result<f64> {
         .arg("--request-path")
         .arg(request_file)
         .args(["--settings-json", "{}"]);
-    if let Some(trust) = server::trust_config(&kwctl) {
+    if let Some(trust) = policy_server_client::trust_config(&kwctl) {
         command.arg("--sigstore-trust-config").arg(trust);
     }
     let out = command.arg(module).output().context("cannot run kwctl")?;
@@ -167,7 +168,7 @@ fn main() -> Result<()> {
     if find_on_path("wrk").is_none() {
         bail!("wrk is not installed: make e2e-deps");
     }
-    server::kwctl()?;
+    policy_server_client::kwctl()?;
     let root = workspace_root();
     let policy = root.join("annotated-policy.wasm");
     let baseline = root.join("bench/annotated-baseline.wasm");
@@ -224,7 +225,7 @@ fn main() -> Result<()> {
     // Every request is accepted by both, so the figures are of real evaluations, not errors.
     for case in &cases {
         for id in ["policy", "baseline"] {
-            let verdict = Verdict::from_response(&server.review(id, &case.request)?)?;
+            let verdict = ReviewResponse::from_response(&server.review(id, &case.request)?)?;
             if !verdict.allowed {
                 bail!("{} was rejected by {id}: {:?}", case.name, verdict.message);
             }

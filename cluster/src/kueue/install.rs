@@ -6,15 +6,15 @@
 //! cluster-wide mutating policy, JobSet's, Kueue's, a namespaced policy), then every validating
 //! webhook, on the object as it will be stored.
 use super::queues::QUEUE_LABEL;
-use crate::controlplane::{args, crd_files, module_dir, released_by_url, ControlPlane};
-use crate::procs::{free_port, Process, Supervision};
+use crate::controlplane::ControlPlane;
+use crate::modules::{args, crd_files, module_dir, released_by_url, Binaries};
+use crate::procs::free_port;
 use anyhow::{bail, Context, Result};
 use multislice_host::fixtures::load_yaml;
 use multislice_host::preview::yaml_documents;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
 
 pub const KUEUE_NAMESPACE: &str = "kueue-system";
 /// With its certificate management off, this Kueue release reads a metrics certificate from
@@ -188,80 +188,54 @@ fn namespace_selectors(kustomization: &Value) -> Result<BTreeMap<(String, String
     Ok(out)
 }
 
-impl ControlPlane {
-    /// Starts Kueue; JobSet's CRD exists by now, so its JobSet integration starts at once.
-    pub(crate) async fn start_kueue(
-        &mut self,
-        binary: &Path,
-        kubeconfig: &Path,
-        logs: &Path,
-    ) -> Result<()> {
-        let module = module_dir("kueue", "sigs.k8s.io/kueue")?;
-        let ca = self.pki.ca_bundle_base64()?;
-        let port = free_port()?;
-        self.cluster
-            .apply(&json!({"apiVersion": "v1", "kind": "Namespace",
-                           "metadata": {"name": KUEUE_NAMESPACE}}))
-            .await?;
-        for crd in crds(&module, port, &ca)? {
-            self.cluster.apply(&crd).await?;
-            let name = crd["metadata"]["name"].as_str().unwrap_or_default();
-            self.cluster.wait_crd_established(name).await?;
-        }
-        self.fixed_files = Some(metrics_certificate(
-            &self.pki.serving_cert(),
-            &self.pki.serving_key(),
-        )?);
-        let config_path = self.dir.join("kueue-config.yaml");
-        let config = configuration(&module, port, free_port()?, &self.pki.cert_dir())?;
-        std::fs::write(&config_path, serde_json::to_string(&config)?)?;
-        let process = Process::spawn(
-            "kueue",
-            binary,
-            &args(&[
-                &format!("--config={}", config_path.display()),
-                &format!("--kubeconfig={}", kubeconfig.display()),
-                // The released manager's own flag.
-                "--zap-log-level=2",
-            ]),
-            &[("KUBECONFIG", kubeconfig.display().to_string())],
-            &Supervision {
-                logs,
-                lifetime: self.remaining(),
-            },
-        )?;
-        self.adopt(process);
-        for configuration in webhook_configurations(&module, port, &ca)? {
-            self.cluster.apply(&configuration).await?;
-        }
-        // Its webhooks answer once its manager has started: a dry-run ResourceFlavor goes
-        // through them, then a dry-run queued JobSet through its JobSet webhook.
-        let probes = [
-            json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
-                   "metadata": {"name": "webhook-probe"}}),
-            json!({
-                "apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
-                "metadata": {"name": "kueue-probe", "namespace": "default",
-                             "labels": {QUEUE_LABEL: "probe"}},
-                "spec": {"replicatedJobs": [{"name": "w", "template": {"spec": {"template": {"spec": {
-                    "restartPolicy": "Never",
-                    "containers": [{"name": "c", "image": "busybox"}]}}}}}]},
-            }),
-        ];
-        let deadline = Instant::now() + Duration::from_secs(120);
-        for probe in &probes {
-            loop {
-                self.check_alive()?;
-                match self.cluster.create(probe, true).await {
-                    Ok(created) if created.status < 300 => break,
-                    Ok(created) if Instant::now() > deadline => {
-                        bail!("Kueue's webhooks not ready within 120 s: {}", created.body)
-                    }
-                    Err(e) if Instant::now() > deadline => return Err(e),
-                    _ => tokio::time::sleep(Duration::from_millis(500)).await,
-                }
-            }
-        }
-        Ok(())
+/// Starts Kueue; JobSet's CRD exists by now, so its JobSet integration starts at once.
+pub(crate) async fn start(plane: &mut ControlPlane, binaries: &Binaries) -> Result<()> {
+    let module = module_dir("kueue", "sigs.k8s.io/kueue")?;
+    let ca = plane.pki.ca_bundle_base64()?;
+    let port = free_port()?;
+    plane
+        .cluster
+        .apply(&json!({"apiVersion": "v1", "kind": "Namespace",
+                       "metadata": {"name": KUEUE_NAMESPACE}}))
+        .await?;
+    for crd in crds(&module, port, &ca)? {
+        plane.cluster.apply(&crd).await?;
+        let name = crd["metadata"]["name"].as_str().unwrap_or_default();
+        plane.cluster.wait_crd_established(name).await?;
     }
+    let fixed = metrics_certificate(&plane.pki.serving_cert(), &plane.pki.serving_key())?;
+    plane.hold(Box::new(fixed));
+    let config_path = plane.dir.join("kueue-config.yaml");
+    let config = configuration(&module, port, free_port()?, &plane.pki.cert_dir())?;
+    std::fs::write(&config_path, serde_json::to_string(&config)?)?;
+    let kubeconfig = plane.kubeconfig.display().to_string();
+    plane.spawn(
+        "kueue",
+        binaries.get("kueue-manager")?,
+        &args(&[
+            &format!("--config={}", config_path.display()),
+            &format!("--kubeconfig={kubeconfig}"),
+            // The released manager's own flag.
+            "--zap-log-level=2",
+        ]),
+        &[("KUBECONFIG", kubeconfig.clone())],
+    )?;
+    for configuration in webhook_configurations(&module, port, &ca)? {
+        plane.cluster.apply(&configuration).await?;
+    }
+    // Its webhooks answer once its manager has started: a dry-run ResourceFlavor goes
+    // through them, then a dry-run queued JobSet through its JobSet webhook.
+    let probes = [
+        json!({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
+               "metadata": {"name": "webhook-probe"}}),
+        json!({
+            "apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+            "metadata": {"name": "kueue-probe", "namespace": "default",
+                         "labels": {QUEUE_LABEL: "probe"}},
+            "spec": {"replicatedJobs": [{"name": "w", "template": {"spec": {"template": {"spec": {
+                "restartPolicy": "Never",
+                "containers": [{"name": "c", "image": "busybox"}]}}}}}]},
+        }),
+    ];
+    plane.wait_for_webhooks("Kueue", &probes).await
 }

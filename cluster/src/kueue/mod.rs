@@ -3,6 +3,7 @@
 mod install;
 mod queues;
 
+pub(crate) use install::start;
 pub use install::{
     configuration, crds, webhook_configurations, FixedFiles, KUEUE_NAMESPACE, METRICS_CERTS,
 };

@@ -2,11 +2,12 @@
 //! it, for any way of admitting (native or through the wasm module).
 use crate::oracle;
 use multislice_host::controller::{self, as_served, JobSetApi};
-use multislice_host::env::{get, resolve};
+use multislice_host::env::resolve;
 use multislice_host::host::{apply, diff};
 use multislice_host::invariants::{disallowed_ops, nothing_lost};
 use multislice_host::request::{admission_request, Kind};
 use serde_json::{json, Value};
+use std::collections::BTreeMap;
 
 /// What an admission returned: accepted, the mutated object, the response bytes.
 pub struct Admitted {
@@ -15,12 +16,6 @@ pub struct Admitted {
     pub mutated: Option<Value>,
     pub bytes: Vec<u8>,
 }
-
-const MEGASCALE: [&str; 3] = [
-    "MEGASCALE_NUM_SLICES",
-    "MEGASCALE_SLICE_ID",
-    "MEGASCALE_COORDINATOR_ADDRESS",
-];
 
 /// Admits the CREATE of `object`, and checks that the response is deterministic, the patch
 /// touches only what the policy may, loses nothing, and is not repeated on readmission.
@@ -64,7 +59,8 @@ pub fn admit_checked(
     Ok(after)
 }
 
-/// Admits the JobSet and all its pods; checks every invariant and every pod's env.
+/// Admits the JobSet and all its pods; checks every invariant, and every container's resolved
+/// env against the oracle's, exactly: every variable of every family, and nothing else.
 pub fn check(
     admit: &dyn Fn(&Value, &Value) -> Admitted,
     jobset: &Value,
@@ -74,10 +70,12 @@ pub fn check(
     let served = as_served(jobset, api);
     let admitted = admit_checked(admit, Kind::JobSet, &served, settings)?;
     let name = controller::final_name(&served);
-    let multislice_on = settings.get("multisliceEnv") != Some(&json!(false));
+    let oracle_settings = oracle::Settings::from_json(settings);
+    let resource = oracle_settings.tpu_resource.as_str();
     for pod in controller::jobset_pods(&admitted).map_err(|e| e.to_string())? {
         let final_pod = admit_checked(admit, Kind::Pod, &pod.object, settings)?;
-        let want = oracle::expected(&served, &name, &pod.replicated_job, pod.job_index);
+        let want =
+            oracle::expected_of(&served, &name, &pod.replicated_job, pod.job_index, resource);
         for map in ["labels", "annotations"] {
             let m = &final_pod["metadata"][map];
             let got = (
@@ -97,6 +95,12 @@ pub fn check(
                 ));
             }
         }
+        let at = oracle::PodAt {
+            rjob: &pod.replicated_job,
+            job_index: pod.job_index,
+            completion_index: pod.completion_index,
+        };
+        let policy_env = oracle::policy_env(&served, &name, &oracle_settings, at);
         for list in ["initContainers", "containers"] {
             let containers = final_pod["spec"][list]
                 .as_array()
@@ -106,42 +110,44 @@ pub fn check(
                 .as_array()
                 .cloned()
                 .unwrap_or_default();
+            if containers.len() != originals.len() {
+                return Err(format!("{}: {list} changed in number", pod.hostname));
+            }
             for (c, original) in containers.iter().zip(&originals) {
-                let env = resolve(&final_pod, c).map_err(|e| e.to_string())?;
-                let user_set = |var: &str| {
-                    original["env"]
-                        .as_array()
-                        .is_some_and(|e| e.iter().any(|x| x["name"] == json!(var)))
-                };
-                let tpu = oracle::is_tpu_container(c);
-                for (i, var) in MEGASCALE.iter().enumerate() {
-                    if user_set(var) {
-                        continue;
-                    }
-                    let expected = match (&want.multislice, tpu && multislice_on) {
-                        (Some((num, id, coordinator)), true) => {
-                            Some([num.to_string(), id.to_string(), coordinator.clone()][i].clone())
-                        }
-                        _ => None,
-                    };
-                    if get(&env, var).map(str::to_string) != expected {
-                        return Err(format!(
-                            "{} {}: {var} = {:?}, expected {expected:?}",
-                            pod.hostname,
-                            c["name"],
-                            get(&env, var)
-                        ));
-                    }
+                let injected = &policy_env[c["name"].as_str().unwrap_or("")];
+                let user_entries = oracle::own_entries(original);
+                // The env as SPEC §4 has it: the policy's variables, then the user's own entries.
+                let mut entries: Vec<Value> = injected
+                    .iter()
+                    .map(|(var, value)| json!({"name": var, "value": value}))
+                    .collect();
+                entries.extend(user_entries.iter().cloned());
+                let expected: BTreeMap<String, String> =
+                    resolve(&final_pod, &json!({"env": entries}))
+                        .map_err(|e| e.to_string())?
+                        .into_iter()
+                        .collect();
+                let got: BTreeMap<String, String> = resolve(&final_pod, c)
+                    .map_err(|e| e.to_string())?
+                    .into_iter()
+                    .collect();
+                if got != expected {
+                    return Err(format!(
+                        "{} {}: resolved env {got:?}, expected {expected:?}",
+                        pod.hostname, c["name"]
+                    ));
                 }
-                // The user's own entries are all still there, after the injected ones.
-                let user_entries = original["env"].as_array().cloned().unwrap_or_default();
+                // Each injected variable once, and the user's entries all still there, after
+                // the injected ones.
                 let entries = c["env"].as_array().cloned().unwrap_or_default();
-                if entries.len() < user_entries.len()
-                    || entries[entries.len() - user_entries.len()..] != user_entries[..]
+                if entries.len() != injected.len() + user_entries.len()
+                    || entries[injected.len()..] != user_entries[..]
                 {
                     return Err(format!(
-                        "{} {}: the user's env is not kept at the end",
-                        pod.hostname, c["name"]
+                        "{} {}: env entries {entries:?}, expected {} injected, then the user's {user_entries:?}",
+                        pod.hostname,
+                        c["name"],
+                        injected.len()
                     ));
                 }
             }

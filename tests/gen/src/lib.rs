@@ -177,6 +177,33 @@ pub struct Extras {
     /// 3 both, and no affinity. 2 and 3 only with one TPU replicated job, since a group of
     /// several left with several shapes is refused (G5).
     pub queue_selection: u8,
+    /// The TPU containers ask for [`OTHER_TPU_RESOURCE`] instead of `google.com/tpu`; the
+    /// policy then needs the setting `tpuResource` that names it ([`Shape::settings`]).
+    pub other_resource: bool,
+}
+
+/// A TPU resource other than the default, as a cluster with another device plugin names it.
+pub const OTHER_TPU_RESOURCE: &str = "example.com/tpu";
+
+impl Shape {
+    /// The resource the shape's TPU containers ask for.
+    pub fn tpu_resource(&self) -> &'static str {
+        if self.extras.other_resource {
+            OTHER_TPU_RESOURCE
+        } else {
+            oracle::TPU_RESOURCE
+        }
+    }
+
+    /// `base` with the setting `tpuResource` naming the shape's TPU resource, when that is not
+    /// the default.
+    pub fn settings(&self, base: &Value) -> Value {
+        let mut settings = base.clone();
+        if self.extras.other_resource {
+            settings["tpuResource"] = json!(OTHER_TPU_RESOURCE);
+        }
+        settings
+    }
 }
 
 pub fn extras() -> impl Strategy<Value = Extras> {
@@ -189,12 +216,26 @@ pub fn extras() -> impl Strategy<Value = Extras> {
             0u8..4,
             any::<bool>(),
         ),
-        (any::<bool>(), 0u8..3, any::<bool>(), 0u8..4, 0u8..4),
+        (
+            any::<bool>(),
+            0u8..3,
+            any::<bool>(),
+            0u8..4,
+            0u8..4,
+            any::<bool>(),
+        ),
     )
         .prop_map(
             |(
                 (cpu_group, jax, generate_name, coordinator, user_env, unknown_fields),
-                (queued, dynamic_slicing, split_tpu, node_selector_flag, queue_selection),
+                (
+                    queued,
+                    dynamic_slicing,
+                    split_tpu,
+                    node_selector_flag,
+                    queue_selection,
+                    other_resource,
+                ),
             )| Extras {
                 cpu_group,
                 jax,
@@ -207,6 +248,7 @@ pub fn extras() -> impl Strategy<Value = Extras> {
                 split_tpu,
                 node_selector_flag,
                 queue_selection,
+                other_resource,
             },
         )
 }
@@ -260,13 +302,13 @@ fn user_env(variant: u8) -> Value {
 
 fn tpu_rjob(name: &str, group: Option<&str>, slice: &Slice, replicas: u32, shape: &Shape) -> Value {
     let (init, extras) = (shape.init_container, &shape.extras);
-    let resources = json!({"limits": {"google.com/tpu": slice.chips}});
+    let resources = json!({"limits": {shape.tpu_resource(): slice.chips}});
     let mut container = json!({"name": "jax", "image": "jax:tpu", "resources": resources, "env": user_env(extras.user_env)});
     if extras.user_env == 3 {
         container["envFrom"] = json!([{"configMapRef": {"name": "megascale-overrides"}}]);
     }
     let containers = if extras.split_tpu {
-        split(&container, slice.chips)
+        split(&container, slice.chips, shape.tpu_resource())
     } else {
         vec![container]
     };
@@ -313,7 +355,7 @@ fn tpu_rjob(name: &str, group: Option<&str>, slice: &Slice, replicas: u32, shape
 }
 
 /// The container as two TPU containers with half the chips each, when the chips split evenly.
-fn split(container: &Value, chips: u32) -> Vec<Value> {
+fn split(container: &Value, chips: u32, resource: &str) -> Vec<Value> {
     if chips < 2 || !chips.is_multiple_of(2) {
         return vec![container.clone()];
     }
@@ -321,7 +363,7 @@ fn split(container: &Value, chips: u32) -> Vec<Value> {
         .map(|k| {
             let mut c = container.clone();
             c["name"] = json!(format!("jax-{k}"));
-            c["resources"]["limits"]["google.com/tpu"] = json!(chips / 2);
+            c["resources"]["limits"][resource] = json!(chips / 2);
             c
         })
         .collect()
@@ -386,7 +428,7 @@ pub fn build(shape: &Shape) -> Value {
     }
     if x.queued {
         jobset["metadata"]["labels"] = json!({QUEUE: "multislice-queue"});
-        leave_to_the_flavour(&mut jobset, x);
+        leave_to_the_flavour(&mut jobset, x, shape.tpu_resource());
     }
     if x.node_selector_flag % 2 == 1 {
         jobset["metadata"]["annotations"][NSEL] = json!("true");
@@ -463,13 +505,13 @@ fn needs_hostnames(shape: &Shape, rjobs: &[Value], tpu: &[usize]) -> bool {
     multi_host || slices_per_group.values().any(|n| *n > 1)
 }
 
-fn tpu_indexes(jobset: &Value) -> Vec<usize> {
+fn tpu_indexes(jobset: &Value, resource: &str) -> Vec<usize> {
     jobset["spec"]["replicatedJobs"]
         .as_array()
         .unwrap()
         .iter()
         .enumerate()
-        .filter(|(_, r)| oracle::is_tpu(r))
+        .filter(|(_, r)| oracle::is_tpu_of(r, resource))
         .map(|(i, _)| i)
         .collect()
 }
@@ -480,8 +522,8 @@ fn pods(r: &Value) -> u64 {
 
 /// Takes out of each TPU replicated job's nodeSelector what `x.queue_selection` leaves to the
 /// Kueue flavour; with 2, the author's own required affinity term takes its place.
-fn leave_to_the_flavour(jobset: &mut Value, x: &Extras) {
-    let tpu = tpu_indexes(jobset);
+fn leave_to_the_flavour(jobset: &mut Value, x: &Extras, resource: &str) {
+    let tpu = tpu_indexes(jobset, resource);
     let variant = match x.queue_selection {
         2 | 3 if tpu.len() > 1 => 1,
         v => v,
@@ -506,13 +548,66 @@ fn leave_to_the_flavour(jobset: &mut Value, x: &Extras) {
     }
 }
 
-/// The JobSet with `rule` broken in one field, or `None` when this shape gives that rule
-/// nothing to break (a rule about several slices on a single-slice JobSet, say). Its selectors
-/// are the author's own: what a queued one leaves to the flavour is judged apart.
-pub fn break_rule(shape: &Shape, rule: &str) -> Option<Value> {
+/// A JobSet with one rule broken, and the exact rejection it must get (code 400).
+#[derive(Debug, Clone)]
+pub struct Broken {
+    pub jobset: Value,
+    /// Every violation, one line each, in the policy's order.
+    pub message: String,
+}
+
+/// `[rule] path: what; fix`, one line of a rejection (SPEC §9).
+fn violation(rule: &str, path: &str, text: &str) -> String {
+    format!("[{rule}] {path}: {text}")
+}
+
+/// The slice group of replicated job `i` and the name of its first member (the one G4 and X2
+/// compare the others with).
+fn slice_group_head(rjobs: &[Value], i: usize, resource: &str) -> (String, String) {
+    let group = oracle::group(&rjobs[i]);
+    let head = rjobs
+        .iter()
+        .find(|r| oracle::group(r) == group && oracle::is_tpu_of(r, resource))
+        .map(|r| r["name"].as_str().unwrap().to_string())
+        .unwrap();
+    (group, head)
+}
+
+/// The shape, changed as little as needed for `rule` to have something to break in it: the
+/// shape itself where it has, else with what the rule is about added (an explicitly named
+/// first group for G2 and G3, a second member for G4 and X2, a replicated job of two slices
+/// for X1, X4, N1 and N2, no JobSet-level flag for X2). [`break_rule`] always breaks the result.
+pub fn breakable(shape: &Shape, rule: &str) -> Shape {
+    if break_rule(shape, rule).is_some() {
+        return shape.clone();
+    }
+    let mut s = shape.clone();
+    match rule {
+        "G2" | "G3" => s.groups[0].0 = true,
+        "G4" | "X2" => {
+            if !s.groups.iter().any(|(_, _, m)| m.len() > 1) {
+                s.groups[0].2.push(1);
+            }
+            if rule == "X2" && s.extras.node_selector_flag % 2 == 1 {
+                // The JobSet's key and flag reach every Job: move the flag to the members.
+                s.extras.node_selector_flag -= 1;
+            }
+        }
+        "X1" | "X4" | "N1" | "N2" => s.groups[0].2[0] = 2,
+        _ => {}
+    }
+    s
+}
+
+/// The shape's JobSet with `rule` broken in one field, and the exact rejection it gets; `None`
+/// when this shape gives that rule nothing to break (a rule about several slices on a
+/// single-slice JobSet, say: [`breakable`] gives it something). Its selectors are the author's
+/// own: what a queued one leaves to the flavour is judged apart.
+pub fn break_rule(shape: &Shape, rule: &str) -> Option<Broken> {
     let mut shape = shape.clone();
     shape.extras.queue_selection = 0;
     let shape = &shape;
+    let resource = shape.tpu_resource();
     let mut js = build(shape);
     let x = &shape.extras;
     if matches!(rule, "T3" | "T4") {
@@ -521,71 +616,168 @@ pub fn break_rule(shape: &Shape, rule: &str) -> Option<Value> {
             labels.remove(QUEUE);
         }
     }
-    let tpu = tpu_indexes(&js);
+    let tpu = tpu_indexes(&js, resource);
     let first = tpu[0];
+    let rjob = |i: usize| format!("spec.replicatedJobs[{i}]");
+    let pod_spec = |i: usize| format!("spec.replicatedJobs[{i}].template.spec.template.spec");
+    let same_slices = |group: &str, head: &str| {
+        format!("a multislice is made of identical slices: make it match {head:?}, the first replicated job of slice group {group:?}")
+    };
     let rjobs = js["spec"]["replicatedJobs"].as_array_mut().unwrap();
-    match rule {
+    let lines: Vec<String> = match rule {
         "G1" => {
             rjobs[first]["groupName"] = json!("Bad_Group");
             job_annotations(&mut rjobs[first])[GROUP_ANN] = json!("Bad_Group");
+            let text = "\"Bad_Group\" is not a DNS-1035 label; use lowercase letters, digits and '-', starting with a letter, at most 63 characters, for example \"bad-group\"";
+            vec![
+                violation("G1", &format!("{}.groupName", rjob(first)), text),
+                violation(
+                    "G1",
+                    &format!(
+                        "{}.template.metadata.annotations[{GROUP_ANN:?}]",
+                        rjob(first)
+                    ),
+                    text,
+                ),
+            ]
         }
         "G2" => {
             let g = rjobs[first]["groupName"].as_str()?.to_string();
             rjobs[first]["template"]["metadata"]["annotations"][GROUP_ANN] =
                 json!(format!("{g}-other"));
+            vec![violation(
+                "G2",
+                &format!("{}.groupName", rjob(first)),
+                &format!("is {g:?} but the annotation {GROUP_ANN} says \"{g}-other\"; set groupName to \"{g}-other\" (on JobSet v0.9+ it defaults to \"default\") or make the annotation match"),
+            )]
         }
         "G3" => {
             let g = rjobs[first]["groupName"].as_str()?.to_string();
+            let members: Vec<&str> = rjobs
+                .iter()
+                .filter(|r| oracle::group(r) == g)
+                .map(|r| r["name"].as_str().unwrap())
+                .collect();
+            let line = violation(
+                "G3",
+                &format!("{}.groupName", rjob(rjobs.len())),
+                &format!("puts non-TPU replicated job \"cpu-helper\" in group {g:?} with TPU replicated jobs {members:?}; give it a group of its own, or leave it in \"default\", where non-TPU jobs are not counted as slices"),
+            );
             rjobs.push(json!({
                 "name": "cpu-helper", "groupName": g, "replicas": 1,
                 "template": {"metadata": {"annotations": {GROUP_ANN: g}},
                              "spec": {"parallelism": 1, "completions": 1, "template": {"spec": {
                     "containers": [{"name": "helper", "image": "python:3.12"}]}}}}
             }));
+            vec![line]
         }
         "G4" => {
             let g = shape.groups.iter().position(|(_, _, m)| m.len() > 1)?;
             let idx = rjobs.iter().position(|r| r["name"] == format!("r{g}-1"))?;
+            let (group, head) = slice_group_head(rjobs, idx, resource);
+            let same = same_slices(&group, &head);
+            let (slice, alt) = &SLICES[shape.groups[g].1];
             let pod = &mut rjobs[idx]["template"]["spec"]["template"];
             if pod["spec"]["containers"].as_array()?.len() > 1 {
                 // The same chips in one TPU container instead of two.
-                let chips = SLICES[shape.groups[g].1].0.chips;
                 let mut whole = pod["spec"]["containers"][0].clone();
                 whole["name"] = json!("jax");
-                whole["resources"]["limits"]["google.com/tpu"] = json!(chips);
+                whole["resources"]["limits"][resource] = json!(slice.chips);
                 pod["spec"]["containers"] = json!([whole]);
-                return Some(js);
+                // An init container holding chips is a TPU container of every pod too.
+                let init = u32::from(shape.init_container);
+                let (mine, theirs) = (1 + init, 2 + init);
+                let plural = if mine == 1 { "" } else { "s" };
+                let line = violation(
+                    "G4",
+                    &format!("{}.containers", pod_spec(idx)),
+                    &format!("hold {mine} TPU container{plural} per pod but {head:?} holds {theirs}; {same}"),
+                );
+                return Some(Broken {
+                    jobset: js,
+                    message: line,
+                });
             }
-            let alt = &SLICES[shape.groups[g].1].1;
+            let mut lines = Vec::new();
             if let Some(a) = pod["metadata"]["annotations"].as_object_mut() {
                 if a.contains_key(SLICE_TOPOLOGY) {
                     a.insert(SLICE_TOPOLOGY.into(), json!(alt.topology));
+                    lines.push(violation(
+                        "G4",
+                        &format!(
+                            "{}.template.spec.template.metadata.annotations[{SLICE_TOPOLOGY:?}]",
+                            rjob(idx)
+                        ),
+                        &format!(
+                            "is {:?} but {head:?} has {:?}; {same}",
+                            alt.topology, slice.topology
+                        ),
+                    ));
                 }
             }
             if let Some(sel) = pod["spec"]["nodeSelector"].as_object_mut() {
                 if sel.contains_key(TOPO) {
                     sel.insert(TOPO.into(), json!(alt.topology));
+                    // The slice-topology annotation, where there is one, is the topology read.
+                    if lines.is_empty() {
+                        lines.push(violation(
+                            "G4",
+                            &format!("{}.nodeSelector[{TOPO:?}]", pod_spec(idx)),
+                            &format!(
+                                "is {:?} but {head:?} has {:?}; {same}",
+                                alt.topology, slice.topology
+                            ),
+                        ));
+                    }
                 }
             }
             for list in ["containers", "initContainers"] {
                 if let Some(Value::Object(c)) = pod["spec"].get_mut(list).and_then(|l| l.get_mut(0))
                 {
-                    c["resources"]["limits"]["google.com/tpu"] = json!(alt.chips);
+                    c["resources"]["limits"][resource] = json!(alt.chips);
                 }
+            }
+            if alt.chips != slice.chips {
+                lines.push(violation(
+                    "G4",
+                    &format!("{}.containers", pod_spec(idx)),
+                    &format!(
+                        "ask for {} TPU chips per pod but {head:?} asks for {}; {same}",
+                        alt.chips, slice.chips
+                    ),
+                ));
             }
             let spec = &mut rjobs[idx]["template"]["spec"];
             spec["parallelism"] = json!(alt.hosts);
             spec["completions"] = json!(alt.hosts);
+            lines
         }
-        "T1" => rjobs[first]["template"]["spec"]["completionMode"] = json!("NonIndexed"),
+        "T1" => {
+            rjobs[first]["template"]["spec"]["completionMode"] = json!("NonIndexed");
+            vec![violation(
+                "T1",
+                &format!("{}.template.spec.completionMode", rjob(first)),
+                "is \"NonIndexed\"; TPU hosts find each other by completion index: remove it or set it to Indexed",
+            )]
+        }
         "T2" => {
             let spec = &mut rjobs[first]["template"]["spec"];
             let p = spec["parallelism"].as_u64()?;
             if shape.cpu_driver {
                 // An Indexed job without completions: the API server refuses its Jobs.
                 spec.as_object_mut()?.remove("completions");
+                vec![violation(
+                    "T2",
+                    &format!("{}.template.spec.completions", rjob(first)),
+                    &format!("is not set, and the API server refuses an Indexed Job without it, so no child Job would ever be created; a TPU slice needs every host at once, set completions and parallelism to {p}"),
+                )]
             } else {
                 spec["completions"] = json!(p + 1);
+                vec![violation(
+                    "T2",
+                    &format!("{}.template.spec.parallelism", rjob(first)),
+                    &format!("is {p} but completions is {}; a TPU slice needs every host at once, set both to {p}", p + 1),
+                )]
             }
         }
         "T3" => {
@@ -594,11 +786,30 @@ pub fn break_rule(shape: &Shape, rule: &str) -> Option<Value> {
             if let Some(a) = pod["metadata"]["annotations"].as_object_mut() {
                 a.remove(SLICE_TOPOLOGY);
             }
+            vec![violation(
+                "T3",
+                &format!("{}.nodeSelector", pod_spec(first)),
+                &format!("does not select {TOPO}, so the pods may land on any TPU node; add {TOPO} (for example \"2x2x4\") to the nodeSelector, or a required node affinity with one In value"),
+            )]
         }
         "T4" => {
             let p = rjobs[first]["template"]["spec"]["parallelism"].as_u64()?;
             rjobs[first]["template"]["spec"]["parallelism"] = json!(p + 1);
             rjobs[first]["template"]["spec"]["completions"] = json!(p + 1);
+            let slice = &SLICES[shape.groups[0].1].0;
+            vec![violation(
+                "T4",
+                &format!("{}.template.spec.parallelism", rjob(first)),
+                &format!(
+                    "is {} but a {} {} slice with {} chips per pod has {} hosts; set parallelism and completions to {}",
+                    p + 1,
+                    slice.accelerator,
+                    slice.topology,
+                    slice.chips,
+                    slice.hosts,
+                    slice.hosts
+                ),
+            )]
         }
         "X1" => {
             if !tpu.iter().any(|&i| pods(&rjobs[i]) > 1) {
@@ -622,10 +833,21 @@ pub fn break_rule(shape: &Shape, rule: &str) -> Option<Value> {
                 }
             }
             js["metadata"]["annotations"] = json!({});
+            let rjobs = js["spec"]["replicatedJobs"].as_array().unwrap();
+            tpu.iter()
+                .filter(|&&i| pods(&rjobs[i]) > 1)
+                .map(|&i| violation(
+                    "X1",
+                    &format!("{}.template.metadata.annotations", rjob(i)),
+                    &format!("replicated job {:?} runs {} TPU pods without exclusive placement, so two slices can land in one {POOL}; add the annotation {EXCL}: {POOL} here or on the JobSet", rjobs[i]["name"].as_str().unwrap(), pods(&rjobs[i])),
+                ))
+                .collect()
         }
         "X2" => {
             let g = shape.groups.iter().position(|(_, _, m)| m.len() > 1)?;
             let idx = rjobs.iter().position(|r| r["name"] == format!("r{g}-1"))?;
+            let (group, head) = slice_group_head(rjobs, idx, resource);
+            let fix = "give every replicated job of a slice group the same exclusive placement, best set once on the JobSet";
             match x.node_selector_flag {
                 // The JobSet's key and flag reach every Job: nothing one member can undo.
                 1 | 3 => return None,
@@ -634,11 +856,21 @@ pub fn break_rule(shape: &Shape, rule: &str) -> Option<Value> {
                     job_annotations(&mut rjobs[idx])
                         .as_object_mut()?
                         .remove(NSEL);
+                    vec![violation(
+                        "X2",
+                        &format!("metadata.annotations[{EXCL:?}]"),
+                        &format!("gives \"r{g}-1\" exclusive-topology {POOL:?} but {head:?} of the same slice group {group:?} has exclusive-topology {POOL:?} with the node-selector strategy; {fix}"),
+                    )]
                 }
                 _ => {
                     let ann = job_annotations(&mut rjobs[idx]);
                     ann[EXCL] = json!(POOL);
                     ann[NSEL] = json!("true");
+                    vec![violation(
+                        "X2",
+                        &format!("{}.template.metadata.annotations[{EXCL:?}]", rjob(idx)),
+                        &format!("gives \"r{g}-1\" exclusive-topology {POOL:?} with the node-selector strategy but {head:?} of the same slice group {group:?} has exclusive-topology {POOL:?}; {fix}"),
+                    )]
                 }
             }
         }
@@ -651,6 +883,11 @@ pub fn break_rule(shape: &Shape, rule: &str) -> Option<Value> {
             let ann = js["metadata"]["annotations"].as_object_mut()?;
             ann.remove(EXCL);
             ann.insert(NSEL.into(), json!("true"));
+            vec![violation(
+                "X3",
+                &format!("metadata.annotations[{NSEL:?}]"),
+                &format!("is set without {EXCL} beside it, and JobSet ignores it silently; add {EXCL} at the same level, or remove the flag"),
+            )]
         }
         "X4" => {
             let idx = tpu
@@ -659,12 +896,22 @@ pub fn break_rule(shape: &Shape, rule: &str) -> Option<Value> {
                 .find(|&i| rjobs[i]["replicas"].as_u64() > Some(1))?;
             rjobs[idx]["template"]["spec"]["template"]["spec"]["nodeSelector"][POOL] =
                 json!("pool-1");
+            vec![violation(
+                "X4",
+                &format!("{}.nodeSelector[{POOL:?}]", pod_spec(idx)),
+                &format!("pins {POOL} to \"pool-1\", so only one of the {} slices can ever be scheduled; remove it: exclusive placement gives each slice its own {POOL}", rjobs[idx]["replicas"]),
+            )]
         }
         "N1" => {
             if !needs_hostnames(shape, rjobs, &tpu) {
                 return None;
             }
             js["spec"]["network"] = json!({"enableDNSHostnames": false});
+            vec![violation(
+                "N1",
+                "spec.network.enableDNSHostnames",
+                "is false, so the coordinator and worker hostnames of this multi-host TPU JobSet would not resolve; remove it or set it to true",
+            )]
         }
         "N2" => {
             if !needs_hostnames(shape, rjobs, &tpu) {
@@ -672,8 +919,16 @@ pub fn break_rule(shape: &Shape, rule: &str) -> Option<Value> {
             }
             // A hand-written host-network pod that keeps the default dnsPolicy.
             rjobs[first]["template"]["spec"]["template"]["spec"]["hostNetwork"] = json!(true);
+            vec![violation(
+                "N2",
+                &format!("{}.dnsPolicy", pod_spec(first)),
+                "is not set, and with hostNetwork: true the default ClusterFirst falls back to the node's resolver, so the pods cannot resolve the coordinator and worker hostnames; set it to ClusterFirstWithHostNet",
+            )]
         }
         _ => return None,
-    }
-    Some(js)
+    };
+    Some(Broken {
+        jobset: js,
+        message: lines.join("\n"),
+    })
 }

@@ -1,6 +1,51 @@
 //! What SPEC §3 and §4 say each pod must end up with, computed straight from the JobSet the
-//! user wrote, independently of the policy's code.
+//! user wrote and the settings, independently of the policy's code.
 use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// The TPU resource when the setting `tpuResource` is not given (SPEC §3, §8).
+pub const TPU_RESOURCE: &str = "google.com/tpu";
+
+/// The settings the env depends on (SPEC §8), read from the settings object sent with the
+/// request, each with its default.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings {
+    pub multislice_env: bool,
+    pub tpu_worker_env: bool,
+    /// `annotated`, `always` or `never`.
+    pub jax_env: String,
+    pub jax_coordinator_port: u64,
+    pub tpu_resource: String,
+}
+
+impl Settings {
+    pub fn from_json(settings: &Value) -> Settings {
+        let flag = |key: &str, default: bool| {
+            settings
+                .get(key)
+                .and_then(Value::as_bool)
+                .unwrap_or(default)
+        };
+        Settings {
+            multislice_env: flag("multisliceEnv", true),
+            tpu_worker_env: flag("tpuWorkerEnv", false),
+            jax_env: settings
+                .get("jaxEnv")
+                .and_then(Value::as_str)
+                .unwrap_or("annotated")
+                .to_string(),
+            jax_coordinator_port: settings
+                .get("jaxCoordinatorPort")
+                .and_then(Value::as_u64)
+                .unwrap_or(6666),
+            tpu_resource: settings
+                .get("tpuResource")
+                .and_then(Value::as_str)
+                .unwrap_or(TPU_RESOURCE)
+                .to_string(),
+        }
+    }
+}
 
 pub fn replicas(r: &Value) -> u64 {
     r.get("replicas").and_then(Value::as_u64).unwrap_or(1)
@@ -17,9 +62,19 @@ pub fn group(r: &Value) -> String {
         .to_string()
 }
 
+/// Whether the container holds a non-zero quantity of the default TPU resource (SPEC §3).
 pub fn is_tpu_container(c: &Value) -> bool {
+    is_tpu_container_of(c, TPU_RESOURCE)
+}
+
+/// Whether the container holds a non-zero quantity of `resource` (the setting `tpuResource`).
+pub fn is_tpu_container_of(c: &Value, resource: &str) -> bool {
     ["limits", "requests"].iter().any(|k| {
-        match c.pointer(&format!("/resources/{k}/google.com~1tpu")) {
+        match c
+            .get("resources")
+            .and_then(|r| r.get(k))
+            .and_then(|q| q.get(resource))
+        {
             Some(Value::String(s)) => s != "0",
             Some(Value::Number(n)) => n.as_u64() != Some(0),
             _ => false,
@@ -28,16 +83,22 @@ pub fn is_tpu_container(c: &Value) -> bool {
 }
 
 pub fn is_tpu(r: &Value) -> bool {
-    ["containers", "initContainers"].iter().any(|list| {
-        r.pointer(&format!("/template/spec/template/spec/{list}"))
-            .and_then(Value::as_array)
-            .is_some_and(|cs| cs.iter().any(is_tpu_container))
-    })
+    is_tpu_of(r, TPU_RESOURCE)
+}
+
+/// Whether the replicated job's pod template holds a container of `resource`.
+pub fn is_tpu_of(r: &Value, resource: &str) -> bool {
+    !tpu_container_names_of(&r["template"]["spec"]["template"]["spec"], resource).is_empty()
 }
 
 /// The names of a pod template's (or pod's) TPU containers in SPEC §3 order: containers, then
 /// init containers.
 pub fn tpu_container_names(pod_spec: &Value) -> Vec<String> {
+    tpu_container_names_of(pod_spec, TPU_RESOURCE)
+}
+
+/// [`tpu_container_names`] for the TPU resource `resource`.
+pub fn tpu_container_names_of(pod_spec: &Value, resource: &str) -> Vec<String> {
     ["containers", "initContainers"]
         .iter()
         .flat_map(|list| {
@@ -45,7 +106,7 @@ pub fn tpu_container_names(pod_spec: &Value) -> Vec<String> {
                 .as_array()
                 .map(|cs| {
                     cs.iter()
-                        .filter(|c| is_tpu_container(c))
+                        .filter(|c| is_tpu_container_of(c, resource))
                         .map(|c| c["name"].as_str().unwrap_or("").to_string())
                         .collect::<Vec<_>>()
                 })
@@ -68,6 +129,19 @@ pub struct Expected {
 }
 
 pub fn expected(jobset: &Value, name: &str, rjob: &str, job_index: u64) -> Expected {
+    expected_of(jobset, name, rjob, job_index, TPU_RESOURCE)
+}
+
+/// [`expected`] where the TPU resource is `resource`.
+pub fn expected_of(
+    jobset: &Value,
+    name: &str,
+    rjob: &str,
+    job_index: u64,
+    resource: &str,
+) -> Expected {
+    let is_tpu = |r: &Value| is_tpu_of(r, resource);
+    let tpu_container_names = |spec: &Value| tpu_container_names_of(spec, resource);
     let rjobs = jobset["spec"]["replicatedJobs"].as_array().unwrap();
     let me = rjobs.iter().position(|r| r["name"] == rjob).unwrap();
     let my_group = group(&rjobs[me]);
@@ -78,11 +152,9 @@ pub fn expected(jobset: &Value, name: &str, rjob: &str, job_index: u64) -> Expec
         |idx: &mut dyn Iterator<Item = &usize>| idx.map(|&i| replicas(&rjobs[i])).sum::<u64>();
     let group_replicas = sum(&mut members.iter());
     let job_group_index = sum(&mut members.iter().filter(|&&i| i < me)) + job_index;
-    let subdomain = jobset
-        .pointer("/spec/network/subdomain")
-        .and_then(Value::as_str)
-        .unwrap_or(name);
+    let subdomain = subdomain(jobset, name);
     let multislice = is_tpu(&rjobs[me]).then(|| {
+        let subdomain = subdomain.as_str();
         let slices: Vec<usize> = members
             .iter()
             .copied()
@@ -138,4 +210,207 @@ pub fn expected(jobset: &Value, name: &str, rjob: &str, job_index: u64) -> Expec
         multislice,
         tpu_containers,
     }
+}
+
+/// `spec.network.subdomain`, or the JobSet's name when it is unset or empty (SPEC §2).
+pub fn subdomain(jobset: &Value, name: &str) -> String {
+    jobset
+        .pointer("/spec/network/subdomain")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .unwrap_or(name)
+        .to_string()
+}
+
+fn parallelism(r: &Value) -> u64 {
+    r.pointer("/template/spec/parallelism")
+        .and_then(Value::as_u64)
+        .unwrap_or(1)
+}
+
+/// The pods a replicated job makes: replicas × parallelism.
+fn pods_of(r: &Value) -> u64 {
+    replicas(r) * parallelism(r)
+}
+
+/// Where a pod is in its JobSet, as the controllers made it.
+#[derive(Debug, Clone, Copy)]
+pub struct PodAt<'a> {
+    pub rjob: &'a str,
+    pub job_index: u64,
+    pub completion_index: u64,
+}
+
+/// Each container's variables from the policy (SPEC §4.2 multislice, §4.3 TPU host, §4.4
+/// JAX), by container name, every container of the pod listed: what its env holds before the
+/// user's own entries. A variable the container sets itself is not there: the user's entry
+/// stays as it is (§4.2), and a `TPU_PROCESS_PORT` of the user's is the one the address lists
+/// name (§4.3).
+pub fn policy_env(
+    jobset: &Value,
+    name: &str,
+    settings: &Settings,
+    at: PodAt,
+) -> BTreeMap<String, BTreeMap<String, String>> {
+    let resource = settings.tpu_resource.as_str();
+    let rjobs = jobset["spec"]["replicatedJobs"].as_array().unwrap();
+    let me = rjobs.iter().position(|r| r["name"] == at.rjob).unwrap();
+    let rjob = &rjobs[me];
+    let pod_spec = &rjob["template"]["spec"]["template"]["spec"];
+    let all: Vec<&Value> = ["containers", "initContainers"]
+        .iter()
+        .flat_map(|list| pod_spec[list].as_array().into_iter().flatten())
+        .collect();
+    let container_name = |c: &Value| c["name"].as_str().unwrap_or("").to_string();
+    let mut out: BTreeMap<String, BTreeMap<String, String>> = all
+        .iter()
+        .map(|c| (container_name(c), BTreeMap::new()))
+        .collect();
+    // TPU container k of n, in SPEC §3 order.
+    let tpu = tpu_container_names_of(pod_spec, resource);
+    let n = tpu.len() as u64;
+    let subdomain = subdomain(jobset, name);
+    let host = |rjob: &str, job: u64, pod: u64| format!("{name}-{rjob}-{job}-{pod}.{subdomain}");
+    let mut give = |container: &str, var: &str, value: String| {
+        out.get_mut(container)
+            .unwrap()
+            .insert(var.to_string(), value);
+    };
+
+    // §4.2: the multislice env of each TPU container.
+    if n > 0 && settings.multislice_env {
+        let want = expected_of(jobset, name, at.rjob, at.job_index, resource);
+        let (num, id, coordinator) = want.multislice.expect("a TPU replicated job has a slice");
+        for (k, c) in (0u64..).zip(&tpu) {
+            give(c, "MEGASCALE_NUM_SLICES", num.to_string());
+            give(c, "MEGASCALE_SLICE_ID", id.to_string());
+            give(c, "MEGASCALE_COORDINATOR_ADDRESS", coordinator.clone());
+            if n >= 2 {
+                give(c, "MEGASCALE_PORT", (8081 + k).to_string());
+            }
+        }
+    }
+
+    // §4.3: the TPU host env, the slice being the pod's own Job.
+    if n > 0 && settings.tpu_worker_env {
+        let hosts: Vec<String> = (0..parallelism(rjob))
+            .map(|i| host(at.rjob, at.job_index, i))
+            .collect();
+        // Container k's port: its own literal TPU_PROCESS_PORT, else 8476 + k.
+        let ports: Vec<String> = (0u64..)
+            .zip(&tpu)
+            .map(|(k, c)| {
+                let container = all.iter().find(|x| x["name"] == c.as_str()).unwrap();
+                own_entries(container)
+                    .into_iter()
+                    .rev()
+                    .find(|e| e["name"] == "TPU_PROCESS_PORT")
+                    .and_then(|e| e.get("value").and_then(Value::as_str).map(str::to_string))
+                    .unwrap_or_else(|| (8476 + k).to_string())
+            })
+            .collect();
+        let hostnames: Vec<&str> = hosts
+            .iter()
+            .flat_map(|h| std::iter::repeat_n(h.as_str(), tpu.len()))
+            .collect();
+        let addresses: Vec<String> = hosts
+            .iter()
+            .flat_map(|h| ports.iter().map(move |p| format!("{h}:{p}")))
+            .collect();
+        for (k, c) in (0u64..).zip(&tpu) {
+            give(
+                c,
+                "TPU_WORKER_ID",
+                (at.completion_index * n + k).to_string(),
+            );
+            give(c, "TPU_WORKER_HOSTNAMES", hostnames.join(","));
+            give(c, "TPU_PROCESS_PORT", ports[k as usize].clone());
+            give(c, "TPU_PROCESS_ADDRESSES", addresses.join(","));
+            give(
+                c,
+                "TPU_NAME",
+                format!("{name}-{}-{}", at.rjob, at.job_index),
+            );
+        }
+    }
+
+    // §4.4: the JAX env, over the pod's slice group in a TPU JobSet, else its replica group.
+    let opted_in = jobset
+        .pointer("/metadata/annotations/multislice.kubewarden.io~1jax-distributed")
+        .and_then(Value::as_str)
+        == Some("true");
+    let jax_on = match settings.jax_env.as_str() {
+        "always" => true,
+        "never" => false,
+        _ => opted_in,
+    };
+    let tpu_jobset = rjobs.iter().any(|r| is_tpu_of(r, resource));
+    let my_group = group(rjob);
+    let members: Vec<usize> = (0..rjobs.len())
+        .filter(|&i| group(&rjobs[i]) == my_group)
+        .filter(|&i| !tpu_jobset || is_tpu_of(&rjobs[i], resource))
+        .collect();
+    if jax_on && members.contains(&me) {
+        // Each member's first pod number: the pods of the members before it.
+        let start = |m: usize| -> u64 {
+            members
+                .iter()
+                .take_while(|&&i| i != m)
+                .map(|&i| pods_of(&rjobs[i]))
+                .sum()
+        };
+        let total: u64 = members.iter().map(|&i| pods_of(&rjobs[i])).sum();
+        let number = |m: usize, job: u64, pod: u64| start(m) + job * parallelism(&rjobs[m]) + pod;
+        // Process 0: spec.coordinator when it names a member, else the first member's first pod.
+        let named = jobset.pointer("/spec/coordinator").and_then(|c| {
+            let m = members
+                .iter()
+                .copied()
+                .find(|&i| rjobs[i]["name"] == c["replicatedJob"])?;
+            let job = c.get("jobIndex").and_then(Value::as_u64).unwrap_or(0);
+            let pod = c.get("podIndex").and_then(Value::as_u64).unwrap_or(0);
+            Some((
+                host(rjobs[m]["name"].as_str().unwrap(), job, pod),
+                number(m, job, pod),
+            ))
+        });
+        let first = members
+            .iter()
+            .find(|&&i| pods_of(&rjobs[i]) > 0)
+            .map(|&i| (host(rjobs[i]["name"].as_str().unwrap(), 0, 0), 0));
+        let (coordinator, coordinator_number) = named.or(first).expect("the pod's group has pods");
+        let address = format!("{coordinator}:{}", settings.jax_coordinator_port);
+        let id = match number(me, at.job_index, at.completion_index) {
+            x if x == coordinator_number => 0,
+            0 => coordinator_number,
+            x => x,
+        };
+        if tpu_jobset {
+            for (k, c) in (0u64..).zip(&tpu) {
+                give(c, "JAX_COORDINATOR_ADDRESS", address.clone());
+                give(c, "JAX_NUM_PROCESSES", (total * n).to_string());
+                give(c, "JAX_PROCESS_ID", (id * n + k).to_string());
+            }
+        } else {
+            for c in &all {
+                let c = container_name(c);
+                give(&c, "JAX_COORDINATOR_ADDRESS", address.clone());
+                give(&c, "JAX_NUM_PROCESSES", total.to_string());
+                give(&c, "JAX_PROCESS_ID", id.to_string());
+            }
+        }
+    }
+
+    // A variable the container sets itself is the user's (SPEC §4.2, and §4.4 by reference).
+    for c in &all {
+        let own: Vec<Value> = own_entries(c);
+        let vars = out.get_mut(&container_name(c)).unwrap();
+        vars.retain(|var, _| !own.iter().any(|e| e["name"] == var.as_str()));
+    }
+    out
+}
+
+/// The container's own `env` entries.
+pub fn own_entries(container: &Value) -> Vec<Value> {
+    container["env"].as_array().cloned().unwrap_or_default()
 }

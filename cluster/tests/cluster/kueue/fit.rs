@@ -1,9 +1,11 @@
 //! SPEC §4.7 on the real Kueue, the cases the narrowing adds: what a user sees while no flavour
 //! fits (Kueue's Warning Event, no TPU quota reserved) and what happens when one is added; a
 //! flavour that labels only the accelerator; and G5 at CREATE.
-use super::super::{check_jobset_pods, object_named, Failures};
-use super::{create_queued, eventually, fixture_jobset, tpu_flavours, workload_when};
-use super::{BOUND, CPU_FLAVOUR, V6E_2X4, V6E_4X4};
+use super::runs::{create_queued, fixture_jobset};
+use super::*;
+use crate::pods::check_jobset_pods;
+use crate::shapes::object_named;
+use crate::Failures;
 use multislice_cluster::fleet::{self, TPU};
 use multislice_cluster::kueue::{self, is_true};
 use multislice_cluster::run::{self, Submitted};
@@ -229,5 +231,79 @@ pub async fn g5_refused_at_create(plane: &ControlPlane) -> anyhow::Result<Failur
         "g5-fail: message",
     );
     eprintln!("kueue: G5 at CREATE: {} {message}", created.status);
+    Ok(f)
+}
+
+/// SPEC §4.7 on the real Kueue: the policy limits JobSet's v6e example, which leaves its slice
+/// shape to the queue, to the shapes where 4 hosts of 4 chips make a slice (a required node
+/// affinity), and Kueue's flavour assigner skips a flavour whose node labels it does not
+/// match. In a queue of 2x4 slices (2 hosts) only, the JobSet stays queued, with Kueue's
+/// reason, and no unsuspending UPDATE ever reaches our webhook: the dead end of a flavour
+/// admitted only for T4 to refuse its UPDATE is gone.
+pub(crate) async fn misfit_flavour_is_skipped(plane: &ControlPlane) -> anyhow::Result<Failures> {
+    let mut f = Failures::default();
+    let namespace = "kueue-misfit";
+    let object = fixture_jobset("test_data/jobsets/jobset-v6e-example.yaml", namespace)?;
+    let Some(sub) = create_queued(&mut f, plane, &object).await? else {
+        return Ok(f);
+    };
+    let what = format!("JobSet {namespace}/{}", sub.name);
+    let reason = format!("flavor {} doesn't match node affinity", V6E_2X4.name);
+    let pending = workload_when(&plane.cluster, &sub, BOUND, |w| {
+        kueue::condition(w, "QuotaReserved").is_some_and(|c| {
+            c["status"] == "False"
+                && c["reason"] == "Pending"
+                && c["message"].as_str().is_some_and(|m| m.contains(&reason))
+        })
+    })
+    .await?;
+    let workload = match pending {
+        Some(w) => w,
+        None => kueue::workloads_of(&plane.cluster, &sub)
+            .await?
+            .into_iter()
+            .next()
+            .unwrap_or_default(),
+    };
+    let conditions = kueue::conditions_text(&workload);
+    f.check(
+        conditions
+            .iter()
+            .any(|c| c.starts_with("QuotaReserved=False (Pending)") && c.contains(&reason)),
+        || format!("{what}: Workload {conditions:?}, want Pending because {reason:?}"),
+    );
+    for kind in ["QuotaReserved", "Admitted"] {
+        f.check(!is_true(&workload, kind), || {
+            format!("{what}: Workload condition {kind} is True")
+        });
+    }
+    let stored = plane
+        .cluster
+        .get(&sub.created.body)
+        .await?
+        .unwrap_or_default();
+    f.eq(
+        &stored["spec"]["suspend"],
+        &json!(true),
+        &format!("{what}: still suspended"),
+    );
+    f.eq(
+        run::pods_of(&plane.cluster, &sub).await?.len(),
+        0,
+        &format!("{what}: pods"),
+    );
+    let reviews = plane.reviews()?;
+    let updates = kueue::unsuspending_reviews(&reviews, namespace, &sub.name);
+    f.eq(updates.len(), 0, &format!("{what}: unsuspending UPDATEs"));
+    let terms = &stored["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+        ["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+        ["nodeSelectorTerms"];
+    eprintln!(
+        "kueue: {what}: in a queue of {} only: Workload {conditions:?}, still suspended, 0 pods, {} unsuspending UPDATEs; the policy's required node affinity: {terms}",
+        V6E_2X4.name,
+        updates.len(),
+    );
+    fit::waits_then_runs_once_a_flavour_fits(&mut f, plane, &sub, "misfit").await?;
+    plane.cluster.delete(&object_named(&sub)).await?;
     Ok(f)
 }

@@ -1,9 +1,10 @@
-//! Kubewarden's own policy-server, started on loopback for a test or a benchmark: random free
+//! The client side of Kubewarden's own policy-server: it starts one on loopback for a test or
+//! a benchmark and sends it AdmissionReviews as the API server would (the webhook server that
+//! the API server calls is `webhook_server.rs`). Random free
 //! ports, a bounded wait on its readiness probe, and always stopped (on drop). Requests go
 //! over plain HTTP/1.1 as the API server sends them (the API server uses TLS; the server's
 //! code path past TLS is the same).
 use anyhow::{anyhow, bail, Context, Result};
-use base64::Engine as _;
 use serde_json::{json, Value};
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
@@ -34,64 +35,6 @@ pub struct PolicyServer {
     child: Child,
     addr: SocketAddr,
     dir: PathBuf,
-}
-
-/// What the server (or the waPC harness) answered, in the terms the two can be compared in.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Verdict {
-    pub allowed: bool,
-    pub message: Option<String>,
-    pub code: Option<u16>,
-    /// The JSON patch, decoded from the response's base64.
-    pub patch: Option<Value>,
-    pub warnings: Vec<String>,
-}
-
-impl Verdict {
-    /// The harness's outcome in the same terms.
-    pub fn from_outcome(outcome: &crate::Outcome) -> Verdict {
-        Verdict {
-            allowed: outcome.accepted,
-            message: outcome.message.clone(),
-            code: outcome.code,
-            patch: outcome.patch.as_ref().map(|_| outcome.patch_json()),
-            warnings: outcome.warnings.clone(),
-        }
-    }
-
-    /// An AdmissionReview `response` as policy-server sends it.
-    pub fn from_response(response: &Value) -> Result<Verdict> {
-        let allowed = response["allowed"]
-            .as_bool()
-            .ok_or_else(|| anyhow!("response without `allowed`: {response}"))?;
-        let patch = match response.get("patch").and_then(Value::as_str) {
-            None => None,
-            Some(encoded) => {
-                if response["patchType"] != json!("JSONPatch") {
-                    bail!(
-                        "a patch of type {} is not a JSON patch",
-                        response["patchType"]
-                    );
-                }
-                let bytes = base64::engine::general_purpose::STANDARD
-                    .decode(encoded)
-                    .context("patch is not base64")?;
-                Some(serde_json::from_slice(&bytes).context("patch is not JSON")?)
-            }
-        };
-        let status = &response["status"];
-        Ok(Verdict {
-            allowed,
-            message: status["message"].as_str().map(str::to_string),
-            code: status["code"].as_u64().and_then(|c| u16::try_from(c).ok()),
-            patch,
-            // policy-server sends `"warnings": null` when there are none.
-            warnings: match response.get("warnings") {
-                None | Some(Value::Null) => Vec::new(),
-                Some(w) => serde_json::from_value(w.clone()).context("warnings")?,
-            },
-        })
-    }
 }
 
 /// The policy-server binary (see [`kubewarden_binary`]).

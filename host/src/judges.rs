@@ -1,5 +1,6 @@
-//! SPEC §4.5 checks over a host-computed patch: which paths the policy may touch, and that
-//! nothing of the original object is lost.
+//! The judges of a patch (SPEC §4.5), kept apart from the policy's code so they can judge it:
+//! which paths a host-computed patch may touch, and that nothing of the original object is
+//! lost. (`tests/gen`'s `invariants.rs` holds the properties of whole generated JobSets.)
 use json_patch::{Patch, PatchOperation};
 use serde_json::Value;
 

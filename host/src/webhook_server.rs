@@ -1,6 +1,9 @@
-//! The policy served as an HTTPS admission webhook on loopback, for a real kube-apiserver: the
-//! same `policy.wasm` and waPC host as the tests, compiled once at start. Like policy-server, it
-//! serves several policies, each at `POST /validate/<id>` with its own settings and its own
+//! The server side of an admission webhook: the policy served over HTTPS on loopback, for a
+//! real kube-apiserver to call (`policy_server_client.rs` is the other way round: it starts
+//! Kubewarden's policy-server and is its client). The same `policy.wasm` and runner as the
+//! tests, compiled once at start; as policy-server (since v1.10) does, each request gets a
+//! fresh instance and policy-server's default deadline (2 s). Like policy-server, it serves
+//! several policies, each at `POST /validate/<id>` with its own settings and its own
 //! `mutating` flag, and answers with an AdmissionReview as policy-server does (the JSON patch
 //! that the host derives from the mutated object, base64, `patchType: JSONPatch`). A policy
 //! served with `mutating: false` that answers with a patch is refused as policy-server refuses
@@ -10,9 +13,9 @@
 //!
 //! Bounded on purpose: it listens on 127.0.0.1 only, stops by itself after its lifetime, each
 //! connection serves a bounded number of requests, and an idle connection is closed.
-use crate::{Outcome, Policy};
+use crate::review::admission_response;
+use crate::Policy;
 use anyhow::{anyhow, bail, Context, Result};
-use base64::Engine as _;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use serde_json::{json, Value};
@@ -296,112 +299,9 @@ fn answer(shared: &Shared, served: &WebhookPolicy, body: &[u8]) -> Result<Value>
     }))
 }
 
-/// The AdmissionReview `response` to a policy's outcome, as policy-server builds it
-/// (policy-evaluator's `validation_response_with_constraints`, in protect mode): a policy that
-/// may not mutate (`mutating: false`) and answers with a non-empty patch is refused, with
-/// policy-evaluator's message, no code and no patch; its warnings stay.
-pub fn admission_response(
-    uid: Value,
-    policy_id: &str,
-    mutating: bool,
-    outcome: &Outcome,
-) -> Result<Value> {
-    let patch = outcome.patch.as_ref().filter(|p| !p.0.is_empty());
-    let mut response = json!({"uid": uid, "allowed": outcome.accepted});
-    if patch.is_some() && !mutating {
-        response["allowed"] = json!(false);
-        response["status"] = json!({"message": format!(
-            "Request rejected by policy {policy_id}. The policy attempted to mutate the request, \
-             but it is currently configured to not allow mutations."
-        )});
-    } else {
-        if let Some(message) = &outcome.message {
-            response["status"] = json!({"message": message, "code": outcome.code.unwrap_or(400)});
-        }
-        if let Some(patch) = patch {
-            response["patchType"] = json!("JSONPatch");
-            response["patch"] =
-                json!(base64::engine::general_purpose::STANDARD.encode(serde_json::to_vec(patch)?));
-        }
-    }
-    if !outcome.warnings.is_empty() {
-        response["warnings"] = json!(outcome.warnings);
-    }
-    Ok(response)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    const ID: &str = "clusterwide-jobset-multislice-validate";
-
-    fn outcome(accepted: bool, patch: Value) -> Outcome {
-        Outcome {
-            accepted,
-            message: None,
-            code: None,
-            warnings: vec!["a warning".to_string()],
-            mutated_object: None,
-            patch: Some(serde_json::from_value(patch).unwrap()),
-        }
-    }
-
-    fn add_label() -> Value {
-        json!([{"op": "add", "path": "/metadata/labels/x", "value": "y"}])
-    }
-
-    #[test]
-    fn a_validating_policy_that_patches_is_refused_as_policy_server_refuses_it() {
-        let response =
-            admission_response(json!("u-1"), ID, false, &outcome(true, add_label())).unwrap();
-        assert_eq!(
-            response,
-            json!({
-                "uid": "u-1",
-                "allowed": false,
-                "status": {"message": "Request rejected by policy clusterwide-jobset-multislice-validate. The policy attempted to mutate the request, but it is currently configured to not allow mutations."},
-                "warnings": ["a warning"],
-            })
-        );
-    }
-
-    #[test]
-    fn a_mutating_policy_sends_its_patch() {
-        let response =
-            admission_response(json!("u-2"), ID, true, &outcome(true, add_label())).unwrap();
-        assert_eq!(response["allowed"], json!(true));
-        assert_eq!(response["patchType"], json!("JSONPatch"));
-        let bytes = base64::engine::general_purpose::STANDARD
-            .decode(response["patch"].as_str().unwrap())
-            .unwrap();
-        assert_eq!(
-            serde_json::from_slice::<Value>(&bytes).unwrap(),
-            add_label()
-        );
-        assert!(response.get("status").is_none());
-    }
-
-    #[test]
-    fn a_validating_policy_without_patch_gives_its_verdict() {
-        let mut refused = outcome(false, json!([]));
-        refused.message = Some("[T3] no".to_string());
-        let response = admission_response(json!("u-3"), ID, false, &refused).unwrap();
-        assert_eq!(
-            response,
-            json!({
-                "uid": "u-3",
-                "allowed": false,
-                "status": {"message": "[T3] no", "code": 400},
-                "warnings": ["a warning"],
-            })
-        );
-        let mut accepted = outcome(true, json!([]));
-        accepted.patch = None;
-        accepted.warnings.clear();
-        let response = admission_response(json!("u-4"), ID, false, &accepted).unwrap();
-        assert_eq!(response, json!({"uid": "u-4", "allowed": true}));
-    }
 
     #[test]
     fn each_policy_is_served_at_its_own_path() {

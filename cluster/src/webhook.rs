@@ -1,0 +1,104 @@
+//! Our policies on the control plane: one webhook server of the host crate, logging every
+//! review it answers, and each policy of the deployment on it, installed as Kubewarden's
+//! controller installs it (its manifest and webhook configuration: policies.rs).
+use crate::controlplane::ControlPlane;
+use crate::policies::{Deployment, Installed, Manifest};
+use anyhow::{bail, Result};
+use multislice_host::webhook_server::{WebhookConfig, WebhookPolicy, WebhookServer};
+use multislice_host::Policy;
+use serde_json::Value;
+use std::sync::Arc;
+
+/// What the control plane serves: one webhook server for every policy, the module they share,
+/// and the settings that override each manifest's.
+pub(crate) struct Served {
+    pub(crate) server: WebhookServer,
+    pub(crate) module: Arc<Policy>,
+    pub(crate) overriding: Option<Value>,
+}
+
+/// Our webhook server, and the policies of the deployment: each manifest's webhook
+/// configuration, pointed at its path.
+pub(crate) async fn install_policies(
+    plane: &mut ControlPlane,
+    overriding: Option<Value>,
+    deployment: Deployment,
+) -> Result<()> {
+    let module = Arc::new(Policy::load(&multislice_host::default_wasm_path())?);
+    let server = WebhookServer::start(WebhookConfig {
+        policies: Vec::new(),
+        cert: plane.pki.serving_cert(),
+        key: plane.pki.serving_key(),
+        log: Some(plane.reviews.clone()),
+        lifetime: plane.remaining(),
+    })?;
+    plane.served = Some(Served {
+        server,
+        module,
+        overriding,
+    });
+    plane.deployment = deployment;
+    for (path, scope) in deployment.manifests() {
+        let installed = plane.install_policy(path, &scope).await?;
+        // The webhook whose verdicts a namespace of the deployment sees: the validating
+        // one of the pair, or the single policy.
+        if !installed.mutating || deployment == Deployment::Single {
+            plane.webhook_name = installed.webhook.clone();
+            plane.settings = installed.settings.clone();
+        }
+    }
+    Ok(())
+}
+
+impl ControlPlane {
+    /// The webhook of an installed manifest (such as [`crate::policies::SINGLE_MANIFEST`]).
+    pub fn webhook_of(&self, manifest: &str) -> Option<&str> {
+        self.installed
+            .iter()
+            .find(|i| i.manifest == manifest)
+            .map(|i| i.webhook.as_str())
+    }
+
+    /// Installs one more policy manifest (such as [`crate::policies::NAMESPACED_MANIFEST`]) on
+    /// the running webhook server, with the control plane's settings override, scoped by
+    /// `scope`.
+    pub async fn install_policy(&mut self, path: &str, scope: &[Value]) -> Result<Installed> {
+        let Some(served) = &self.served else {
+            bail!("this control plane runs without our webhook");
+        };
+        let manifest = Manifest::load(path)?;
+        let settings = manifest.settings(served.overriding.as_ref());
+        let outcome = served.module.validate_settings(&settings)?;
+        if !outcome.valid {
+            bail!(
+                "the policy refuses the settings of {path}: {:?}",
+                outcome.message
+            );
+        }
+        let id = manifest.unique_name()?;
+        served.server.serve(WebhookPolicy {
+            id: id.clone(),
+            policy: served.module.clone(),
+            settings: settings.clone(),
+            mutating: manifest.mutating(),
+        })?;
+        let configuration = manifest.webhook_configuration(
+            &served.server.url(&id),
+            &self.pki.ca_bundle_base64()?,
+            scope,
+        )?;
+        self.cluster.apply(&configuration).await?;
+        let installed = Installed {
+            manifest: path.to_string(),
+            configuration: id,
+            webhook: configuration["webhooks"][0]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+            mutating: manifest.mutating(),
+            settings,
+        };
+        self.installed.push(installed.clone());
+        Ok(installed)
+    }
+}
