@@ -8,11 +8,7 @@ use crate::names;
 use crate::views::jobset_view::{JobSetView, ReplicatedJob};
 
 fn pods_of(rjob: &ReplicatedJob) -> Result<u32, InputError> {
-    checked_mul(
-        rjob.replicas,
-        rjob.parallelism,
-        &crate::json::join(&rjob.path, "replicas"),
-    )
+    checked_mul(rjob.replicas, rjob.parallelism, &rjob.at.field("replicas"))
 }
 
 /// The group's first member that has pods: a replicated job may have `replicas: 0`, and its

@@ -4,7 +4,6 @@
 //! resize check all read it.
 use crate::error::{checked_add, InputError};
 use crate::facts::GroupFacts;
-use crate::json;
 use crate::keys;
 use crate::narrowing::{self, ShapePlan};
 use crate::settings::{JaxEnv, Settings};
@@ -135,7 +134,7 @@ pub fn offsets(
     let mut starts = Vec::with_capacity(members.len());
     for rjob in members {
         starts.push(total);
-        total = checked_add(total, weight(rjob)?, &json::join(&rjob.path, "replicas"))?;
+        total = checked_add(total, weight(rjob)?, &rjob.at.field("replicas"))?;
     }
     Ok((total, starts))
 }

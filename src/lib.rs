@@ -13,6 +13,7 @@ pub mod facts;
 pub mod json;
 pub mod keys;
 pub mod names;
+pub mod paths;
 pub mod quantity;
 pub mod spelling;
 

@@ -160,8 +160,8 @@ pub fn count(pairs: &Pairs) -> usize {
 /// The CREATE warning that says what the narrowing added, in words.
 pub fn warning(rjob: &ReplicatedJob, pairs: &Pairs) -> String {
     format!(
-        "{}.template.spec.template.spec.affinity: replicated job {:?} leaves its slice shape to the queue, so it is limited to slices of {} hosts with {} chips per pod: {} (a required node affinity, so that Kueue admits it only into a flavour where it fits)",
-        rjob.path,
+        "{}: replicated job {:?} leaves its slice shape to the queue, so it is limited to slices of {} hosts with {} chips per pod: {} (a required node affinity, so that Kueue admits it only into a flavour where it fits)",
+        rjob.at.pod_template().spec_field("affinity"),
         rjob.name,
         rjob.parallelism,
         rjob.chips_per_pod,

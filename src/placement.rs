@@ -2,6 +2,7 @@
 //! JobSet read them, from the pins and annotations of the JobSet view.
 use crate::json::{map_str, Object};
 use crate::keys;
+use crate::paths::ReplicatedJobAt;
 use crate::views::jobset_view::{JobSetView, ReplicatedJob};
 use crate::views::node_pins::{Pin, PinSource};
 
@@ -34,27 +35,26 @@ pub fn placed_as_slice(rjob: &ReplicatedJob) -> bool {
 
 /// Where an exclusive-placement setting was found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Level<'r> {
+pub enum Level {
     JobSet,
-    /// The replicated job's `spec.replicatedJobs[i]` path.
-    ReplicatedJob(&'r str),
+    ReplicatedJob(ReplicatedJobAt),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Exclusive<'a, 'r> {
+pub struct Exclusive<'a> {
     pub key: &'a str,
     /// Whether the child Job ends up with `alpha.jobset.sigs.k8s.io/node-selector`.
     pub node_selector_strategy: bool,
     /// Where the key that won was set.
-    pub level: Level<'r>,
+    pub level: Level,
 }
 
-impl Exclusive<'_, '_> {
+impl Exclusive<'_> {
     /// JSON path of the exclusive-topology annotation that decided it (built for messages only).
     pub fn path(&self) -> String {
         let annotations = match self.level {
             Level::JobSet => "metadata.annotations".to_string(),
-            Level::ReplicatedJob(rjob_path) => format!("{rjob_path}.template.metadata.annotations"),
+            Level::ReplicatedJob(at) => at.job_annotations(),
         };
         format!("{annotations}[{:?}]", keys::EXCLUSIVE_TOPOLOGY)
     }
@@ -70,13 +70,13 @@ fn has(annotations: Option<&Object>, key: &str) -> bool {
 /// with the JobSet's flag when it has one; a replicated-job key is set last and wins. So the
 /// key is the replicated job's, else the JobSet's, and the flag is on when the replicated job
 /// carries it, or when the JobSet carries both key and flag.
-pub fn exclusive_placement<'a, 'r>(
+pub fn exclusive_placement<'a>(
     view: &JobSetView<'a>,
-    rjob: &'r ReplicatedJob<'a>,
-) -> Option<Exclusive<'a, 'r>> {
+    rjob: &ReplicatedJob<'a>,
+) -> Option<Exclusive<'a>> {
     let jobset_key = map_str(view.annotations, keys::EXCLUSIVE_TOPOLOGY);
     let (key, level) = match map_str(rjob.job_annotations, keys::EXCLUSIVE_TOPOLOGY) {
-        Some(key) => (key, Level::ReplicatedJob(&rjob.path)),
+        Some(key) => (key, Level::ReplicatedJob(rjob.at)),
         None => (jobset_key?, Level::JobSet),
     };
     let jobset_flag = jobset_key.is_some() && has(view.annotations, keys::NODE_SELECTOR_STRATEGY);
@@ -89,5 +89,5 @@ pub fn exclusive_placement<'a, 'r>(
 }
 
 pub fn job_annotations_path(rjob: &ReplicatedJob) -> String {
-    format!("{}.template.metadata.annotations", rjob.path)
+    rjob.at.job_annotations()
 }

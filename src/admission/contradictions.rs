@@ -73,7 +73,7 @@ fn global_replicas(view: &JobSetView) -> Result<u32, InputError> {
 }
 
 fn replicas_path(rjob: &ReplicatedJob) -> String {
-    json::join(&rjob.path, "replicas")
+    rjob.at.field("replicas")
 }
 
 /// A replicated job whose template is compared, with what its pods will be told.
@@ -100,7 +100,7 @@ fn sampled_places<'s>(
                 replicated_job: r.name,
                 replicated_job_replicas: r.replicas,
                 job_index: j,
-                job_global_index: checked_add(s.start, j, &r.path)?,
+                job_global_index: checked_add(s.start, j, &r.path())?,
                 global_replicas: s.global_replicas,
                 completion_index: Some(c),
                 subdomain: view.subdomain.unwrap_or(view.name),
@@ -131,7 +131,7 @@ impl SampledPod<'_> {
         let place = self.place;
         let lookup = |path: &str| predicted(view, group, place, path);
         let pod = PodEnv {
-            spec_path: &rjob.template.spec_path,
+            spec: rjob.template.spec_at(),
             containers: &rjob.template.containers,
             facts: self.subject.facts,
             place,
@@ -184,7 +184,7 @@ pub fn job_warnings(
             job,
             &place,
             settings.jax_coordinator_port,
-            &template.spec_path,
+            template.spec_at(),
         )?;
         let lookup = |path: &str| predicted_for_job(view.name, c, path);
         let sample = Sample {
@@ -230,7 +230,7 @@ fn compare(
         if vars.is_empty() {
             continue;
         }
-        let c_path = template.container_path(container);
+        let c_path = container.path();
         let entries = container.user_entries()?;
         let injected: Vec<WantedVar> = vars
             .iter()

@@ -123,7 +123,7 @@ fn scan(template: &PodTemplateView, judge: &dyn Fn(&str) -> Option<Why>, out: &m
             } else {
                 "annotation"
             };
-            let path = json::index(&json::join(&template.container_path(c), "env"), e);
+            let path = json::index(&json::join(&c.path(), "env"), e);
             let hint = why.hint().map_or(String::new(), |h| format!("; {h}"));
             out.push(format!(
                     "{path}: {var} reads the {singular} {key}, {}, so {var} will be empty in every pod{hint}",

@@ -8,8 +8,9 @@ use super::place::{tpu_order, PodPlace};
 use super::tpu_host;
 use crate::error::{checked_add, checked_mul, InputError};
 use crate::facts::Facts;
-use crate::json::{self, Object};
+use crate::json::Object;
 use crate::keys;
+use crate::paths::SpecAt;
 use crate::settings::{JaxEnv, Settings};
 use crate::views::container_env::{self, Source, WantedVar};
 use crate::views::pod_spec::ContainerView;
@@ -17,7 +18,7 @@ use crate::views::pod_spec::ContainerView;
 /// A pod (or a pod template, at JobSet admission) whose env is computed.
 pub struct PodEnv<'a> {
     /// Where the pod spec is, for messages.
-    pub spec_path: &'a str,
+    pub spec: SpecAt,
     pub containers: &'a [ContainerView<'a>],
     pub facts: &'a Facts,
     pub place: &'a PodPlace<'a>,
@@ -42,7 +43,7 @@ pub fn wanted_env(
     let mut out: Vec<Vec<WantedVar>> = vec![Vec::new(); containers.len()];
     let order = tpu_order(containers);
     let n = u32::try_from(order.len()).map_err(|_| InputError::Overflow {
-        path: json::join(pod.spec_path, "containers"),
+        path: pod.spec.field("containers"),
         limit: u32::MAX,
     })?;
     let mut give = |per_k: Vec<Vec<WantedVar>>| {
@@ -98,7 +99,7 @@ fn process_ports(
     let mut ports = Vec::with_capacity(order.len());
     for (k, &i) in (0u32..).zip(order) {
         let c = &pod.containers[i];
-        let c_path = c.path(pod.spec_path);
+        let c_path = c.path();
         let entries = c.user_entries()?;
         let default = tpu_host::default_port(k)?;
         let Some(last) = entries

@@ -6,9 +6,9 @@ use super::place::tpu_order;
 use super::pod_plan::{env_changes, field_ref, PodPlan};
 use crate::error::InputError;
 use crate::facts::JobFacts;
-use crate::json;
 use crate::keys;
 use crate::names;
+use crate::paths::SpecAt;
 use crate::settings::{JaxEnv, Settings};
 use crate::views::container_env::WantedVar;
 use crate::views::pod_spec::ContainerView;
@@ -37,11 +37,11 @@ pub fn wanted_env(
     job: &JobFacts,
     place: &JobPlace,
     port: u16,
-    spec_path: &str,
+    spec: SpecAt,
 ) -> Result<Vec<Vec<WantedVar>>, InputError> {
     let order = tpu_order(containers);
     let n = u32::try_from(order.len()).map_err(|_| InputError::Overflow {
-        path: json::join(spec_path, "containers"),
+        path: spec.field("containers"),
         limit: u32::MAX,
     })?;
     let coordinator = place.coordinator();
@@ -96,7 +96,7 @@ pub fn plan(pod: &PodView, job: &JobFacts, settings: &Settings) -> Result<PodPla
         job,
         &place,
         settings.jax_coordinator_port,
-        "spec",
+        SpecAt::Pod,
     )?;
     let lookup = |path: &str| field_ref(pod, &[], path);
     let mut warnings = Vec::new();
@@ -141,7 +141,7 @@ mod tests {
             &JobFacts { completions: 4 },
             &PLACE,
             6666,
-            "spec",
+            SpecAt::Pod,
         )
         .unwrap();
         let one = vec![
@@ -164,7 +164,7 @@ mod tests {
             &JobFacts { completions: 4 },
             &PLACE,
             1234,
-            "spec",
+            SpecAt::Pod,
         )
         .unwrap();
         let process = |id: u32| {
@@ -183,7 +183,7 @@ mod tests {
         let job = JobFacts {
             completions: u32::MAX,
         };
-        let err = wanted_env(&containers, &job, &PLACE, 1, "spec").unwrap_err();
+        let err = wanted_env(&containers, &job, &PLACE, 1, SpecAt::Pod).unwrap_err();
         assert_eq!(
             err.to_string(),
             "metadata.annotations: the total over its group is larger than 4294967295"

@@ -6,6 +6,7 @@ use super::place::PodPlace;
 use super::pod_plan::{env_changes, field_ref, PodPlan};
 use crate::error::InputError;
 use crate::keys;
+use crate::paths::SpecAt;
 use crate::settings::Settings;
 use crate::views::pod_view::PodView;
 
@@ -43,7 +44,7 @@ pub fn plan(pod: &PodView, jobset: &str, settings: &Settings) -> Result<PodPlan,
     // A fieldRef reads the pod as the kubelet will see it: with the group keys added here.
     let lookup = |path: &str| field_ref(pod, &metadata_adds, path);
     let env = PodEnv {
-        spec_path: "spec",
+        spec: SpecAt::Pod,
         containers,
         facts: &pod.facts,
         place: &place,

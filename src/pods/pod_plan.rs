@@ -62,7 +62,7 @@ pub fn env_changes(
         if wanted.is_empty() {
             continue;
         }
-        let c_path = c.path("spec");
+        let c_path = c.path();
         let label = format!("container {:?} ({c_path})", c.name);
         let plan = plan_env(&c.user_entries()?, &label, &wanted, lookup);
         warnings.extend(plan.warnings);

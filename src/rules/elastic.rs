@@ -45,7 +45,7 @@ pub fn stale_resizes(old: &JobSetPlan, new: &JobSetView) -> Vec<Violation> {
             if was != is {
                 out.push(Violation::new(
                     Rule::E1,
-                    format!("{}.template.spec.{field}", after.path),
+                    after.at.pod_template().job_spec_field(field),
                     format!(
                         "changed from {} to {}, but the pods of replicated job {:?} get {what} computed from it when the JobSet was created, and a resize would leave them stale",
                         show(was),

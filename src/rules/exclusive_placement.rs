@@ -162,7 +162,7 @@ pub fn x4_exclusive_key_not_pinned(plan: &JobSetPlan) -> Vec<Violation> {
         if let Some(pin) = pinned(r, e.key) {
             out.push(Violation::new(
                 Rule::X4,
-                pin.path(&r.template.spec_path),
+                pin.path(&r.template.spec_path()),
                 format!(
                     "pins {} to {:?}, so only one of the {} slices can ever be scheduled",
                     e.key, pin.value, r.replicas

@@ -30,7 +30,7 @@ pub fn n2_pods_resolve_cluster_dns(job: &JobView) -> Option<Violation> {
     network::cluster_dns(
         job.template.host_network,
         job.template.dns_policy,
-        "spec.template.spec",
+        job.template.spec_at(),
         "the coordinator's hostname",
     )
 }

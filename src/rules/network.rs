@@ -2,6 +2,7 @@
 //! processes, find each other by hostname, so those hostnames must exist (N1) and the pods
 //! must be able to resolve them (N2).
 use crate::jobset_plan::{Group, JobSetPlan};
+use crate::paths::SpecAt;
 use crate::views::jobset_view::ReplicatedJob;
 use crate::violation::{Rule, Violation};
 
@@ -62,21 +63,21 @@ pub fn n2_pods_resolve_cluster_dns(plan: &JobSetPlan) -> Vec<Violation> {
             cluster_dns(
                 r.template.host_network,
                 r.template.dns_policy,
-                &r.template.spec_path,
+                r.template.spec_at(),
                 "the coordinator and worker hostnames",
             )
         })
         .collect()
 }
 
-/// The N2 violation of one pod spec at `spec_path` whose pods must resolve `names`, if its
+/// The N2 violation of one pod spec at `at` whose pods must resolve `names`, if its
 /// `hostNetwork` and `dnsPolicy` give them the node's resolver. Kubernetes falls back from
 /// `ClusterFirst` (the default) to the node's resolver on the host network; `Default` is the
 /// node's resolver everywhere; `None` means the user wrote `dnsConfig`, which is theirs.
 pub fn cluster_dns(
     host_network: bool,
     dns_policy: Option<&str>,
-    spec_path: &str,
+    at: SpecAt,
     names: &str,
 ) -> Option<Violation> {
     let problem = match (host_network, dns_policy) {
@@ -92,7 +93,7 @@ pub fn cluster_dns(
     };
     Some(Violation::new(
         Rule::N2,
-        format!("{spec_path}.dnsPolicy"),
+        at.field("dnsPolicy"),
         format!("{problem}, so the pods cannot resolve {names}"),
         fix,
     ))
@@ -117,7 +118,7 @@ mod tests {
         #[case] dns_policy: Option<&str>,
         #[case] broken: bool,
     ) {
-        let v = cluster_dns(host_network, dns_policy, "spec", "names");
+        let v = cluster_dns(host_network, dns_policy, SpecAt::Pod, "names");
         assert_eq!(v.is_some(), broken, "{v:?}");
         if let Some(v) = v {
             assert_eq!(v.path, "spec.dnsPolicy");

@@ -7,15 +7,11 @@ use crate::views::jobset_view::ReplicatedJob;
 use crate::violation::{Rule, Violation};
 
 fn field_path(rjob: &ReplicatedJob) -> String {
-    format!("{}.groupName", rjob.path)
+    rjob.at.field("groupName")
 }
 
 fn annotation_path(rjob: &ReplicatedJob) -> String {
-    format!(
-        "{}.template.metadata.annotations[{:?}]",
-        rjob.path,
-        keys::GROUP_NAME
-    )
+    rjob.at.job_annotation(keys::GROUP_NAME)
 }
 
 /// Where the group of a replicated job was named, for messages.
@@ -167,7 +163,7 @@ pub fn g4_identical_slices(plan: &JobSetPlan) -> Vec<Violation> {
                     if mine.value != theirs.value {
                         out.push(Violation::new(
                             Rule::G4,
-                            mine.path(&rjob.template.spec_path),
+                            mine.path(&rjob.template.spec_path()),
                             format!(
                                 "is {:?} but {:?} has {:?}",
                                 mine.value, first.name, theirs.value
@@ -180,7 +176,7 @@ pub fn g4_identical_slices(plan: &JobSetPlan) -> Vec<Violation> {
             if rjob.chips_per_pod != first.chips_per_pod {
                 out.push(Violation::new(
                     Rule::G4,
-                    format!("{}.containers", rjob.template.spec_path),
+                    rjob.template.at.spec_field("containers"),
                     format!(
                         "ask for {} TPU chips per pod but {:?} asks for {}",
                         rjob.chips_per_pod, first.name, first.chips_per_pod
@@ -192,7 +188,7 @@ pub fn g4_identical_slices(plan: &JobSetPlan) -> Vec<Violation> {
             if mine != theirs {
                 out.push(Violation::new(
                     Rule::G4,
-                    format!("{}.containers", rjob.template.spec_path),
+                    rjob.template.at.spec_field("containers"),
                     format!(
                         "hold {mine} TPU container{} per pod but {:?} holds {theirs}",
                         if mine == 1 { "" } else { "s" },
@@ -238,7 +234,7 @@ pub fn g5_one_shape_per_queued_slice_group(plan: &JobSetPlan) -> Vec<Violation> 
         );
         out.push(Violation::new(
             Rule::G5,
-            format!("{}.nodeSelector", first.template.spec_path),
+            first.template.at.spec_field("nodeSelector"),
             problem,
             format!(
                 "pin one shape in every replicated job of the group: {} and {} in each nodeSelector",

@@ -10,7 +10,7 @@ use crate::views::node_pins::Pin;
 use crate::violation::{Rule, Violation};
 
 fn job_spec_path(rjob: &ReplicatedJob, field: &str) -> String {
-    format!("{}.template.spec.{field}", rjob.path)
+    rjob.at.pod_template().job_spec_field(field)
 }
 
 /// T1: a TPU replicated job uses Indexed completion mode.
@@ -115,7 +115,7 @@ fn t3(view: &JobSetView, settings: &Settings, read_mark: bool) -> Vec<Violation>
             if !selected {
                 out.push(Violation::new(
                     Rule::T3,
-                    format!("{}.nodeSelector", r.template.spec_path),
+                    r.template.at.spec_field("nodeSelector"),
                     format!("does not select {label}, so the pods may land on any TPU node"),
                     format!(
                         "add {label} (for example {example:?}) to the nodeSelector, or a required node affinity with one In value"
@@ -181,7 +181,7 @@ pub fn t4_topology_fits_the_slice(plan: &JobSetPlan) -> Vec<Violation> {
             Some(acc) => out.extend(check_slice(r, &acc, &slice.topology)),
             None if settings.reject_unknown_accelerators => out.push(Violation::new(
                 Rule::T4,
-                slice.accelerator.path(&r.template.spec_path),
+                slice.accelerator.path(&r.template.spec_path()),
                 format!(
                     "{:?} is not in the accelerator table",
                     slice.accelerator.value
@@ -201,17 +201,17 @@ fn check_slice(r: &ReplicatedJob, acc: &Accelerator, topology: &Pin) -> Option<V
     let per_pod = r.chips_per_pod;
     let misfit = slice_fit::misfit(acc, topology.value, per_pod, r.parallelism)?;
     let shapes = || format!("use one of {}", acc.shapes());
-    let containers = || format!("{}.containers", r.template.spec_path);
+    let containers = || r.template.at.spec_field("containers");
     Some(match misfit {
         Misfit::Malformed(e) => Violation::new(
             Rule::T4,
-            topology.path(&r.template.spec_path),
+            topology.path(&r.template.spec_path()),
             format!("{:?} {e}", topology.value),
             shapes(),
         ),
         Misfit::NotInTable => Violation::new(
             Rule::T4,
-            topology.path(&r.template.spec_path),
+            topology.path(&r.template.spec_path()),
             format!("{:?} is not a {} topology", topology.value, acc.name),
             shapes(),
         ),
@@ -335,7 +335,7 @@ pub fn unknown_accelerators(plan: &JobSetPlan) -> Vec<String> {
         .map(|(r, pin)| {
             format!(
                 "{}: accelerator {:?} is not in the accelerator table, so its topology was not checked; add it to the accelerators setting",
-                pin.path(&r.template.spec_path),
+                pin.path(&r.template.spec_path()),
                 pin.value
             )
         })

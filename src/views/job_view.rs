@@ -4,6 +4,7 @@ use crate::error::InputError;
 use crate::facts::{Facts, JobFacts};
 use crate::json::{self, Object};
 use crate::keys;
+use crate::paths::TemplateAt;
 use crate::views::pod_template::{required, PodTemplateView};
 use serde_json::Value;
 
@@ -46,7 +47,7 @@ impl<'a> JobView<'a> {
             None => ("", None),
         };
         let spec = required(root, "spec", "")?;
-        let (template, pod_spec) = PodTemplateView::parse(spec, "template", "spec", tpu_resource)?;
+        let (template, pod_spec) = PodTemplateView::parse(spec, TemplateAt::Job, tpu_resource)?;
         Ok(JobView {
             name,
             annotations,

@@ -2,9 +2,10 @@
 //! read naming its JSON path. Nothing reads the raw JobSet again once the view is built.
 use crate::affinity_mark::AffinityMark;
 use crate::error::InputError;
-use crate::json::{self, join, map_str, Lazy, Object};
+use crate::json::{self, join, map_str, Lazy, Object, PathLike};
 use crate::keys;
 use crate::names;
+use crate::paths::ReplicatedJobAt;
 use crate::views::node_pins::{self, OwnTerm, Pin};
 use crate::views::pod_spec;
 use crate::views::pod_template::{required, PodTemplateView};
@@ -46,7 +47,7 @@ pub struct ReplicatedJob<'a> {
     /// Its place in `spec.replicatedJobs`.
     pub index: usize,
     /// `spec.replicatedJobs[i]`, for messages.
-    pub path: String,
+    pub at: ReplicatedJobAt,
     pub name: &'a str,
     pub replicas: u32,
     /// `groupName`; the API server prunes it on JobSet CRDs before v0.9.
@@ -75,6 +76,11 @@ pub struct ReplicatedJob<'a> {
 impl<'a> ReplicatedJob<'a> {
     pub fn is_tpu(&self) -> bool {
         self.template.is_tpu()
+    }
+
+    /// `spec.replicatedJobs[i]`, for messages.
+    pub fn path(&self) -> String {
+        self.at.render()
     }
 
     /// TPU containers per pod, containers and init containers alike (SPEC §3).
@@ -223,47 +229,43 @@ fn parse_replicated_job<'a>(
     i: usize,
     tpu_resource: &str,
 ) -> Result<ReplicatedJob<'a>, InputError> {
-    let path = json::index("spec.replicatedJobs", i);
-    let p = path.as_str();
-    let r = json::as_object(item, p)?;
-    let name = json::opt_str(r, "name", p)?
+    // Paths are rendered only if a field is wrong.
+    let at = ReplicatedJobAt(i);
+    let r = json::as_object(item, at)?;
+    let name = json::opt_str(r, "name", at)?
         .filter(|n| !n.is_empty())
         .ok_or_else(|| InputError::Missing {
-            path: join(p, "name"),
+            path: at.field("name"),
         })?;
-    let replicas = json::opt_count(r, "replicas", p)?.unwrap_or(1);
-    let group_field = json::opt_str(r, "groupName", p)?;
+    let replicas = json::opt_count(r, "replicas", at)?.unwrap_or(1);
+    let group_field = json::opt_str(r, "groupName", at)?;
 
-    // Paths below are built only if a field is wrong.
-    let t_path = Lazy(move || format!("{p}.template"));
-    let template = required(r, "template", p)?;
+    let t_path = Lazy(move || at.field("template"));
+    let template = required(r, "template", at)?;
     let job_annotations = match json::opt_object(template, "metadata", t_path)? {
         Some(m) => json::opt_string_map(
             m,
             "annotations",
-            Lazy(move || format!("{p}.template.metadata")),
+            Lazy(move || at.field("template.metadata")),
         )?,
         None => None,
     };
-    let js_path = Lazy(move || format!("{p}.template.spec"));
+    let pod_template = at.pod_template();
+    let js_path = Lazy(move || pod_template.job_spec());
     let job_spec = required(template, "spec", t_path)?;
     let parallelism = json::opt_count(job_spec, "parallelism", js_path)?.unwrap_or(1);
     let completions = json::opt_count(job_spec, "completions", js_path)?;
     let completion_mode = json::opt_str(job_spec, "completionMode", js_path)?;
 
-    let (template, pod_spec) = PodTemplateView::parse(
-        job_spec,
-        "template",
-        &format!("{p}.template.spec"),
-        tpu_resource,
-    )?;
-    let chips_per_pod = pod_spec::chips_per_pod(&template.containers, &template.spec_path)?;
+    let (template, pod_spec) = PodTemplateView::parse(job_spec, pod_template, tpu_resource)?;
+    let chips_per_pod = pod_spec::chips_per_pod(&template.containers, template.spec_at())?;
     let mark = template
         .annotation(keys::AFFINITY_MARK)
         .and_then(AffinityMark::from_annotation);
-    let selection = node_pins::selection(pod_spec, &template.spec_path, mark.as_ref())?;
+    let selection = node_pins::selection(pod_spec, template.spec_at(), mark.as_ref())?;
     Ok(ReplicatedJob {
         index: i,
+        at,
         name,
         replicas,
         group_field,
@@ -278,6 +280,5 @@ fn parse_replicated_job<'a>(
         own_terms: selection.own_terms,
         mark,
         chips_per_pod,
-        path,
     })
 }

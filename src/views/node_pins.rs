@@ -2,9 +2,14 @@
 //! of the JobSet view: it is read once, with the pod template.
 use crate::affinity_mark::AffinityMark;
 use crate::error::InputError;
-use crate::json::{self, join, Object};
+use crate::json::{self, Lazy, Object, PathLike};
 use crate::keys;
+use crate::paths::SpecAt;
 use serde_json::Value;
+
+const REQUIRED: &str = "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution";
+const TERMS: &str =
+    "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms";
 
 /// A node label a pod template pins to one value.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,11 +71,11 @@ pub struct Selection<'a> {
 /// narrowing added (`mark`) is not the author's selection, and is left out.
 pub fn selection<'a>(
     pod_spec: &'a Object,
-    path: &str,
+    at: SpecAt,
     mark: Option<&AffinityMark>,
 ) -> Result<Selection<'a>, InputError> {
     let mut pins = Vec::new();
-    if let Some(selector) = json::opt_string_map(pod_spec, "nodeSelector", path)? {
+    if let Some(selector) = json::opt_string_map(pod_spec, "nodeSelector", at)? {
         for (key, value) in selector {
             pins.push(Pin {
                 key,
@@ -79,16 +84,14 @@ pub fn selection<'a>(
             });
         }
     }
-    let terms = required_terms(pod_spec, path)?;
-    let t_list = format!(
-        "{path}.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
-    );
+    let terms = required_terms(pod_spec, at)?;
+    // Rendered only if something is wrong.
+    let t_path = move |i: usize| json::index(&at.field(TERMS), i);
     let mut stored = Vec::with_capacity(terms.len());
     for (i, term) in terms.iter().enumerate() {
-        let t_path = json::index(&t_list, i);
-        let term = json::as_object(term, &t_path)?;
-        let exprs =
-            json::opt_array(term, "matchExpressions", &t_path)?.map_or(&[][..], Vec::as_slice);
+        let term = json::as_object(term, Lazy(move || t_path(i)))?;
+        let exprs = json::opt_array(term, "matchExpressions", Lazy(move || t_path(i)))?
+            .map_or(&[][..], Vec::as_slice);
         stored.push(OwnTerm {
             term,
             expressions: exprs,
@@ -96,16 +99,15 @@ pub fn selection<'a>(
     }
     let own_terms = mark.and_then(|m| strip_mark(&stored, m)).unwrap_or(stored);
     if let [own] = own_terms.as_slice() {
-        let e_list = format!("{}.matchExpressions", json::index(&t_list, 0));
         for (i, expr) in own.expressions.iter().enumerate() {
-            let e_path = json::index(&e_list, i);
-            let e = json::as_object(expr, &e_path)?;
-            let key = json::opt_str(e, "key", &e_path)?.unwrap_or("");
-            let operator = json::opt_str(e, "operator", &e_path)?.unwrap_or("");
-            let values = json::opt_array(e, "values", &e_path)?.map_or(&[][..], Vec::as_slice);
+            let e_path = Lazy(move || format!("{}.matchExpressions[{i}]", t_path(0)));
+            let e = json::as_object(expr, e_path)?;
+            let key = json::opt_str(e, "key", e_path)?.unwrap_or("");
+            let operator = json::opt_str(e, "operator", e_path)?.unwrap_or("");
+            let values = json::opt_array(e, "values", e_path)?.map_or(&[][..], Vec::as_slice);
             if let ("In", [value]) = (operator, values) {
                 let value = value.as_str().ok_or_else(|| InputError::WrongType {
-                    path: format!("{e_path}.values[0]"),
+                    path: format!("{}.values[0]", e_path.render()),
                     expected: "a string",
                     found: json::type_name(value),
                 })?;
@@ -128,21 +130,21 @@ pub fn selection<'a>(
 }
 
 /// `affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms`.
-fn required_terms<'a>(pod_spec: &'a Object, path: &str) -> Result<&'a [Value], InputError> {
-    let Some(affinity) = json::opt_object(pod_spec, "affinity", path)? else {
+fn required_terms(pod_spec: &Object, at: SpecAt) -> Result<&[Value], InputError> {
+    let Some(affinity) = json::opt_object(pod_spec, "affinity", at)? else {
         return Ok(&[]);
     };
-    let mut p = join(path, "affinity");
-    let Some(node) = json::opt_object(affinity, "nodeAffinity", &p)? else {
+    let p = Lazy(move || at.field("affinity"));
+    let Some(node) = json::opt_object(affinity, "nodeAffinity", p)? else {
         return Ok(&[]);
     };
-    p = join(&p, "nodeAffinity");
+    let p = Lazy(move || at.field("affinity.nodeAffinity"));
     let required_key = "requiredDuringSchedulingIgnoredDuringExecution";
-    let Some(required) = json::opt_object(node, required_key, &p)? else {
+    let Some(required) = json::opt_object(node, required_key, p)? else {
         return Ok(&[]);
     };
-    p = join(&p, required_key);
-    Ok(json::opt_array(required, "nodeSelectorTerms", &p)?.map_or(&[][..], Vec::as_slice))
+    let p = Lazy(move || at.field(REQUIRED));
+    Ok(json::opt_array(required, "nodeSelectorTerms", p)?.map_or(&[][..], Vec::as_slice))
 }
 
 /// The author's terms, when the stored ones are exactly what the policy makes of them with

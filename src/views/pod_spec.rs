@@ -2,6 +2,7 @@
 //! view (pod templates) and pod admission.
 use crate::error::InputError;
 use crate::json::{self, field, join, Lazy, Object, PathLike};
+use crate::paths::SpecAt;
 use crate::quantity;
 use crate::views::container_env::{self, EnvEntry, UserEntry};
 use serde_json::Value;
@@ -15,6 +16,8 @@ pub struct ContainerView<'a> {
     /// `initContainers` or `containers`.
     pub list: &'static str,
     pub index: usize,
+    /// The pod spec it is in, for messages.
+    pub spec: SpecAt,
     pub name: &'a str,
     /// Its own `env` entries; a value that is not a list is kept as its error, reported only
     /// where the env is needed.
@@ -31,6 +34,7 @@ impl<'a> ContainerView<'a> {
         ContainerView {
             list,
             index,
+            spec: SpecAt::Pod,
             name: "c",
             env: Ok(Vec::new()),
             tpu_chips: Ok(chips),
@@ -54,9 +58,9 @@ impl<'a> ContainerView<'a> {
         })
     }
 
-    /// `<spec_path>.<list>[<index>]`, for messages.
-    pub fn path(&self, spec_path: &str) -> String {
-        json::index(&json::join(spec_path, self.list), self.index)
+    /// `<spec>.<list>[<index>]`, for messages.
+    pub fn path(&self) -> String {
+        self.spec.container(self.list, self.index)
     }
 }
 
@@ -71,26 +75,27 @@ pub fn require_valid_chips(
     Ok(containers)
 }
 
-/// Reads the containers of a pod spec at `path`.
+/// Reads the containers of the pod spec at `at`.
 pub fn containers<'a>(
     spec: &'a Object,
-    path: &str,
+    at: SpecAt,
     tpu_resource: &str,
 ) -> Result<Vec<ContainerView<'a>>, InputError> {
     let mut out = Vec::new();
     for list in CONTAINER_LISTS {
-        let Some(items) = json::opt_array(spec, list, path)? else {
+        let Some(items) = json::opt_array(spec, list, at)? else {
             continue;
         };
         for (index, item) in items.iter().enumerate() {
             // Built only if this container has something wrong.
-            let c_path = Lazy(move || format!("{path}.{list}[{index}]"));
+            let c_path = Lazy(move || at.container(list, index));
             let c = json::as_object(item, c_path)?;
             let name = json::opt_str(c, "name", c_path)?.unwrap_or("");
             let tpu_chips = tpu_chips(c, c_path, tpu_resource)?;
             out.push(ContainerView {
                 list,
                 index,
+                spec: at,
                 name,
                 env: container_env::env_entries(c, c_path),
                 tpu_chips,
@@ -102,13 +107,13 @@ pub fn containers<'a>(
 
 /// Chips per pod: the sum over regular containers whose quantity parses. Init containers run
 /// before them and release their chips, so they do not add to what the pod holds.
-pub fn chips_per_pod(containers: &[ContainerView], path: &str) -> Result<u32, InputError> {
+pub fn chips_per_pod(containers: &[ContainerView], at: SpecAt) -> Result<u32, InputError> {
     containers
         .iter()
         .filter(|c| c.list == "containers")
         .filter_map(|c| c.tpu_chips.as_ref().ok())
         .try_fold(0u32, |sum, chips| {
-            crate::error::checked_add(sum, *chips, &join(path, "containers"))
+            crate::error::checked_add(sum, *chips, &at.field("containers"))
         })
 }
 
@@ -166,7 +171,7 @@ mod tests {
 
     fn chips(spec: Value) -> Result<Vec<u32>, InputError> {
         let spec = spec.as_object().unwrap().clone();
-        let cs = require_valid_chips(containers(&spec, "spec", "google.com/tpu")?)?;
+        let cs = require_valid_chips(containers(&spec, SpecAt::Pod, "google.com/tpu")?)?;
         Ok(cs.iter().map(|c| c.tpu_chips.clone().unwrap()).collect())
     }
 

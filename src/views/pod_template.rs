@@ -3,14 +3,13 @@
 //! kinds; each kind reads its own extras from the pod spec this returns beside the view.
 use crate::error::InputError;
 use crate::json::{self, join, map_str, Lazy, Object, PathLike};
+use crate::paths::{SpecAt, TemplateAt};
 use crate::views::pod_spec::{self, ContainerView};
 
 #[derive(Debug)]
 pub struct PodTemplateView<'a> {
-    /// The template, for messages.
-    pub path: String,
-    /// Its pod spec, `<template>.spec`, for messages.
-    pub spec_path: String,
+    /// Where the template is, for messages.
+    pub at: TemplateAt,
     /// `metadata.annotations`: the policy's facts and mark, and what the pods copy.
     pub annotations: Option<&'a Object>,
     /// `metadata.labels`, read only for the keys present.
@@ -23,48 +22,49 @@ pub struct PodTemplateView<'a> {
 }
 
 impl<'a> PodTemplateView<'a> {
-    /// Reads the pod template under `parent[key]`, where `parent` is at `parent_path`; returns
-    /// its pod spec too, for what only one kind reads.
+    /// Reads the pod template at `at`, under `job_spec["template"]`; returns its pod spec too,
+    /// for what only one kind reads.
     pub fn parse(
-        parent: &'a Object,
-        key: &str,
-        parent_path: &str,
+        job_spec: &'a Object,
+        at: TemplateAt,
         tpu_resource: &str,
     ) -> Result<(Self, &'a Object), InputError> {
-        let t_path = join(parent_path, key);
-        let template = required(parent, key, parent_path)?;
-        let metadata = json::opt_object(template, "metadata", t_path.as_str())?;
+        let template = required(job_spec, "template", Lazy(move || at.job_spec()))?;
+        let metadata = json::opt_object(template, "metadata", at)?;
         let annotations = match metadata {
-            Some(m) => json::opt_string_map(m, "annotations", Lazy(|| join(&t_path, "metadata")))?,
+            Some(m) => json::opt_string_map(
+                m,
+                "annotations",
+                Lazy(move || join(&at.render(), "metadata")),
+            )?,
             None => None,
         };
-        let spec = required(template, "spec", t_path.as_str())?;
-        let spec_path = join(&t_path, "spec");
+        let spec = required(template, "spec", at)?;
+        let spec_at = SpecAt::Template(at);
         let view = PodTemplateView {
+            at,
             annotations,
             labels: metadata.and_then(|m| json::field(m, "labels")?.as_object()),
-            host_network: json::opt_bool(spec, "hostNetwork", spec_path.as_str())?.unwrap_or(false),
-            dns_policy: json::opt_str(spec, "dnsPolicy", spec_path.as_str())?,
-            containers: pod_spec::containers(spec, &spec_path, tpu_resource)?,
-            spec_path,
-            path: t_path,
+            host_network: json::opt_bool(spec, "hostNetwork", spec_at)?.unwrap_or(false),
+            dns_policy: json::opt_str(spec, "dnsPolicy", spec_at)?,
+            containers: pod_spec::containers(spec, spec_at, tpu_resource)?,
         };
         Ok((view, spec))
+    }
+
+    /// Where its pod spec is.
+    pub fn spec_at(&self) -> SpecAt {
+        SpecAt::Template(self.at)
+    }
+
+    /// The pod spec's path, for messages.
+    pub fn spec_path(&self) -> String {
+        self.at.spec()
     }
 
     /// An annotation of the template.
     pub fn annotation(&self, key: &str) -> Option<&'a str> {
         map_str(self.annotations, key)
-    }
-
-    /// `<template>.metadata.annotations[key]`, for messages.
-    pub fn annotation_path(&self, key: &str) -> String {
-        format!("{}.metadata.annotations[{key:?}]", self.path)
-    }
-
-    /// `<spec>.<list>[<index>]` of one of its containers, for messages.
-    pub fn container_path(&self, c: &ContainerView) -> String {
-        c.path(&self.spec_path)
     }
 
     pub fn is_tpu(&self) -> bool {

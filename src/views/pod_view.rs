@@ -5,6 +5,7 @@ use crate::error::InputError;
 use crate::facts::Facts;
 use crate::json::{self, map_str, Lazy, Object};
 use crate::keys;
+use crate::paths::SpecAt;
 use crate::views::pod_spec::{self, ContainerView};
 use serde_json::Value;
 
@@ -50,7 +51,7 @@ impl<'a> PodView<'a> {
             owning_job: metadata.and_then(owning_job),
             subdomain: json::opt_str(spec, "subdomain", "spec")
                 .map(|s| s.filter(|s| !s.is_empty())),
-            containers: pod_spec::containers(spec, "spec", tpu_resource)
+            containers: pod_spec::containers(spec, SpecAt::Pod, tpu_resource)
                 .and_then(pod_spec::require_valid_chips),
         })
     }

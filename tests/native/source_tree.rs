@@ -364,7 +364,7 @@ fn the_env_names_are_spelled_in_keys_rs_alone() {
 /// code (and the policy crate dev-depends on it).
 #[test]
 fn the_host_lists_the_same_env_names_as_the_policy() {
-    assert_eq!(multislice_host::invariants::POLICY_ENV, keys::POLICY_ENV);
+    assert_eq!(multislice_host::judges::POLICY_ENV, keys::POLICY_ENV);
 }
 
 /// The layers of `src/`, lowest first (README "Source map", and the comments of `src/lib.rs`):
@@ -381,6 +381,7 @@ const LAYERS: [(&str, &[&str]); 6] = [
             "affinity_mark",
             "spelling",
             "names",
+            "paths",
         ],
     ),
     ("configuration", &["accelerators", "settings", "slice_fit"]),
