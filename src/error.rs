@@ -1,43 +1,55 @@
 //! Typed errors for bad input. Each carries the JSON path of the field it is about, so the
 //! rejection tells the user where to look (SPEC §6: bad input is a 400, never a trap).
-use thiserror::Error;
+use crate::paths::PathLike;
+use std::fmt;
 
-#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum InputError {
-    #[error("the request cannot be read as JSON: {0}")]
     Malformed(String),
-    #[error("the payload is not a validation request {{\"request\": <AdmissionRequest>, \"settings\": {{…}}}}: {0}")]
     NotARequest(String),
-    #[error("{path}: is required")]
-    Missing { path: String },
-    #[error("{path}: expected {expected}, found {found}")]
+    Missing {
+        path: String,
+    },
     WrongType {
         path: String,
         expected: &'static str,
         found: String,
     },
-    #[error("{path}: {value} is out of range, {expected}")]
     OutOfRange {
         path: String,
         value: String,
         expected: &'static str,
     },
-    #[error("{path}: {reason}")]
-    Invalid { path: String, reason: String },
-    #[error("{path}: the total over its group is larger than {limit}")]
-    Overflow { path: String, limit: u32 },
+    Invalid {
+        path: String,
+        reason: String,
+    },
+    Overflow {
+        path: String,
+        limit: u32,
+    },
 }
 
 impl InputError {
-    /// The path and the problem apart, for a rule to report it as a violation.
-    pub fn path_and_problem(&self) -> (String, String) {
-        let text = self.to_string();
-        match self.path() {
-            Some(path) => {
-                let problem = text.strip_prefix(&format!("{path}: ")).unwrap_or(&text);
-                (path.to_string(), problem.to_string())
+    /// What is wrong, without the path: a rule that reports the error as a violation puts the
+    /// two apart.
+    pub fn problem(&self) -> String {
+        match self {
+            InputError::Malformed(e) => format!("the request cannot be read as JSON: {e}"),
+            InputError::NotARequest(e) => format!(
+                "the payload is not a validation request {{\"request\": <AdmissionRequest>, \"settings\": {{…}}}}: {e}"
+            ),
+            InputError::Missing { .. } => "is required".to_string(),
+            InputError::WrongType {
+                expected, found, ..
+            } => format!("expected {expected}, found {found}"),
+            InputError::OutOfRange {
+                value, expected, ..
+            } => format!("{value} is out of range, {expected}"),
+            InputError::Invalid { reason, .. } => reason.clone(),
+            InputError::Overflow { limit, .. } => {
+                format!("the total over its group is larger than {limit}")
             }
-            None => (String::new(), text),
         }
     }
 
@@ -54,18 +66,30 @@ impl InputError {
     }
 }
 
+/// `<path>: <problem>`, or the problem alone when the error is about no field.
+impl fmt::Display for InputError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.path() {
+            Some(path) => write!(f, "{path}: {}", self.problem()),
+            None => f.write_str(&self.problem()),
+        }
+    }
+}
+
+impl std::error::Error for InputError {}
+
 /// Adds two counts, or reports the field whose total overflowed. `u32` on purpose: Kubernetes
 /// counts are int32, and wasm's `usize` is 32 bits, so nothing here may rely on a wider type.
-pub fn checked_add(a: u32, b: u32, path: &str) -> Result<u32, InputError> {
+pub fn checked_add(a: u32, b: u32, path: impl PathLike) -> Result<u32, InputError> {
     a.checked_add(b).ok_or_else(|| InputError::Overflow {
-        path: path.to_string(),
+        path: path.render(),
         limit: u32::MAX,
     })
 }
 
-pub fn checked_mul(a: u32, b: u32, path: &str) -> Result<u32, InputError> {
+pub fn checked_mul(a: u32, b: u32, path: impl PathLike) -> Result<u32, InputError> {
     a.checked_mul(b).ok_or_else(|| InputError::Overflow {
-        path: path.to_string(),
+        path: path.render(),
         limit: u32::MAX,
     })
 }

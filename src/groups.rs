@@ -5,10 +5,16 @@ use crate::error::{checked_add, checked_mul, InputError};
 use crate::facts::{Facts, JaxFacts, OffsetFacts};
 use crate::jobset_plan::{offsets, Group, JobSetPlan};
 use crate::names;
+use crate::paths::Lazy;
 use crate::views::jobset_view::{JobSetView, ReplicatedJob};
 
 fn pods_of(rjob: &ReplicatedJob) -> Result<u32, InputError> {
-    checked_mul(rjob.replicas, rjob.parallelism, &rjob.at.field("replicas"))
+    let at = rjob.at;
+    checked_mul(
+        rjob.replicas,
+        rjob.parallelism,
+        Lazy(move || at.field("replicas")),
+    )
 }
 
 /// The group's first member that has pods: a replicated job may have `replicas: 0`, and its

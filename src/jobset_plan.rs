@@ -6,6 +6,7 @@ use crate::error::{checked_add, InputError};
 use crate::facts::GroupFacts;
 use crate::keys;
 use crate::narrowing::{self, ShapePlan};
+use crate::paths::Lazy;
 use crate::settings::{JaxEnv, Settings};
 use crate::views::jobset_view::{JobSetView, ReplicatedJob};
 use std::cell::OnceCell;
@@ -134,7 +135,8 @@ pub fn offsets(
     let mut starts = Vec::with_capacity(members.len());
     for rjob in members {
         starts.push(total);
-        total = checked_add(total, weight(rjob)?, &rjob.at.field("replicas"))?;
+        let at = rjob.at;
+        total = checked_add(total, weight(rjob)?, Lazy(move || at.field("replicas")))?;
     }
     Ok((total, starts))
 }

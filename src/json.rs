@@ -2,6 +2,7 @@
 //! it does not know is lost (SPEC §4.5); these helpers turn a wrong shape into an
 //! [`InputError`] that names the field instead of a panic.
 use crate::error::InputError;
+use crate::paths::PathLike;
 use serde_json::{Map, Value};
 
 pub type Object = Map<String, Value>;
@@ -23,41 +24,6 @@ fn wrong(path: &str, expected: &'static str, v: &Value) -> InputError {
         path: path.to_string(),
         expected,
         found: type_name(v),
-    }
-}
-
-/// A JSON path that is rendered only when an error needs it: the happy path reads thousands
-/// of fields and must not format a path for each.
-pub trait PathLike: Copy {
-    fn render(self) -> String;
-}
-
-impl PathLike for &str {
-    fn render(self) -> String {
-        self.to_string()
-    }
-}
-
-impl PathLike for &String {
-    fn render(self) -> String {
-        self.clone()
-    }
-}
-
-/// `(parent, key)`: the path `parent.key`.
-impl PathLike for (&str, &str) {
-    fn render(self) -> String {
-        join(self.0, self.1)
-    }
-}
-
-/// Any other path, built by a closure.
-#[derive(Clone, Copy)]
-pub struct Lazy<F>(pub F);
-
-impl<F: Fn() -> String + Copy> PathLike for Lazy<F> {
-    fn render(self) -> String {
-        (self.0)()
     }
 }
 

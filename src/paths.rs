@@ -1,7 +1,42 @@
 //! Where a field sits in the object the policy admits: typed places, rendered into JSON paths
 //! only when a message needs one. The paths of a replicated job and of a pod template are
-//! spelled here and nowhere else.
-use crate::json::PathLike;
+//! spelled here and nowhere else. Any [`PathLike`] renders only when asked: the happy path
+//! reads thousands of fields and must not format a path for each.
+
+/// A JSON path that is rendered only when an error needs it: the happy path reads thousands
+/// of fields and must not format a path for each.
+pub trait PathLike: Copy {
+    fn render(self) -> String;
+}
+
+impl PathLike for &str {
+    fn render(self) -> String {
+        self.to_string()
+    }
+}
+
+impl PathLike for &String {
+    fn render(self) -> String {
+        self.clone()
+    }
+}
+
+/// `(parent, key)`: the path `parent.key`.
+impl PathLike for (&str, &str) {
+    fn render(self) -> String {
+        crate::json::join(self.0, self.1)
+    }
+}
+
+/// Any other path, built by a closure.
+#[derive(Clone, Copy)]
+pub struct Lazy<F>(pub F);
+
+impl<F: Fn() -> String + Copy> PathLike for Lazy<F> {
+    fn render(self) -> String {
+        (self.0)()
+    }
+}
 
 /// `spec.replicatedJobs[i]` of a JobSet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

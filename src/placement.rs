@@ -87,7 +87,3 @@ pub fn exclusive_placement<'a>(
         level,
     })
 }
-
-pub fn job_annotations_path(rjob: &ReplicatedJob) -> String {
-    rjob.at.job_annotations()
-}

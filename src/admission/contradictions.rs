@@ -12,6 +12,7 @@ use crate::jobset_plan::JobSetPlan;
 use crate::json;
 use crate::keys;
 use crate::names;
+use crate::paths::{Lazy, PathLike};
 use crate::pods::env_families::{wanted_env, PodEnv};
 use crate::pods::job_pod::{self, JobPlace};
 use crate::pods::place::PodPlace;
@@ -35,7 +36,7 @@ pub fn warnings(plan: &JobSetPlan, facts: &[Facts]) -> Result<Vec<String>, Input
     let mut global_offset = 0u32;
     for ((rjob, f), group) in view.replicated_jobs.iter().zip(facts).zip(&group_keys) {
         let start = global_offset;
-        global_offset = checked_add(global_offset, rjob.replicas, &replicas_path(rjob))?;
+        global_offset = checked_add(global_offset, rjob.replicas, replicas_of(rjob))?;
         if f.slice.is_none() && f.jax.is_none() {
             continue;
         }
@@ -67,13 +68,15 @@ pub fn warnings(plan: &JobSetPlan, facts: &[Facts]) -> Result<Vec<String>, Input
 
 /// The sum of every replicated job's replicas: the pods' global-replicas.
 fn global_replicas(view: &JobSetView) -> Result<u32, InputError> {
-    view.replicated_jobs.iter().try_fold(0u32, |sum, r| {
-        checked_add(sum, r.replicas, &replicas_path(r))
-    })
+    view.replicated_jobs
+        .iter()
+        .try_fold(0u32, |sum, r| checked_add(sum, r.replicas, replicas_of(r)))
 }
 
-fn replicas_path(rjob: &ReplicatedJob) -> String {
-    rjob.at.field("replicas")
+/// `spec.replicatedJobs[i].replicas`, rendered only for an error.
+fn replicas_of(rjob: &ReplicatedJob) -> impl PathLike {
+    let at = rjob.at;
+    Lazy(move || at.field("replicas"))
 }
 
 /// A replicated job whose template is compared, with what its pods will be told.
@@ -100,7 +103,7 @@ fn sampled_places<'s>(
                 replicated_job: r.name,
                 replicated_job_replicas: r.replicas,
                 job_index: j,
-                job_global_index: checked_add(s.start, j, &r.path())?,
+                job_global_index: checked_add(s.start, j, r.at)?,
                 global_replicas: s.global_replicas,
                 completion_index: Some(c),
                 subdomain: view.subdomain.unwrap_or(view.name),

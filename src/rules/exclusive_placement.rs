@@ -1,9 +1,7 @@
 //! X1–X4: exclusive placement, resolved as JobSet resolves it.
 use crate::jobset_plan::JobSetPlan;
 use crate::keys;
-use crate::placement::{
-    exclusive_placement, job_annotations_path, pinned, placed_as_slice, Exclusive,
-};
+use crate::placement::{exclusive_placement, pinned, placed_as_slice, Exclusive};
 use crate::views::jobset_view::ReplicatedJob;
 use crate::violation::{Rule, Violation};
 
@@ -29,7 +27,7 @@ pub fn x1_exclusive_placement(plan: &JobSetPlan) -> Vec<Violation> {
         match exclusive_placement(view, r) {
             None => out.push(Violation::new(
                 Rule::X1,
-                job_annotations_path(r),
+                r.at.job_annotations(),
                 format!(
                     "replicated job {:?} runs {} TPU pods without exclusive placement, so two slices can land in one {}",
                     r.name,
@@ -83,7 +81,7 @@ pub fn x2_one_placement_per_slice_group(plan: &JobSetPlan) -> Vec<Violation> {
             if !same(&mine) {
                 out.push(Violation::new(
                     Rule::X2,
-                    mine.as_ref().map_or_else(|| job_annotations_path(rjob), Exclusive::path),
+                    mine.as_ref().map_or_else(|| rjob.at.job_annotations(), Exclusive::path),
                     format!(
                         "gives {:?} {} but {:?} of the same slice group {group:?} has {}",
                         rjob.name,
@@ -135,7 +133,7 @@ pub fn x3_node_selector_flag_takes_effect(plan: &JobSetPlan) -> Vec<Violation> {
         {
             out.push(Violation::new(
                 Rule::X3,
-                flag_path(job_annotations_path(r)),
+                flag_path(r.at.job_annotations()),
                 format!(
                     "is set but neither replicated job {:?} nor the JobSet has {}, and JobSet ignores it silently",
                     r.name,

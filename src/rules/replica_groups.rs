@@ -6,20 +6,12 @@ use crate::placement::{pinned, slice_topology};
 use crate::views::jobset_view::ReplicatedJob;
 use crate::violation::{Rule, Violation};
 
-fn field_path(rjob: &ReplicatedJob) -> String {
-    rjob.at.field("groupName")
-}
-
-fn annotation_path(rjob: &ReplicatedJob) -> String {
-    rjob.at.job_annotation(keys::GROUP_NAME)
-}
-
 /// Where the group of a replicated job was named, for messages.
 fn group_path(rjob: &ReplicatedJob) -> String {
     if rjob.group_field.is_some() {
-        field_path(rjob)
+        rjob.at.field("groupName")
     } else {
-        annotation_path(rjob)
+        rjob.at.job_annotation(keys::GROUP_NAME)
     }
 }
 
@@ -53,23 +45,23 @@ fn suggest_label(s: &str) -> String {
     }
 }
 
-/// Builds a field's path, only when a message needs it.
-type PathOf = fn(&ReplicatedJob) -> String;
-
 /// G1: a group name is a DNS-1035 label of at most 63 characters.
 pub fn g1_group_name_is_a_label(plan: &JobSetPlan) -> Vec<Violation> {
     let view = plan.view;
     let mut out = Vec::new();
     for rjob in &view.replicated_jobs {
-        let named: [(Option<&str>, PathOf); 2] = [
-            (rjob.group_field, field_path),
-            (rjob.group_annotation, annotation_path),
+        let at = rjob.at;
+        let named: [(Option<&str>, &dyn Fn() -> String); 2] = [
+            (rjob.group_field, &|| at.field("groupName")),
+            (rjob.group_annotation, &|| {
+                at.job_annotation(keys::GROUP_NAME)
+            }),
         ];
         for (name, path) in named {
             if let Some(name) = name.filter(|n| !is_dns1035_label(n)) {
                 out.push(Violation::new(
                     Rule::G1,
-                    path(rjob),
+                    path(),
                     format!("{name:?} is not a DNS-1035 label"),
                     format!(
                         "use lowercase letters, digits and '-', starting with a letter, at most 63 characters, for example {:?}",
@@ -90,7 +82,7 @@ pub fn g2_field_and_annotation_agree(plan: &JobSetPlan) -> Vec<Violation> {
         .filter_map(|rjob| match (rjob.group_field, rjob.group_annotation) {
             (Some(field), Some(annotation)) if field != annotation => Some(Violation::new(
                 Rule::G2,
-                field_path(rjob),
+                rjob.at.field("groupName"),
                 format!("is {field:?} but the annotation {} says {annotation:?}", keys::GROUP_NAME),
                 format!(
                     "set groupName to {annotation:?} (on JobSet v0.9+ it defaults to \"default\") or make the annotation match"

@@ -9,10 +9,6 @@ use crate::views::jobset_view::{JobSetView, ReplicatedJob};
 use crate::views::node_pins::Pin;
 use crate::violation::{Rule, Violation};
 
-fn job_spec_path(rjob: &ReplicatedJob, field: &str) -> String {
-    rjob.at.pod_template().job_spec_field(field)
-}
-
 /// T1: a TPU replicated job uses Indexed completion mode.
 pub fn t1_indexed_completion(plan: &JobSetPlan) -> Vec<Violation> {
     let view = plan.view;
@@ -21,7 +17,7 @@ pub fn t1_indexed_completion(plan: &JobSetPlan) -> Vec<Violation> {
         .map(|(_, r)| {
             Violation::new(
                 Rule::T1,
-                job_spec_path(r, "completionMode"),
+                r.at.pod_template().job_spec_field("completionMode"),
                 format!("is {:?}", r.completion_mode.unwrap_or_default()),
                 "TPU hosts find each other by completion index: remove it or set it to Indexed",
             )
@@ -41,7 +37,7 @@ pub fn t2_all_hosts_at_once(plan: &JobSetPlan) -> Vec<Violation> {
                 let target = slice_hosts(r, settings).unwrap_or(r.parallelism);
                 out.push(Violation::new(
                     Rule::T2,
-                    job_spec_path(r, "completions"),
+                    r.at.pod_template().job_spec_field("completions"),
                     "is not set, and the API server refuses an Indexed Job without it, so no child Job would ever be created",
                     format!("a TPU slice needs every host at once, set completions and parallelism to {target}"),
                 ));
@@ -54,7 +50,7 @@ pub fn t2_all_hosts_at_once(plan: &JobSetPlan) -> Vec<Violation> {
         let target = slice_hosts(r, settings).unwrap_or(completions);
         out.push(Violation::new(
             Rule::T2,
-            job_spec_path(r, "parallelism"),
+            r.at.pod_template().job_spec_field("parallelism"),
             format!("is {} but completions is {completions}", r.parallelism),
             format!("a TPU slice needs every host at once, set both to {target}"),
         ));
@@ -160,11 +156,10 @@ pub fn t4_topology_fits_the_slice(plan: &JobSetPlan) -> Vec<Violation> {
             .iter()
             .filter_map(|c| c.tpu_chips.as_ref().err())
             .map(|e| {
-                let (path, problem) = e.path_and_problem();
                 Violation::new(
                     Rule::T4,
-                    path,
-                    problem,
+                    e.path().unwrap_or_default(),
+                    e.problem(),
                     "ask for a whole number of chips: the chips of one host, for example 4",
                 )
             })
@@ -248,7 +243,7 @@ fn check_slice(r: &ReplicatedJob, acc: &Accelerator, topology: &Pin) -> Option<V
         }
         Misfit::Hosts { hosts } => Violation::new(
             Rule::T4,
-            job_spec_path(r, "parallelism"),
+            r.at.pod_template().job_spec_field("parallelism"),
             format!(
                 "is {} but a {} {} slice with {per_pod} chips per pod has {hosts} hosts",
                 r.parallelism, acc.name, topology.value
@@ -314,7 +309,7 @@ fn no_slice_fits(r: &ReplicatedJob, settings: &Settings) -> Violation {
     };
     Violation::new(
         Rule::T4,
-        job_spec_path(r, "parallelism"),
+        r.at.pod_template().job_spec_field("parallelism"),
         format!(
             "is {}, and {what} with {per_pod} chips per pod has {} hosts, so no Kueue flavour can ever run it",
             r.parallelism, r.parallelism

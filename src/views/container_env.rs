@@ -6,7 +6,8 @@
 //!
 //! It only reads, so pod admission, the env merge and the CREATE warnings all use it.
 use crate::error::InputError;
-use crate::json::{self, field, Lazy, Object, PathLike};
+use crate::json::{self, field, Object};
+use crate::paths::{Lazy, PathLike};
 use serde_json::Value;
 
 /// A variable the policy wants in a container, with the value it computed.

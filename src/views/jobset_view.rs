@@ -2,10 +2,11 @@
 //! read naming its JSON path. Nothing reads the raw JobSet again once the view is built.
 use crate::affinity_mark::AffinityMark;
 use crate::error::InputError;
-use crate::json::{self, join, map_str, Lazy, Object, PathLike};
+use crate::json::{self, join, map_str, Object};
 use crate::keys;
 use crate::names;
 use crate::paths::ReplicatedJobAt;
+use crate::paths::{Lazy, PathLike};
 use crate::views::node_pins::{self, OwnTerm, Pin};
 use crate::views::pod_spec;
 use crate::views::pod_template::{required, PodTemplateView};

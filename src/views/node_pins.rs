@@ -2,9 +2,10 @@
 //! of the JobSet view: it is read once, with the pod template.
 use crate::affinity_mark::AffinityMark;
 use crate::error::InputError;
-use crate::json::{self, Lazy, Object, PathLike};
+use crate::json::{self, Object};
 use crate::keys;
 use crate::paths::SpecAt;
+use crate::paths::{Lazy, PathLike};
 use serde_json::Value;
 
 const REQUIRED: &str = "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution";

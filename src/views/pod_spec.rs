@@ -1,8 +1,9 @@
 //! Containers of a pod spec, and the TPU chips they ask for (SPEC §3). Shared by the JobSet
 //! view (pod templates) and pod admission.
 use crate::error::InputError;
-use crate::json::{self, field, join, Lazy, Object, PathLike};
+use crate::json::{self, field, join, Object};
 use crate::paths::SpecAt;
+use crate::paths::{Lazy, PathLike};
 use crate::quantity;
 use crate::views::container_env::{self, EnvEntry, UserEntry};
 use serde_json::Value;
@@ -113,7 +114,7 @@ pub fn chips_per_pod(containers: &[ContainerView], at: SpecAt) -> Result<u32, In
         .filter(|c| c.list == "containers")
         .filter_map(|c| c.tpu_chips.as_ref().ok())
         .try_fold(0u32, |sum, chips| {
-            crate::error::checked_add(sum, *chips, &at.field("containers"))
+            crate::error::checked_add(sum, *chips, Lazy(move || at.field("containers")))
         })
 }
 

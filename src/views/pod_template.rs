@@ -2,7 +2,8 @@
 //! metadata, how its pods resolve names, and its containers with their env. One parse for both
 //! kinds; each kind reads its own extras from the pod spec this returns beside the view.
 use crate::error::InputError;
-use crate::json::{self, join, map_str, Lazy, Object, PathLike};
+use crate::json::{self, join, map_str, Object};
+use crate::paths::{Lazy, PathLike};
 use crate::paths::{SpecAt, TemplateAt};
 use crate::views::pod_spec::{self, ContainerView};
 

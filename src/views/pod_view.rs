@@ -3,8 +3,9 @@
 //! policy's, so a pod outside any JobSet never pays for it.
 use crate::error::InputError;
 use crate::facts::Facts;
-use crate::json::{self, map_str, Lazy, Object};
+use crate::json::{self, map_str, Object};
 use crate::keys;
+use crate::paths::Lazy;
 use crate::paths::SpecAt;
 use crate::views::pod_spec::{self, ContainerView};
 use serde_json::Value;
