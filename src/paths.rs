@@ -24,7 +24,11 @@ impl PathLike for &String {
 /// `(parent, key)`: the path `parent.key`.
 impl PathLike for (&str, &str) {
     fn render(self) -> String {
-        crate::json::join(self.0, self.1)
+        if self.0.is_empty() {
+            self.1.to_string()
+        } else {
+            format!("{}.{}", self.0, self.1)
+        }
     }
 }
 
