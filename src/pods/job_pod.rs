@@ -76,7 +76,7 @@ pub fn plan(pod: &PodView, job: &JobFacts, settings: &Settings) -> Result<PodPla
     }
     let name = pod.job_name();
     let index = pod.controller_count(keys::COMPLETION_INDEX)?;
-    let pod_subdomain = pod.subdomain()?;
+    let pod_subdomain = pod.subdomain;
     let subdomain = pod.facts.subdomain.as_deref().or(pod_subdomain);
     let (Some(name), Some(completion_index), Some(subdomain)) = (name, index, subdomain) else {
         return Ok(PodPlan::unchanged(format!(
@@ -85,7 +85,7 @@ pub fn plan(pod: &PodView, job: &JobFacts, settings: &Settings) -> Result<PodPla
             keys::COMPLETION_INDEX
         )));
     };
-    let containers = pod.containers()?;
+    let containers = &pod.containers;
     let place = JobPlace {
         job: name,
         subdomain,

@@ -21,7 +21,7 @@ pub fn plan(pod: &PodView, jobset: &str, settings: &Settings) -> Result<PodPlan,
             keys::JOB_INDEX
         )));
     };
-    let pod_subdomain = pod.subdomain()?;
+    let pod_subdomain = pod.subdomain;
     let place = PodPlace {
         jobset,
         replicated_job,
@@ -37,7 +37,7 @@ pub fn plan(pod: &PodView, jobset: &str, settings: &Settings) -> Result<PodPlan,
             .or(pod_subdomain)
             .unwrap_or(jobset),
     };
-    let containers = pod.containers()?;
+    let containers = &pod.containers;
     let mut warnings = Vec::new();
 
     let metadata_adds = group_metadata::missing(pod, &place, &mut warnings)?;

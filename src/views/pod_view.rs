@@ -5,8 +5,7 @@ use crate::error::InputError;
 use crate::facts::Facts;
 use crate::json::{self, map_str, Object};
 use crate::keys;
-use crate::paths::Lazy;
-use crate::paths::SpecAt;
+use crate::paths::{Lazy, SpecAt};
 use crate::views::pod_spec::{self, ContainerView};
 use serde_json::Value;
 
@@ -18,13 +17,11 @@ pub struct PodView<'a> {
     pub facts: Facts,
     /// The Job named by the pod's controller owner reference.
     owning_job: Option<&'a str>,
-    /// `spec.subdomain`, when set and not empty. A malformed one is kept as its error, which
-    /// only a pod whose env needs the subdomain reports, in the order the reads were made
-    /// before the view existed.
-    subdomain: Result<Option<&'a str>, InputError>,
-    /// The containers; a malformed one, or a TPU quantity that does not parse, is kept as its
-    /// error for the same reason (pod admission has no rule to report it under).
-    containers: Result<Vec<ContainerView<'a>>, InputError>,
+    /// `spec.subdomain`, when set and not empty.
+    pub subdomain: Option<&'a str>,
+    /// The containers. A TPU quantity that does not parse is bad input here: pod admission has
+    /// no rule to report it under.
+    pub containers: Vec<ContainerView<'a>>,
 }
 
 impl<'a> PodView<'a> {
@@ -50,10 +47,12 @@ impl<'a> PodView<'a> {
             annotations,
             facts,
             owning_job: metadata.and_then(owning_job),
-            subdomain: json::opt_str(spec, "subdomain", "spec")
-                .map(|s| s.filter(|s| !s.is_empty())),
-            containers: pod_spec::containers(spec, SpecAt::Pod, tpu_resource)
-                .and_then(pod_spec::require_valid_chips),
+            subdomain: json::opt_str(spec, "subdomain", "spec")?.filter(|s| !s.is_empty()),
+            containers: pod_spec::require_valid_chips(pod_spec::containers(
+                spec,
+                SpecAt::Pod,
+                tpu_resource,
+            )?)?,
         })
     }
 
@@ -93,14 +92,6 @@ impl<'a> PodView<'a> {
             self.annotations
         };
         map_str(own, key)
-    }
-
-    pub fn subdomain(&self) -> Result<Option<&'a str>, InputError> {
-        self.subdomain.clone()
-    }
-
-    pub fn containers(&self) -> Result<&[ContainerView<'a>], InputError> {
-        self.containers.as_deref().map_err(Clone::clone)
     }
 }
 
