@@ -1,3 +1,16 @@
+# Which requests reach the webhook under these matchConditions is asserted by the cluster test
+# (cluster/tests/cluster/match_conditions.rs), with a real API server evaluating them. This
+# test stays for what that one cannot show:
+# - that the policy itself accepts, with no patch, every request the conditions skip, under
+#   each manifest's settings (kwctl or the waPC harness): skipping loses nothing. The API server
+#   never sends a skipped request, so the cluster test cannot ask the policy about it;
+# - a DELETE (no object): no rule binds it, so the API server never evaluates the conditions
+#   for one; here they are shown false there, not an error, should a rule ever bind it;
+# - request shapes the cluster test does not send: an empty label or annotation map beside a
+#   missing one, the opt-in spelled "True" or "false", a JobSet's child Job UPDATE;
+# - the manifests agreeing: the same conditions in the cluster-wide and namespaced examples,
+#   timeoutSeconds in (2, 30], and the rules of policy-metadata.yml;
+# and it runs in `make e2e-tests`, with no Go toolchain and no control plane.
 """The matchConditions of the example policy manifests, evaluated by a real CEL evaluator
 (the `cel` package: bindings of the Rust `cel` crate) with the variables the API server gives
 a webhook's matchConditions (`request`, `object`, `oldObject`), on the requests it would send.

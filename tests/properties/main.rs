@@ -169,7 +169,7 @@ proptest! {
         settings in 0..SETTINGS.len(),
     ) {
         let settings: Value = serde_json::from_str(SETTINGS[settings]).unwrap();
-        let result = gen::jobs::check_job(&admit_native, &shape, &settings);
+        let result = gen::jobs::check_job(&admit_native, &shape, &shape.settings(&settings));
         prop_assert!(result.is_ok(), "{}", result.unwrap_err());
     }
 }

@@ -59,7 +59,7 @@ proptest! {
     #[test]
     fn job_invariants_through_the_module(shape in gen::jobs::job_shape(), never in any::<bool>()) {
         let settings = if never { serde_json::json!({"jaxEnv": "never"}) } else { serde_json::json!({}) };
-        let result = gen::jobs::check_job(&admit_wasm, &shape, &settings);
+        let result = gen::jobs::check_job(&admit_wasm, &shape, &shape.settings(&settings));
         prop_assert!(result.is_ok(), "{}", result.unwrap_err());
     }
 }

@@ -1,6 +1,7 @@
 //! Controller simulation: admit each fixture JobSet, build every pod as the JobSet and Job
 //! controllers would, admit it, resolve its env, and check SPEC §4 across all pods.
 use crate::common::*;
+use multislice_gen::invariants::pod_env_is_exactly;
 use multislice_gen::oracle;
 use multislice_host::controller::{self, JobSetApi};
 use multislice_host::env::{get, resolve};
@@ -135,6 +136,17 @@ fn every_pod_gets_the_spec_values(fixture: &str, api: JobSetApi) {
             p.outcome.warnings
         );
         let want = oracle::expected(jobset, &name, &p.sim.replicated_job, p.sim.job_index);
+        // Every container's whole env, every family, exactly as the oracle has it.
+        let at = oracle::PodAt {
+            rjob: &p.sim.replicated_job,
+            job_index: p.sim.job_index,
+            completion_index: p.sim.completion_index,
+        };
+        let settings = oracle::Settings::from_json(&no_settings());
+        let policy_env = oracle::policy_env(jobset, &name, &settings, at);
+        if let Err(e) = pod_env_is_exactly(&p.pod, &p.sim.object, &policy_env) {
+            panic!("{fixture} {api:?} {}: {e}", p.sim.hostname);
+        }
         for map in ["labels", "annotations"] {
             let m = &p.pod["metadata"][map];
             assert_eq!(

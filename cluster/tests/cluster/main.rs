@@ -4,6 +4,7 @@
 //! `N passed, N failed`. On a failure the control plane's logs are kept.
 mod jax;
 mod kueue;
+mod match_conditions;
 mod node_selector;
 mod placement;
 mod pods;
@@ -68,8 +69,9 @@ impl Report {
     }
 }
 
-/// Which parts run: `CLUSTER_PARTS=shapes,rules,node-selector,match-conditions,unprotected,kueue` (all by default; `kueue`
-/// includes cluster-preview with Kueue), to narrow a run when debugging.
+/// Which parts run: `CLUSTER_PARTS=shapes,rules,match-conditions,node-selector,unprotected,kueue`
+/// (all by default; `kueue` includes cluster-preview with Kueue), to narrow a run when
+/// debugging.
 pub(crate) fn part(name: &str) -> bool {
     std::env::var("CLUSTER_PARTS").map_or(true, |parts| parts.split(',').any(|p| p == name))
 }
@@ -80,9 +82,15 @@ pub(crate) async fn main_async() -> anyhow::Result<bool> {
         passed: 0,
         failed: 0,
     };
-    if ["shapes", "rules", "node-selector", "unprotected"]
-        .iter()
-        .any(|p| part(p))
+    if [
+        "shapes",
+        "rules",
+        "match-conditions",
+        "node-selector",
+        "unprotected",
+    ]
+    .iter()
+    .any(|p| part(p))
     {
         plain_cases(&binaries, &mut report).await?;
     }
@@ -112,6 +120,7 @@ pub(crate) async fn plain_cases(binaries: &Binaries, report: &mut Report) -> any
         policies::namespace(&plane.cluster, namespace, deployment).await?;
     }
     node_selector::namespace(&plane).await?;
+    match_conditions::namespaces(&plane).await?;
     let before = report.failed;
     if part("shapes") {
         match shapes_run(&plane).await {
@@ -147,6 +156,12 @@ pub(crate) async fn plain_cases(binaries: &Binaries, report: &mut Report) -> any
         report.record(
             "a bare queue label defers nothing: the pair refuses by T3 at CREATE, the single policy accepts",
             bare_label(&plane).await,
+        );
+    }
+    if part("match-conditions") {
+        report.record(
+            "the example manifests' matchConditions: exactly the expected requests reach each policy, the real API server judging",
+            match_conditions::requests_that_reach(&plane).await,
         );
     }
     if part("node-selector") {

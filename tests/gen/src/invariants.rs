@@ -101,55 +101,66 @@ pub fn check(
             completion_index: pod.completion_index,
         };
         let policy_env = oracle::policy_env(&served, &name, &oracle_settings, at);
-        for list in ["initContainers", "containers"] {
-            let containers = final_pod["spec"][list]
-                .as_array()
-                .cloned()
-                .unwrap_or_default();
-            let originals = pod.object["spec"][list]
-                .as_array()
-                .cloned()
-                .unwrap_or_default();
-            if containers.len() != originals.len() {
-                return Err(format!("{}: {list} changed in number", pod.hostname));
+        pod_env_is_exactly(&final_pod, &pod.object, &policy_env)
+            .map_err(|e| format!("{}: {e}", pod.hostname))?;
+    }
+    Ok(())
+}
+
+/// Every container of `final_pod` (admitted from `original`, as the Job controller made it)
+/// resolves to exactly the oracle's `policy_env` followed by the container's own entries, and
+/// holds each injected variable once, before its own entries, which are all kept unchanged.
+pub fn pod_env_is_exactly(
+    final_pod: &Value,
+    original: &Value,
+    policy_env: &BTreeMap<String, BTreeMap<String, String>>,
+) -> Result<(), String> {
+    for list in ["initContainers", "containers"] {
+        let containers = final_pod["spec"][list]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let originals = original["spec"][list]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        if containers.len() != originals.len() {
+            return Err(format!("{list} changed in number"));
+        }
+        for (c, original) in containers.iter().zip(&originals) {
+            let injected = &policy_env[c["name"].as_str().unwrap_or("")];
+            let user_entries = oracle::own_entries(original);
+            // The env as SPEC §4 has it: the policy's variables, then the user's own entries.
+            let mut entries: Vec<Value> = injected
+                .iter()
+                .map(|(var, value)| json!({"name": var, "value": value}))
+                .collect();
+            entries.extend(user_entries.iter().cloned());
+            let expected: BTreeMap<String, String> = resolve(final_pod, &json!({"env": entries}))
+                .map_err(|e| e.to_string())?
+                .into_iter()
+                .collect();
+            let got: BTreeMap<String, String> = resolve(final_pod, c)
+                .map_err(|e| e.to_string())?
+                .into_iter()
+                .collect();
+            if got != expected {
+                return Err(format!(
+                    "{}: resolved env {got:?}, expected {expected:?}",
+                    c["name"]
+                ));
             }
-            for (c, original) in containers.iter().zip(&originals) {
-                let injected = &policy_env[c["name"].as_str().unwrap_or("")];
-                let user_entries = oracle::own_entries(original);
-                // The env as SPEC §4 has it: the policy's variables, then the user's own entries.
-                let mut entries: Vec<Value> = injected
-                    .iter()
-                    .map(|(var, value)| json!({"name": var, "value": value}))
-                    .collect();
-                entries.extend(user_entries.iter().cloned());
-                let expected: BTreeMap<String, String> =
-                    resolve(&final_pod, &json!({"env": entries}))
-                        .map_err(|e| e.to_string())?
-                        .into_iter()
-                        .collect();
-                let got: BTreeMap<String, String> = resolve(&final_pod, c)
-                    .map_err(|e| e.to_string())?
-                    .into_iter()
-                    .collect();
-                if got != expected {
-                    return Err(format!(
-                        "{} {}: resolved env {got:?}, expected {expected:?}",
-                        pod.hostname, c["name"]
-                    ));
-                }
-                // Each injected variable once, and the user's entries all still there, after
-                // the injected ones.
-                let entries = c["env"].as_array().cloned().unwrap_or_default();
-                if entries.len() != injected.len() + user_entries.len()
-                    || entries[injected.len()..] != user_entries[..]
-                {
-                    return Err(format!(
-                        "{} {}: env entries {entries:?}, expected {} injected, then the user's {user_entries:?}",
-                        pod.hostname,
-                        c["name"],
-                        injected.len()
-                    ));
-                }
+            // Each injected variable once, and the user's entries all still there, after
+            // the injected ones.
+            let entries = c["env"].as_array().cloned().unwrap_or_default();
+            if entries.len() != injected.len() + user_entries.len()
+                || entries[injected.len()..] != user_entries[..]
+            {
+                return Err(format!(
+                    "{}: env entries {entries:?}, expected {} injected, then the user's {user_entries:?}",
+                    c["name"],
+                    injected.len()
+                ));
             }
         }
     }

@@ -7,6 +7,14 @@ use multislice_host::env::{get, resolve};
 use multislice_host::request::Kind;
 use proptest::prelude::*;
 use serde_json::{json, Value};
+use std::collections::BTreeMap;
+
+/// The JAX env of SPEC §4.6, the only family a plain Job's pods get.
+const JAX: [&str; 3] = [
+    "JAX_COORDINATOR_ADDRESS",
+    "JAX_NUM_PROCESSES",
+    "JAX_PROCESS_ID",
+];
 
 /// The user's own env in each container.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -29,6 +37,30 @@ pub struct JobShape {
     pub tpu_init: bool,
     pub sidecar: bool,
     pub user_env: UserEnv,
+    /// The TPU containers ask for [`crate::OTHER_TPU_RESOURCE`], named by the setting
+    /// `tpuResource` ([`JobShape::settings`]).
+    pub other_resource: bool,
+}
+
+impl JobShape {
+    /// The resource the Job's TPU containers ask for.
+    pub fn tpu_resource(&self) -> &'static str {
+        if self.other_resource {
+            crate::OTHER_TPU_RESOURCE
+        } else {
+            crate::oracle::TPU_RESOURCE
+        }
+    }
+
+    /// `base` with the setting `tpuResource` naming the Job's TPU resource, when that is not
+    /// the default.
+    pub fn settings(&self, base: &Value) -> Value {
+        let mut settings = base.clone();
+        if self.other_resource {
+            settings["tpuResource"] = json!(crate::OTHER_TPU_RESOURCE);
+        }
+        settings
+    }
 }
 
 pub fn job_shape() -> impl Strategy<Value = JobShape> {
@@ -44,23 +76,33 @@ pub fn job_shape() -> impl Strategy<Value = JobShape> {
             Just(UserEnv::FieldRefId),
             Just(UserEnv::Unrelated)
         ],
+        any::<bool>(),
     )
         .prop_map(
-            |(completions, generate_name, tpu_containers, tpu_init, sidecar, user_env)| JobShape {
+            |(
                 completions,
                 generate_name,
                 tpu_containers,
                 tpu_init,
                 sidecar,
                 user_env,
+                other_resource,
+            )| JobShape {
+                completions,
+                generate_name,
+                tpu_containers,
+                tpu_init,
+                sidecar,
+                user_env,
+                other_resource,
             },
         )
 }
 
-fn container(name: &str, tpu: bool, user_env: UserEnv) -> Value {
+fn container(name: &str, tpu: Option<&str>, user_env: UserEnv) -> Value {
     let mut c = json!({"name": name, "image": "python:3.12"});
-    if tpu {
-        c["resources"] = json!({"limits": {"google.com/tpu": "2"}});
+    if let Some(resource) = tpu {
+        c["resources"] = json!({"limits": {resource: "2"}});
     }
     match user_env {
         UserEnv::None => {}
@@ -82,12 +124,12 @@ fn container(name: &str, tpu: bool, user_env: UserEnv) -> Value {
 pub fn build_job(shape: &JobShape) -> Value {
     let mut containers: Vec<Value> = (0..shape.tpu_containers.max(1))
         .map(|k| {
-            let tpu = k < shape.tpu_containers;
+            let tpu = (k < shape.tpu_containers).then(|| shape.tpu_resource());
             container(&format!("main-{k}"), tpu, shape.user_env)
         })
         .collect();
     if shape.sidecar {
-        containers.push(container("sidecar", false, UserEnv::None));
+        containers.push(container("sidecar", None, UserEnv::None));
     }
     let mut spec = json!({
         "subdomain": "svc",
@@ -95,7 +137,11 @@ pub fn build_job(shape: &JobShape) -> Value {
         "containers": containers,
     });
     if shape.tpu_init {
-        spec["initContainers"] = json!([container("warm-up", true, shape.user_env)]);
+        spec["initContainers"] = json!([container(
+            "warm-up",
+            Some(shape.tpu_resource()),
+            shape.user_env
+        )]);
     }
     let name = if shape.generate_name {
         json!({"generateName": "gen-"})
@@ -133,8 +179,12 @@ pub fn check_job(
         .and_then(Value::as_u64)
         .unwrap_or(6666);
     let coordinator = format!("{}.svc:{port}", pods[0].hostname);
-    // TPU containers in SPEC §3 order: containers, then init containers.
-    let n = u32::from(shape.tpu_containers) + u32::from(shape.tpu_init);
+    // TPU containers (of the resource the settings name) in SPEC §3 order: containers, then
+    // init containers.
+    let resource = crate::oracle::Settings::from_json(settings).tpu_resource;
+    let n =
+        crate::oracle::tpu_container_names_of(&job["spec"]["template"]["spec"], &resource).len();
+    let n = u32::try_from(n).map_err(|e| e.to_string())?;
     let per_pod = if n >= 2 { n } else { 1 };
     let total = shape.completions * per_pod;
     let mut ids = Vec::new();
@@ -154,7 +204,7 @@ pub fn check_job(
                 .unwrap_or_default();
             for (c, original) in containers.iter().zip(&originals) {
                 let env = resolve(&final_pod, c).map_err(|e| e.to_string())?;
-                let tpu = c["resources"]["limits"]["google.com/tpu"].is_string();
+                let tpu = crate::oracle::is_tpu_container_of(c, &resource);
                 let process = if n >= 2 {
                     tpu.then(|| {
                         k += 1;
@@ -171,11 +221,7 @@ pub fn check_job(
                         _ => id.to_string(),
                     })
                 };
-                for var in [
-                    "JAX_COORDINATOR_ADDRESS",
-                    "JAX_NUM_PROCESSES",
-                    "JAX_PROCESS_ID",
-                ] {
+                for var in JAX {
                     let user_set = original["env"]
                         .as_array()
                         .is_some_and(|e| e.iter().any(|x| x["name"] == json!(var)));
@@ -193,6 +239,35 @@ pub fn check_job(
                             get(&env, var)
                         ));
                     }
+                }
+                // The whole env, exactly: the JAX env (but what the container sets itself),
+                // then the user's own entries, and nothing else (SPEC §4.6: no other family).
+                let user_entries = crate::oracle::own_entries(original);
+                let injected: BTreeMap<&str, String> = JAX
+                    .iter()
+                    .filter(|var| !user_entries.iter().any(|e| e["name"] == **var))
+                    .filter_map(|&var| Some((var, want(var)?)))
+                    .collect();
+                let mut entries: Vec<Value> = injected
+                    .iter()
+                    .map(|(var, value)| json!({"name": var, "value": value}))
+                    .collect();
+                entries.extend(user_entries.iter().cloned());
+                let expected: BTreeMap<String, String> =
+                    resolve(&final_pod, &json!({"env": entries}))
+                        .map_err(|e| e.to_string())?
+                        .into_iter()
+                        .collect();
+                let got: BTreeMap<String, String> = env.iter().cloned().collect();
+                let raw = c["env"].as_array().cloned().unwrap_or_default();
+                if got != expected
+                    || raw.len() != injected.len() + user_entries.len()
+                    || raw[injected.len()..] != user_entries[..]
+                {
+                    return Err(format!(
+                        "{} {}: env {raw:?} resolves to {got:?}, expected {expected:?} with the user's entries last",
+                        pod.hostname, c["name"]
+                    ));
                 }
                 if let Some(tag) = get(&env, "RANK_TAG") {
                     let expected = match want("JAX_PROCESS_ID") {
