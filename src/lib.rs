@@ -2,11 +2,13 @@
 //! labels and the TPU multislice, TPU host and JAX distributed env, and rejects TPU JobSets
 //! that cannot work. This file only registers the waPC entry points.
 //!
-//! Data flows one way: request → view → plan → patch or rejection. The modules, by layer:
+//! Data flows one way: request → view → plan → patch or rejection. The modules, by layer; a
+//! module names only modules of its own layer and those above it here
+//! (`tests/native/source_tree.rs` holds the table):
 
-// Foundations: typed errors with JSON paths, JSON reads, quantities, every key and env name,
-// the names the controllers generate, and the facts annotation that JobSet admission hands to
-// pod admission.
+// Foundations: typed errors, typed paths rendered only for messages, JSON reads, quantities,
+// every key and env name, the names the controllers generate, typo distance, and the facts
+// annotation that JobSet admission hands to pod admission.
 pub mod affinity_mark;
 pub mod error;
 pub mod facts;
@@ -25,8 +27,8 @@ pub mod slice_fit;
 // Views: read-only, typed views over the raw JobSet, Job, pod and pod spec.
 pub mod views;
 
-// Plans: pure functions of the views. The JobSet's groups and the facts for its pods, and an
-// opted-in Job's; node placement, and the slice shapes a queued JobSet is narrowed to; the
+// Plans: pure functions of the views. One plan per JobSet request (its groups) and the facts
+// for its pods, and an opted-in Job's; node placement, and the slice shapes a queued JobSet is narrowed to; the
 // validation rules and their violations; each pod's env and metadata.
 pub mod groups;
 pub mod job_plan;
