@@ -141,7 +141,7 @@ pub const ENV_JAX_NUM_PROCESSES: &str = "JAX_NUM_PROCESSES";
 pub const ENV_JAX_PROCESS_ID: &str = "JAX_PROCESS_ID";
 
 /// Every variable the policy may inject, in the order the families write them. The test host
-/// keeps its own copy (`multislice_host::invariants::POLICY_ENV`), and a test holds the two
+/// keeps its own copy (`multislice_host::judges::POLICY_ENV`), and a test holds the two
 /// equal.
 pub const POLICY_ENV: [&str; 12] = [
     ENV_NUM_SLICES,

@@ -24,13 +24,6 @@ pub mod webhook_server;
 
 pub use runner::{Instance, Outcome, Policy, SettingsOutcome};
 
-/// The old names of [`runner`] and [`judges`], for `tests/gen` and `tests/native`, which are
-/// being changed in another branch at the same time; drop once they use the new names.
-#[doc(hidden)]
-pub use judges as invariants;
-#[doc(hidden)]
-pub use runner as host;
-
 use std::path::PathBuf;
 
 /// The workspace root (where `policy.wasm` and `test_data/` live): the nearest folder with

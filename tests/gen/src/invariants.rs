@@ -3,9 +3,9 @@
 use crate::oracle;
 use multislice_host::controller::{self, as_served, JobSetApi};
 use multislice_host::env::resolve;
-use multislice_host::host::{apply, diff};
-use multislice_host::invariants::{disallowed_ops, nothing_lost};
+use multislice_host::judges::{disallowed_ops, nothing_lost};
 use multislice_host::request::{admission_request, Kind};
+use multislice_host::runner::{apply, diff};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
