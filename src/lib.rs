@@ -36,6 +36,7 @@ pub mod jobset_plan;
 pub mod narrowing;
 pub mod placement;
 pub mod pods;
+pub mod queue_fit;
 pub mod rules;
 pub mod violation;
 

@@ -36,6 +36,16 @@ impl Role {
     }
 }
 
+/// Whether JobSet CREATE looks up the JobSet's Kueue queue (SPEC §8 `queueCheck`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QueueCheck {
+    Off,
+    /// Accept, with a warning, a JobSet that no flavour of its queue fits.
+    Warn,
+    /// Refuse it.
+    Refuse,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Settings {
     pub multislice_env: bool,
@@ -54,6 +64,8 @@ pub struct Settings {
     pub role: Role,
     /// Narrow queued TPU JobSets to the slice shapes that fit them (SPEC §4.7).
     pub narrow_queued_jobsets: bool,
+    /// Look up the queue of a queued TPU JobSet at CREATE (context-aware; off by default).
+    pub queue_check: QueueCheck,
 }
 
 impl Default for Settings {
@@ -73,12 +85,13 @@ impl Default for Settings {
             reject_unknown_accelerators: false,
             role: Role::Both,
             narrow_queued_jobsets: true,
+            queue_check: QueueCheck::Off,
         }
     }
 }
 
 /// Every settings key, as users write it.
-pub const KEYS: [&str; 14] = [
+pub const KEYS: [&str; 15] = [
     "multisliceEnv",
     "tpuWorkerEnv",
     "jaxEnv",
@@ -93,6 +106,7 @@ pub const KEYS: [&str; 14] = [
     "rejectUnknownAccelerators",
     "role",
     "narrowQueuedJobSets",
+    "queueCheck",
 ];
 
 impl Settings {
@@ -127,6 +141,7 @@ impl Settings {
                 "rejectUnknownAccelerators" => read(&mut s.reject_unknown_accelerators, key, v, e),
                 "role" => read_choice(&mut s.role, (key, v), &ROLE_CHOICES, e),
                 "narrowQueuedJobSets" => read(&mut s.narrow_queued_jobsets, key, v, e),
+                "queueCheck" => read_choice(&mut s.queue_check, (key, v), &QUEUE_CHECK_CHOICES, e),
                 unknown => errors.push(unknown_key_message(unknown)),
             }
         }
@@ -232,6 +247,12 @@ const ROLE_CHOICES: [(&str, Role); 3] = [
     ("both", Role::Both),
     ("mutate", Role::Mutate),
     ("validate", Role::Validate),
+];
+
+const QUEUE_CHECK_CHOICES: [(&str, QueueCheck); 3] = [
+    ("off", QueueCheck::Off),
+    ("warn", QueueCheck::Warn),
+    ("refuse", QueueCheck::Refuse),
 ];
 
 fn read_port(slot: &mut u16, key: &str, v: &Value, errors: &mut Vec<String>) {

@@ -24,6 +24,8 @@ pub enum Rule {
     J2,
     J3,
     J4,
+    /// The JobSet's Kueue queue has no flavour where it fits (setting `queueCheck: refuse`).
+    Q1,
 }
 
 impl fmt::Display for Rule {

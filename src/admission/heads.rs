@@ -21,6 +21,9 @@ pub(super) struct RequestHead<'a> {
     pub(super) kind: Kind<'a>,
     #[serde(borrow, default)]
     pub(super) operation: Cow<'a, str>,
+    /// The object's namespace: where its Kueue LocalQueue is.
+    #[serde(borrow, default)]
+    pub(super) namespace: Cow<'a, str>,
     #[serde(borrow, default)]
     pub(super) object: Option<&'a RawValue>,
     #[serde(borrow, default)]

@@ -1,6 +1,7 @@
 //! JobSets (SPEC §5, §6): JobSet CREATE is judged and stamped; JobSet UPDATE is judged on
 //! what it changed.
 use super::contradictions;
+use super::queue_lookup::{self, ClusterReader};
 use super::references;
 use super::verdict::{rejection, Verdict};
 use crate::error::InputError;
@@ -8,8 +9,9 @@ use crate::groups;
 use crate::jobset_plan::JobSetPlan;
 use crate::mutate;
 use crate::narrowing;
+use crate::queue_fit;
 use crate::rules::{self, Findings, Moment};
-use crate::settings::Settings;
+use crate::settings::{QueueCheck, Settings};
 use crate::views::jobset_view::JobSetView;
 use crate::violation::Violation;
 use serde_json::Value;
@@ -20,13 +22,19 @@ use serde_json::Value;
 /// warning that says so. The role decides
 /// which half runs (SPEC §5): `mutate` stamps and judges nothing, `validate` judges and stamps
 /// nothing, `both` does both.
-pub(super) fn admit_create(mut object: Value, settings: &Settings) -> Result<Verdict, InputError> {
+pub(super) fn admit_create(
+    mut object: Value,
+    settings: &Settings,
+    cluster: &Cluster,
+) -> Result<Verdict, InputError> {
     let role = settings.role;
     let (changes, warnings) = {
         let view = JobSetView::parse(&object, &settings.tpu_resource)?;
         let plan = JobSetPlan::new(&view, settings);
         let findings = if role.judges() {
-            rules::judge(&plan, Moment::Create)?
+            let mut findings = rules::judge(&plan, Moment::Create)?;
+            check_queue(&plan, cluster, &mut findings);
+            findings
         } else {
             rules::check_input(&plan)?;
             Findings::default()
@@ -67,6 +75,50 @@ pub(super) fn admit_create(mut object: Value, settings: &Settings) -> Result<Ver
     mutate::stamp_jobset::apply(&mut object, stamps);
     mutate::affinity::apply(&mut object, narrowings);
     Ok(Verdict::with(Some(object), warnings))
+}
+
+/// Where the request's JobSet lives, and how to read the cluster's objects.
+pub(super) struct Cluster<'a> {
+    pub namespace: &'a str,
+    pub reader: &'a dyn ClusterReader,
+}
+
+/// The queue check (SPEC §8 `queueCheck`), where it applies: at CREATE of a TPU JobSet the
+/// policy judges, that names a queue and waits in it. A running JobSet is never looked up.
+fn check_queue(plan: &JobSetPlan, cluster: &Cluster, findings: &mut Findings) {
+    let settings = plan.settings;
+    let Some(queue) = plan.view.queue else { return };
+    let applies = settings.queue_check != QueueCheck::Off
+        && rules::judged(plan)
+        && plan.view.tpu_jobs().next().is_some()
+        && rules::deferred(plan.view, Moment::Create, settings.role);
+    if !applies {
+        return;
+    }
+    let found = queue_lookup::look_up(
+        cluster.reader,
+        cluster.namespace,
+        queue.name,
+        &settings.tpu_resource,
+    );
+    let judged = match found {
+        Ok(q) => queue_fit::judge(plan, &q),
+        Err(why) => {
+            findings.warnings.push(format!(
+                "{}: queue {:?} was not checked: {why}",
+                queue.path(),
+                queue.name
+            ));
+            return;
+        }
+    };
+    findings.warnings.extend(judged.warnings);
+    match settings.queue_check {
+        QueueCheck::Refuse => findings.violations.extend(judged.violations),
+        _ => findings
+            .warnings
+            .extend(judged.violations.iter().map(ToString::to_string)),
+    }
 }
 
 fn findings_of(

@@ -6,6 +6,7 @@ mod heads;
 mod job;
 mod jobset;
 mod pod;
+pub mod queue_lookup;
 mod references;
 mod verdict;
 
@@ -15,6 +16,7 @@ use crate::error::InputError;
 use crate::settings::{Role, Settings};
 use heads::{Envelope, RequestHead};
 use kubewarden_policy_sdk::settings::SettingsValidationResponse;
+use queue_lookup::ClusterReader;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
@@ -82,8 +84,14 @@ pub fn validate(payload: &[u8]) -> Result<Vec<u8>, serde_json::Error> {
     Ok(out)
 }
 
-/// Evaluates one `validate` payload. Never panics on any input: every problem is a verdict.
+/// Evaluates one `validate` payload, reading cluster objects through the host's capabilities.
+/// Never panics on any input: every problem is a verdict.
 pub fn evaluate(payload: &[u8]) -> Verdict {
+    evaluate_with(payload, &queue_lookup::HostCapabilities)
+}
+
+/// [`evaluate`], reading cluster objects through `reader`.
+pub fn evaluate_with(payload: &[u8], reader: &dyn ClusterReader) -> Verdict {
     let envelope: Envelope = match serde_json::from_slice(payload) {
         Ok(e) => e,
         Err(e) if e.is_data() => return InputError::NotARequest(e.to_string()).into(),
@@ -126,7 +134,13 @@ pub fn evaluate(payload: &[u8]) -> Verdict {
     };
     let result = match route {
         Route::PodCreate => pod::admit(object, &settings),
-        Route::JobSetCreate => jobset::admit_create(object, &settings),
+        Route::JobSetCreate => {
+            let cluster = jobset::Cluster {
+                namespace: &request.namespace,
+                reader,
+            };
+            jobset::admit_create(object, &settings, &cluster)
+        }
         Route::JobSetUpdate => Ok(jobset::admit_update(&object, old().as_ref(), &settings)),
         Route::JobCreate => job::admit_create(object, &settings),
         Route::JobUpdate => Ok(job::admit_update(&object, old().as_ref(), &settings)),

@@ -111,7 +111,7 @@ pub fn judged(plan: &JobSetPlan) -> bool {
 /// `validate` sees the stored object, where Kueue's `suspend` already is: a queue label that
 /// no Kueue acted on defers nothing there. At an UPDATE the unsuspending change is judged.
 pub fn deferred(view: &JobSetView, moment: Moment, role: Role) -> bool {
-    view.suspend || (moment == Moment::Create && role == Role::Both && view.queued)
+    view.suspend || (moment == Moment::Create && role == Role::Both && view.queued())
 }
 
 /// The input errors of a JobSet the policy serves: a coordinator that names no pod. Every role

@@ -21,11 +21,25 @@ pub struct JobSetView<'a> {
     pub subdomain: Option<&'a str>,
     pub enable_dns_hostnames: Option<bool>,
     pub suspend: bool,
-    /// Carries Kueue's queue name (label, or annotation on older Kueue): Kueue's webhook,
-    /// which runs after this policy, suspends it (SPEC §2 "Admission order").
-    pub queued: bool,
+    /// Kueue's queue name (label, else the annotation of older Kueue): Kueue's webhook, which
+    /// runs after a mutating policy, suspends the JobSet (SPEC §5).
+    pub queue: Option<QueueName<'a>>,
     pub coordinator: Option<CoordinatorRef<'a>>,
     pub replicated_jobs: Vec<ReplicatedJob<'a>>,
+}
+
+/// Kueue's queue name, and the map it was found in (`labels`, else `annotations`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueueName<'a> {
+    pub map: &'static str,
+    pub name: &'a str,
+}
+
+impl QueueName<'_> {
+    /// `metadata.<map>["kueue.x-k8s.io/queue-name"]`, for messages.
+    pub fn path(&self) -> String {
+        format!("metadata.{}[{:?}]", self.map, keys::KUEUE_QUEUE_NAME)
+    }
 }
 
 /// `spec.coordinator`: the pod the controller names in `jobset.sigs.k8s.io/coordinator`.
@@ -112,9 +126,12 @@ impl<'a> JobSetView<'a> {
             ),
             None => ("", None, None),
         };
-        let queued = [labels, annotations]
-            .iter()
-            .any(|m| m.is_some_and(|m| m.contains_key(keys::KUEUE_QUEUE_NAME)));
+        let queue = [("labels", labels), ("annotations", annotations)]
+            .into_iter()
+            .find_map(|(map, m)| {
+                let name = map_str(m, keys::KUEUE_QUEUE_NAME)?;
+                Some(QueueName { map, name })
+            });
         let spec = json::opt_object(root, "spec", "")?.ok_or(InputError::Missing {
             path: "spec".into(),
         })?;
@@ -145,7 +162,7 @@ impl<'a> JobSetView<'a> {
             subdomain,
             enable_dns_hostnames,
             suspend,
-            queued,
+            queue,
             coordinator,
             replicated_jobs,
         })
@@ -157,6 +174,11 @@ impl<'a> JobSetView<'a> {
             .iter()
             .enumerate()
             .filter(|(_, r)| r.is_tpu())
+    }
+
+    /// Whether it names a Kueue queue.
+    pub fn queued(&self) -> bool {
+        self.queue.is_some()
     }
 
     pub fn replicated_job(&self, name: &str) -> Option<&ReplicatedJob<'a>> {

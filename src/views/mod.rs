@@ -3,6 +3,7 @@
 pub mod container_env;
 pub mod job_view;
 pub mod jobset_view;
+pub mod kueue_queue;
 pub mod node_pins;
 pub mod pod_spec;
 pub mod pod_template;

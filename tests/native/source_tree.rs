@@ -394,6 +394,7 @@ const LAYERS: [(&str, &[&str]); 6] = [
             "jobset_plan",
             "narrowing",
             "placement",
+            "queue_fit",
             "pods",
             "rules",
             "violation",

@@ -1,0 +1,248 @@
+//! The queue check's verdict (SPEC §8 `queueCheck`): which flavours of the JobSet's Kueue queue
+//! each TPU replicated job fits, read as Kueue's flavour assigner reads them. Kueue compares a
+//! pod set's node selection with a flavour's node labels, on the label keys that the flavours
+//! of the resource group carry. A replicated job fits a flavour when one of the slice shapes of
+//! §4.7 that fit it has the flavour's accelerator and topology.
+use crate::affinity_mark::Pairs;
+use crate::jobset_plan::JobSetPlan;
+use crate::narrowing::{self, Shapes};
+use crate::views::jobset_view::ReplicatedJob;
+use crate::views::kueue_queue::Flavour;
+use crate::violation::{Rule, Violation};
+
+/// The queue as the lookup found it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Queue {
+    pub namespace: String,
+    pub local_queue: String,
+    pub cluster_queue: String,
+    /// The flavours of the resource group that covers the TPU resource; `None` when no group
+    /// covers it.
+    pub flavours: Option<Vec<Flavour>>,
+}
+
+/// What the check found: a refusal (under `warn`, the same text as a warning), and warnings.
+#[derive(Debug, Default, PartialEq)]
+pub struct QueueFindings {
+    pub violations: Vec<Violation>,
+    pub warnings: Vec<String>,
+}
+
+/// Where the JobSet names its queue, for messages.
+fn queue_path(plan: &JobSetPlan) -> String {
+    plan.view.queue.map(|q| q.path()).unwrap_or_default()
+}
+
+/// `"v6e-2x4" (tpu-v6e-slice 2x4)`, with what the flavour leaves unlabelled.
+fn describe_flavour(f: &Flavour, accelerator: &str, topology: &str) -> String {
+    let get = |key: &str, what: &str| {
+        f.labels
+            .get(key)
+            .cloned()
+            .unwrap_or_else(|| format!("no {what} label"))
+    };
+    format!(
+        "{:?} ({} {})",
+        f.name,
+        get(accelerator, "accelerator"),
+        get(topology, "topology")
+    )
+}
+
+/// Whether `rjob`, whose shapes are `pairs`, fits the flavour, on the keys the group carries.
+fn fits(f: &Flavour, pairs: &Pairs, keys: (&str, &str), acc_carried: bool) -> bool {
+    let (acc_key, topo_key) = keys;
+    let Some(topology) = f.labels.get(topo_key) else {
+        return false;
+    };
+    let accelerator = f.labels.get(acc_key);
+    if acc_carried && accelerator.is_none() {
+        return false;
+    }
+    pairs.iter().any(|(acc, topologies)| {
+        topologies.contains(topology) && (!acc_carried || accelerator == Some(acc))
+    })
+}
+
+/// The findings for a queued TPU JobSet and its queue.
+pub fn judge(plan: &JobSetPlan, queue: &Queue) -> QueueFindings {
+    let settings = plan.settings;
+    let mut out = QueueFindings::default();
+    let named = format!(
+        "queue {:?} (ClusterQueue {:?})",
+        format!("{}/{}", queue.namespace, queue.local_queue),
+        queue.cluster_queue
+    );
+    let Some(flavours) = &queue.flavours else {
+        out.violations.push(Violation::new(
+            Rule::Q1,
+            queue_path(plan),
+            format!(
+                "names {named}, which has no resource group for {}, so Kueue would never admit it",
+                settings.tpu_resource
+            ),
+            format!(
+                "submit it to a queue whose ClusterQueue covers {}",
+                settings.tpu_resource
+            ),
+        ));
+        return out;
+    };
+    let (acc_key, topo_key) = (
+        settings.accelerator_label.as_str(),
+        settings.topology_label.as_str(),
+    );
+    let carried = |key: &str| flavours.iter().any(|f| f.labels.contains_key(key));
+    if !carried(topo_key) {
+        out.warnings.push(format!(
+            "{}: {named}: its flavours for {} carry no {topo_key} label, so Kueue does not tell slice shapes apart there and the policy could not check that the JobSet fits; every flavour counts as possible",
+            queue_path(plan),
+            settings.tpu_resource
+        ));
+        return out;
+    }
+    let acc_carried = carried(acc_key);
+    let shown = |fs: &[&Flavour]| {
+        fs.iter()
+            .map(|f| describe_flavour(f, acc_key, topo_key))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    for rjob in plan.view.replicated_jobs.iter().filter(|r| r.is_tpu()) {
+        let pairs = match &plan.shapes().own[rjob.index] {
+            Some(Shapes::Fixed(p) | Shapes::Open(p)) => p,
+            _ => continue,
+        };
+        let (fit, misfit): (Vec<&Flavour>, Vec<&Flavour>) = flavours
+            .iter()
+            .partition(|f| fits(f, pairs, (acc_key, topo_key), acc_carried));
+        if fit.is_empty() {
+            out.violations
+                .push(no_flavour_fits(plan, rjob, pairs, &named, &shown(&misfit)));
+        } else if !misfit.is_empty() {
+            out.warnings.push(format!(
+                "{}: {named}: replicated job {:?} fits only {}; Kueue will skip {} for it",
+                queue_path(plan),
+                rjob.name,
+                shown(&fit),
+                shown(&misfit)
+            ));
+        }
+    }
+    out
+}
+
+fn no_flavour_fits(
+    plan: &JobSetPlan,
+    rjob: &ReplicatedJob,
+    pairs: &Pairs,
+    named: &str,
+    flavours: &str,
+) -> Violation {
+    let needs = if pairs.is_empty() {
+        "no slice of the accelerator table".to_string()
+    } else {
+        narrowing::describe(pairs)
+    };
+    Violation::new(
+        Rule::Q1,
+        queue_path(plan),
+        format!(
+            "names {named}, where replicated job {:?} fits no flavour of {}: {flavours}; it needs a slice of {} hosts with {} chips per pod: {needs}, so Kueue would never admit it",
+            rjob.name,
+            plan.settings.tpu_resource,
+            rjob.parallelism,
+            rjob.chips_per_pod,
+        ),
+        "submit it to a queue with a flavour of one of those shapes, or add such a flavour to the ClusterQueue",
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::settings::Settings;
+    use crate::views::jobset_view::JobSetView;
+    use serde_json::json;
+
+    const ACC: &str = "cloud.google.com/gke-tpu-accelerator";
+    const TOPO: &str = "cloud.google.com/gke-tpu-topology";
+
+    fn flavour(name: &str, labels: &[(&str, &str)]) -> Flavour {
+        Flavour {
+            name: name.into(),
+            labels: labels
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        }
+    }
+
+    fn judged(flavours: Option<Vec<Flavour>>) -> QueueFindings {
+        let js = json!({"metadata": {"labels": {"kueue.x-k8s.io/queue-name": "q"}}, "spec": {
+            "suspend": true,
+            "replicatedJobs": [{"name": "w", "replicas": 1, "template": {"spec": {
+                "parallelism": 4, "completions": 4,
+                "template": {"spec": {"nodeSelector": {ACC: "tpu-v6e-slice"},
+                    "containers": [{"name": "c", "resources": {"limits": {"google.com/tpu": 4}}}]}}}}}]}});
+        let view = JobSetView::parse(&js, "google.com/tpu").unwrap();
+        let settings = Settings::default();
+        let plan = JobSetPlan::new(&view, &settings);
+        let queue = Queue {
+            namespace: "ns".into(),
+            local_queue: "q".into(),
+            cluster_queue: "cq".into(),
+            flavours,
+        };
+        judge(&plan, &queue)
+    }
+
+    #[test]
+    fn no_fitting_flavour_is_a_q1_naming_each_flavour_and_the_shapes_needed() {
+        let got = judged(Some(vec![
+            flavour("a", &[(ACC, "tpu-v6e-slice"), (TOPO, "2x4")]),
+            flavour("b", &[(ACC, "tpu-v5p-slice"), (TOPO, "4x4")]),
+            flavour("c", &[(ACC, "tpu-v6e-slice")]),
+        ]));
+        assert_eq!(got.warnings, Vec::<String>::new());
+        assert_eq!(
+            got.violations.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            vec!["[Q1] metadata.labels[\"kueue.x-k8s.io/queue-name\"]: names queue \"ns/q\" (ClusterQueue \"cq\"), where replicated job \"w\" fits no flavour of google.com/tpu: \"a\" (tpu-v6e-slice 2x4), \"b\" (tpu-v5p-slice 4x4), \"c\" (tpu-v6e-slice no topology label); it needs a slice of 4 hosts with 4 chips per pod: tpu-v6e-slice 4x4, so Kueue would never admit it; submit it to a queue with a flavour of one of those shapes, or add such a flavour to the ClusterQueue"]
+        );
+    }
+
+    #[test]
+    fn some_misfits_are_a_warning_that_kueue_will_skip_them() {
+        let got = judged(Some(vec![
+            flavour("a", &[(ACC, "tpu-v6e-slice"), (TOPO, "2x4")]),
+            flavour("b", &[(ACC, "tpu-v6e-slice"), (TOPO, "4x4")]),
+        ]));
+        assert!(got.violations.is_empty());
+        assert_eq!(
+            got.warnings,
+            vec!["metadata.labels[\"kueue.x-k8s.io/queue-name\"]: queue \"ns/q\" (ClusterQueue \"cq\"): replicated job \"w\" fits only \"b\" (tpu-v6e-slice 4x4); Kueue will skip \"a\" (tpu-v6e-slice 2x4) for it"]
+        );
+    }
+
+    #[test]
+    fn a_key_no_flavour_carries_is_not_compared_and_no_topology_means_untold() {
+        // No flavour labels the accelerator: Kueue compares the topology alone.
+        let got = judged(Some(vec![flavour("t", &[(TOPO, "4x4")])]));
+        assert_eq!(got, QueueFindings::default());
+        let got = judged(Some(vec![flavour("v6e", &[(ACC, "tpu-v6e-slice")])]));
+        assert!(got.violations.is_empty());
+        assert_eq!(
+            got.warnings,
+            vec!["metadata.labels[\"kueue.x-k8s.io/queue-name\"]: queue \"ns/q\" (ClusterQueue \"cq\"): its flavours for google.com/tpu carry no cloud.google.com/gke-tpu-topology label, so Kueue does not tell slice shapes apart there and the policy could not check that the JobSet fits; every flavour counts as possible"]
+        );
+    }
+
+    #[test]
+    fn a_cluster_queue_without_the_tpu_resource_never_admits_it() {
+        let got = judged(None);
+        assert_eq!(
+            got.violations.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            vec!["[Q1] metadata.labels[\"kueue.x-k8s.io/queue-name\"]: names queue \"ns/q\" (ClusterQueue \"cq\"), which has no resource group for google.com/tpu, so Kueue would never admit it; submit it to a queue whose ClusterQueue covers google.com/tpu"]
+        );
+    }
+}

@@ -1,0 +1,95 @@
+//! Read-only views over the Kueue objects the queue check reads (SPEC §8 `queueCheck`): a
+//! LocalQueue names its ClusterQueue, a ClusterQueue's resource groups name the flavours that
+//! serve each resource, and a ResourceFlavor carries the node labels of its nodes.
+//!
+//! They are read as `kueue.x-k8s.io/v1beta1`: every Kueue release serves it (from v0.15 as a
+//! deprecated version beside v1beta2), and xpk's recipes still write it. The fields read here
+//! are the same in both versions.
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+pub const API_VERSION: &str = "kueue.x-k8s.io/v1beta1";
+
+/// A ResourceFlavor as Kueue's flavour assigner reads it: its name and node labels.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Flavour {
+    pub name: String,
+    pub labels: BTreeMap<String, String>,
+}
+
+/// `spec.clusterQueue` of a LocalQueue.
+pub fn cluster_queue_of(local_queue: &Value) -> Result<&str, String> {
+    local_queue
+        .pointer("/spec/clusterQueue")
+        .and_then(Value::as_str)
+        .filter(|name| !name.is_empty())
+        .ok_or_else(|| "it names no spec.clusterQueue".to_string())
+}
+
+/// The flavours of the ClusterQueue's resource group that covers `resource`, in order; `None`
+/// when no group covers it (Kueue then admits no pod that asks for it).
+pub fn flavours_for<'a>(cluster_queue: &'a Value, resource: &str) -> Option<Vec<&'a str>> {
+    let groups = cluster_queue.pointer("/spec/resourceGroups")?.as_array()?;
+    let group = groups.iter().find(|g| {
+        g.get("coveredResources")
+            .and_then(Value::as_array)
+            .is_some_and(|covered| covered.iter().any(|r| r.as_str() == Some(resource)))
+    })?;
+    let flavours = group.get("flavors").and_then(Value::as_array)?;
+    Some(
+        flavours
+            .iter()
+            .filter_map(|f| f.get("name").and_then(Value::as_str))
+            .collect(),
+    )
+}
+
+/// The flavour named `name`, from its ResourceFlavor: `spec.nodeLabels` (none when absent).
+pub fn flavour(name: &str, resource_flavor: &Value) -> Flavour {
+    let labels = resource_flavor
+        .pointer("/spec/nodeLabels")
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                .collect()
+        })
+        .unwrap_or_default();
+    Flavour {
+        name: name.to_string(),
+        labels,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn reads_the_fields_kueue_reads() {
+        let lq = json!({"spec": {"clusterQueue": "cq"}});
+        assert_eq!(cluster_queue_of(&lq), Ok("cq"));
+        assert_eq!(
+            cluster_queue_of(&json!({"spec": {}})),
+            Err("it names no spec.clusterQueue".to_string())
+        );
+        let cq = json!({"spec": {"resourceGroups": [
+            {"coveredResources": ["cpu", "memory"], "flavors": [{"name": "default"}]},
+            {"coveredResources": ["google.com/tpu"], "flavors": [{"name": "v6e-2x4"}, {"name": "v6e-4x4"}]}
+        ]}});
+        assert_eq!(
+            flavours_for(&cq, "google.com/tpu"),
+            Some(vec!["v6e-2x4", "v6e-4x4"])
+        );
+        assert_eq!(flavours_for(&cq, "nvidia.com/gpu"), None);
+        let rf = json!({"spec": {"nodeLabels": {"a": "1", "b": 2}}});
+        assert_eq!(
+            flavour("f", &rf),
+            Flavour {
+                name: "f".into(),
+                labels: [("a".to_string(), "1".to_string())].into()
+            }
+        );
+    }
+}
