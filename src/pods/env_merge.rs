@@ -35,7 +35,7 @@ pub fn plan_env(
     if kept.is_empty() {
         return plan;
     }
-    let resolved = container_env::resolve_all(&user, &injected, lookup);
+    let resolved = container_env::resolve_all(user, &injected, lookup);
     for var in kept {
         // The kubelet keeps the last entry of a name.
         let last = user.iter().rposition(|e| e.name == var.name);

@@ -538,3 +538,29 @@ fn the_pair_differs_only_in_role() {
         1
     );
 }
+
+/// The validating policy with the queue check on (README "The queue check") is the validating
+/// half of the pair plus exactly three things: `queueCheck`, the `contextAwareResources` that
+/// the metadata lists (what the lookup reads), and nothing else in the spec.
+#[test]
+fn the_queue_check_manifest_is_the_validating_half_with_its_context() {
+    let plain = yaml(PAIR[1]);
+    let mut checked = yaml("examples/cluster-admission-policy-validate-queue-check.yaml");
+    let spec = checked["spec"].as_object_mut().unwrap();
+    let context = spec.remove("contextAwareResources").unwrap();
+    assert_eq!(
+        context,
+        yaml("policy-metadata.yml")["contextAwareResources"]
+    );
+    let settings = spec["settings"].as_object_mut().unwrap();
+    assert_eq!(settings.remove("queueCheck"), Some(json!("refuse")));
+    assert_eq!(checked, plain);
+    assert!(
+        policy()
+            .validate_settings(&manifest_settings(
+                "examples/cluster-admission-policy-validate-queue-check.yaml"
+            ))
+            .unwrap()
+            .valid
+    );
+}
