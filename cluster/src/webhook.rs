@@ -1,21 +1,13 @@
 //! Our policies on the control plane: one webhook server of the host crate, logging every
 //! review it answers, and each policy of the deployment on it, installed as Kubewarden's
 //! controller installs it (its manifest and webhook configuration: policies.rs).
-use crate::controlplane::ControlPlane;
+use crate::plane::{ControlPlane, Served};
 use crate::policies::{Deployment, Installed, Manifest};
 use anyhow::{bail, Result};
 use multislice_host::webhook_server::{WebhookConfig, WebhookPolicy, WebhookServer};
 use multislice_host::Policy;
 use serde_json::Value;
 use std::sync::Arc;
-
-/// What the control plane serves: one webhook server for every policy, the module they share,
-/// and the settings that override each manifest's.
-pub(crate) struct Served {
-    pub(crate) server: WebhookServer,
-    pub(crate) module: Arc<Policy>,
-    pub(crate) overriding: Option<Value>,
-}
 
 /// Our webhook server, and the policies of the deployment: each manifest's webhook
 /// configuration, pointed at its path.
