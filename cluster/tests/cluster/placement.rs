@@ -1,8 +1,8 @@
 //! What the real controllers did with the template: nothing the user wrote is lost, exclusive
 //! placement holds on the real nodes, and the host crate's simulation of the JobSet controller
 //! builds the same pods.
+use crate::common::Failures;
 use crate::pods::label;
-use crate::Failures;
 use jobset_multislice_policy::quantity::parse_whole;
 use multislice_cluster::fleet::{self};
 use multislice_host::controller;

@@ -2,9 +2,9 @@
 //! fixture and each opted-in Job fixture that the rules accept, applied to the control plane
 //! one at a time on fake nodes made to fit it; each object's verdict, warnings and real pods
 //! checked (pods.rs, placement.rs).
+use crate::common::Failures;
 use crate::placement::{check_exclusive_placement, check_nothing_lost_jobset, check_simulation};
-use crate::pods::{check_job_pods, check_jobset_pods};
-use crate::Failures;
+use crate::pods::{check_job_pods, check_jobset_pods, is_opted_in_job};
 use multislice_cluster::fleet::{self, Pool};
 use multislice_cluster::policies;
 use multislice_cluster::run::{self, Submitted};
@@ -375,10 +375,6 @@ pub(crate) fn check_warnings_reached(
         &answered,
         &format!("{what}: Warning headers"),
     );
-}
-
-pub(crate) fn is_opted_in_job(job: &Value) -> bool {
-    job["metadata"]["annotations"]["multislice.kubewarden.io/jax-distributed"] == "true"
 }
 
 pub(crate) fn object_named(sub: &Submitted) -> Value {
