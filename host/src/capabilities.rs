@@ -12,10 +12,12 @@
 //! - granted, but no backend to ask: [`NO_CALLBACK_CHANNEL`];
 //! - the backend's own error, prefixed as policy-evaluator prefixes a failed callback:
 //!   [`CALLBACK_FAILURE`].
+use anyhow::{anyhow, Context};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::fmt;
+use std::path::Path;
 use std::sync::Arc;
 
 /// policy-evaluator's answer to a granted call on a host without a callback channel.
@@ -105,6 +107,16 @@ impl ContextAwareResource {
                 .map_err(|e| format!("bad contextAwareResources: {e}")),
         }
     }
+}
+
+/// What kwctl's `--allow-context-aware` grants: the `contextAwareResources` of a policy
+/// metadata file (`policy-metadata.yml`) or a policy manifest.
+pub fn allowed_by_file(path: &Path) -> anyhow::Result<BTreeSet<ContextAwareResource>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let value: Value =
+        serde_yaml::from_str(&text).with_context(|| format!("{} is not YAML", path.display()))?;
+    ContextAwareResource::list_of(&value).map_err(|e| anyhow!("{}: {e}", path.display()))
 }
 
 /// policy-evaluator's refusal of a call for a kind the policy was not granted.
