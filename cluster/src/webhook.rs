@@ -58,8 +58,42 @@ impl ControlPlane {
         let Some(served) = &self.served else {
             bail!("this control plane runs without our webhook");
         };
-        let manifest = Manifest::load(path)?;
-        let settings = manifest.settings(served.overriding.as_ref());
+        let overriding = served.overriding.clone();
+        self.install(Manifest::load(path)?, overriding.as_ref(), scope)
+            .await
+    }
+
+    /// Installs a policy manifest once more under a name of its own (`<name>-<suffix>`), with
+    /// `settings` (the manifest's `role` kept) in place of the control plane's, scoped by
+    /// `scope`: the policies of a namespace whose objects carry settings of their own (a rule
+    /// fixture's, test_data/rules/expected.yaml).
+    pub async fn install_policy_with(
+        &mut self,
+        path: &str,
+        suffix: &str,
+        settings: &Value,
+        scope: &[Value],
+    ) -> Result<Installed> {
+        let mut manifest = Manifest::load(path)?;
+        let name = manifest.value["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        manifest.value["metadata"]["name"] = Value::String(format!("{name}-{suffix}"));
+        self.install(manifest, Some(settings), scope).await
+    }
+
+    async fn install(
+        &mut self,
+        manifest: Manifest,
+        overriding: Option<&Value>,
+        scope: &[Value],
+    ) -> Result<Installed> {
+        let Some(served) = &self.served else {
+            bail!("this control plane runs without our webhook");
+        };
+        let path = manifest.path.clone();
+        let settings = manifest.settings(overriding);
         let outcome = served.module.validate_settings(&settings)?;
         if !outcome.valid {
             bail!(
@@ -81,7 +115,7 @@ impl ControlPlane {
         )?;
         self.cluster.apply(&configuration).await?;
         let installed = Installed {
-            manifest: path.to_string(),
+            manifest: path,
             configuration: id,
             webhook: configuration["webhooks"][0]["name"]
                 .as_str()

@@ -4,6 +4,7 @@
 //! `N passed, N failed`. On a failure the control plane's logs are kept. This file only declares
 //! and runs the cases; what they share is in common.rs.
 mod common;
+mod fixtures;
 mod jax;
 mod kueue;
 mod match_conditions;
@@ -69,7 +70,7 @@ pub(crate) async fn plain_cases(binaries: &Binaries, report: &mut Report) -> any
     match_conditions::namespaces(&plane).await?;
     let before = report.failed;
     if part("shapes") {
-        match shapes_run(&plane).await {
+        match shapes_run(&mut plane).await {
             Ok((results, pods)) => {
                 for (name, r) in results {
                     report.record(&name, r);
