@@ -9,6 +9,7 @@
 //! Each takes the control plane's state (plane.rs) as an argument; none imports
 //! controlplane.rs, and plane.rs imports none of them.
 pub mod agent;
+pub mod context_aware;
 pub mod controlplane;
 pub mod fleet;
 pub mod jobset;

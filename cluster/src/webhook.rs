@@ -1,6 +1,7 @@
 //! Our policies on the control plane: one webhook server of the host crate, logging every
 //! review it answers, and each policy of the deployment on it, installed as Kubewarden's
 //! controller installs it (its manifest and webhook configuration: policies.rs).
+use crate::context_aware::capabilities_for;
 use crate::plane::{ControlPlane, Served};
 use crate::policies::{Deployment, Installed, Manifest};
 use anyhow::{bail, Result};
@@ -102,9 +103,11 @@ impl ControlPlane {
             );
         }
         let id = manifest.unique_name()?;
+        // Its own copy of the module, with what policy-server would grant it.
+        let capabilities = capabilities_for(&manifest.value, &self.cluster)?;
         served.server.serve(WebhookPolicy {
             id: id.clone(),
-            policy: served.module.clone(),
+            policy: Arc::new(served.module.with_capabilities(capabilities)),
             settings: settings.clone(),
             mutating: manifest.mutating(),
         })?;

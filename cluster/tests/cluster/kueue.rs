@@ -4,6 +4,7 @@
 //! selectors; that UPDATE goes through our webhook, and the pods the real controllers then
 //! make are checked as in every other shape. This file only declares and runs the cases;
 //! what they share is in kueue/shared.rs.
+mod context;
 mod fit;
 mod namespaced;
 mod quota;
@@ -35,6 +36,10 @@ pub async fn cases(binaries: &Binaries, report: &mut Report) -> anyhow::Result<(
     let agent = NodeAgent::start(plane.cluster.clone(), plane.remaining());
     set_up_queues(&plane.cluster).await?;
     let before = report.failed;
+    report.record(
+        "the policy's get_resource host calls: Kueue's objects read back from the API server exactly, a missing one refused in policy-evaluator's words, and only a ClusterAdmissionPolicy that grants the kind gets them",
+        context::objects_read_through_the_backend(&plane).await,
+    );
     report.record(
         "Kueue admits JobSet's own v6e example (no node selectors) into its flavour, and it runs",
         queued_fixture_runs(
