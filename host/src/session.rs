@@ -26,7 +26,7 @@
 //! `request` is itself a YAML document: policy-evaluator's `CallbackRequestType`, externally
 //! tagged; only `!KubernetesGetResource` is read here. A cluster-scoped object has
 //! `namespace: null`. [`Recorder`] writes the same format from another backend's answers.
-use crate::capabilities::{GetResource, KubernetesBackend};
+use crate::capabilities::{allowed_by_file, Capabilities, GetResource, KubernetesBackend};
 use anyhow::{anyhow, Context, Result};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -122,6 +122,16 @@ impl KubernetesBackend for Session {
         }
         answer.clone()
     }
+}
+
+/// What `kwctl run --allow-context-aware --replay-host-capabilities-interactions SESSION`
+/// gives a policy: the kinds of the metadata's `contextAwareResources` (`metadata`, such as
+/// `policy-metadata.yml`), answered from the session; the session is returned too, to check
+/// that every answer was read ([`Session::remaining`]).
+pub fn replay_as_kwctl(session: &Path, metadata: &Path) -> Result<(Capabilities, Arc<Session>)> {
+    let session = Arc::new(Session::load(session)?);
+    let allowed = allowed_by_file(metadata)?;
+    Ok((Capabilities::kubernetes(session.clone(), allowed), session))
 }
 
 /// Asks another backend and keeps each exchange, to write a session file as kwctl's
@@ -287,6 +297,35 @@ mod tests {
             yaml.starts_with("- type: Exchange\n  request: |\n    !KubernetesGetResource\n    api_version: kueue.x-k8s.io/v1beta1\n"),
             "{yaml}"
         );
+    }
+
+    #[test]
+    fn kwctl_replay_grants_the_metadata_kinds_from_the_session() {
+        let dir = std::env::temp_dir().join(format!("session-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (session_file, metadata) = (dir.join("session.yml"), dir.join("metadata.yml"));
+        std::fs::write(&session_file, SESSION).unwrap();
+        std::fs::write(
+            &metadata,
+            "rules: []\ncontextAwareResources:\n- apiVersion: kueue.x-k8s.io/v1beta1\n  kind: LocalQueue\n",
+        )
+        .unwrap();
+        let (capabilities, session) = replay_as_kwctl(&session_file, &metadata).unwrap();
+        let call = |request: &GetResource| {
+            let payload = serde_json::to_vec(request).unwrap();
+            capabilities.host_call("kubewarden", "kubernetes", "get_resource", &payload)
+        };
+        assert!(call(&local_queue()).is_ok());
+        assert_eq!(
+            call(&cluster_queue()),
+            Err(crate::capabilities::not_granted(KUEUE, "ClusterQueue"))
+        );
+        assert_eq!(
+            session.remaining(),
+            1,
+            "a refused call never reaches the session"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
