@@ -4,6 +4,7 @@
 //! usage: bench [--quick]
 //!        bench [--quick] --against OTHER.wasm   (this policy.wasm against another build,
 //!                                                rounds interleaved)
+mod lookup;
 mod memory;
 mod workloads;
 
@@ -337,6 +338,9 @@ fn main() -> Result<()> {
             native.as_secs_f64() * 1e6 / n as f64
         );
     }
+
+    println!("\n## The queue check's lookups, answered at once by a recorded session\n");
+    lookup::section(&policy, &bench.timing, &lookup::cases()?)?;
 
     println!("\n## Size and start-up\n");
     size_and_startup(&root, &policy_bytes, &baseline_bytes)?;

@@ -4,18 +4,13 @@
 //! webhooks served by the host crate (webhook.rs), and Kueue when asked (kueue/install.rs). The
 //! binaries and manifests come from their Go modules (modules.rs, `make cluster-deps`). Nothing
 //! listens beyond loopback; every process has a hard lifetime; the logs stay when asked to.
-use crate::kube_api::Cluster;
 use crate::modules::Binaries;
-use crate::pki::Pki;
-use crate::policies::{Deployment, Installed};
-use crate::procs::{free_port, Process, Supervision};
-use crate::webhook::Served;
+use crate::plane::ControlPlane;
+use crate::policies::Deployment;
 use crate::{jobset, kubernetes, kueue, webhook};
-use anyhow::{bail, Result};
-use serde_json::{json, Value};
-use std::any::Any;
-use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use anyhow::Result;
+use serde_json::Value;
+use std::time::Duration;
 
 pub struct Options {
     /// Every policy's settings, each manifest's `role` kept (the manifests' own `spec.settings`
@@ -41,33 +36,6 @@ impl Default for Options {
     }
 }
 
-pub struct ControlPlane {
-    pub dir: PathBuf,
-    pub pki: Pki,
-    pub cluster: Cluster,
-    pub kubeconfig: PathBuf,
-    /// The API server's port on 127.0.0.1 (the kubeconfig names it).
-    pub(crate) api_port: u16,
-    /// The webhook whose verdicts a namespace of the deployment sees: the validating policy's
-    /// of the pair, or the single policy's.
-    pub webhook_name: String,
-    /// One JSON line per review our webhook answered (`policy` names which one).
-    pub reviews: PathBuf,
-    /// The settings of the policy that gives the verdicts.
-    pub settings: Value,
-    pub deployment: Deployment,
-    /// Every policy installed, in order.
-    pub installed: Vec<Installed>,
-    processes: Vec<Process>,
-    pub(crate) served: Option<Served>,
-    /// What a component keeps until every process has stopped (Kueue's files outside the
-    /// project), dropped after them.
-    held: Vec<Box<dyn Any + Send>>,
-    started: Instant,
-    lifetime: Duration,
-    keep: bool,
-}
-
 impl ControlPlane {
     /// Starts every component, in order: the API server first, JobSet's CRDs before the
     /// controllers (the garbage collector then knows JobSets from its start), our policies,
@@ -86,151 +54,4 @@ impl ControlPlane {
         }
         Ok(plane)
     }
-
-    /// A folder, certificates, a kubeconfig and a client for an API server not yet started.
-    async fn new(lifetime: Duration) -> Result<ControlPlane> {
-        let dir = std::env::temp_dir().join(format!(
-            "jobset-multislice-cluster-{}-{}",
-            std::process::id(),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)?
-                .as_millis()
-        ));
-        std::fs::create_dir_all(dir.join("logs"))?;
-        eprintln!("control plane in {}", dir.display());
-        let pki = Pki::create(&dir.join("pki"))?;
-        let api_port = free_port()?;
-        let kubeconfig = dir.join("kubeconfig");
-        std::fs::write(&kubeconfig, kubeconfig_yaml(&pki, api_port))?;
-        let cluster = Cluster::connect(&kubeconfig).await?;
-        Ok(ControlPlane {
-            reviews: dir.join("reviews.jsonl"),
-            dir,
-            pki,
-            cluster,
-            kubeconfig,
-            api_port,
-            webhook_name: String::new(),
-            settings: json!({}),
-            deployment: Deployment::Pair,
-            installed: Vec::new(),
-            processes: Vec::new(),
-            served: None,
-            held: Vec::new(),
-            started: Instant::now(),
-            lifetime,
-            // CLUSTER_KEEP_LOGS=1 keeps them after a run that passed too.
-            keep: std::env::var_os("CLUSTER_KEEP_LOGS").is_some(),
-        })
-    }
-
-    /// Where every process logs.
-    pub fn logs(&self) -> PathBuf {
-        self.dir.join("logs")
-    }
-
-    /// How long this control plane has left before its processes' lifetimes run out.
-    pub fn remaining(&self) -> Duration {
-        self.lifetime.saturating_sub(self.started.elapsed())
-    }
-
-    /// Starts a process beside the control plane, logging to `logs/<name>.log`, stopped with it.
-    pub(crate) fn spawn(
-        &mut self,
-        name: &str,
-        binary: &Path,
-        args: &[String],
-        env: &[(&str, String)],
-    ) -> Result<()> {
-        let logs = self.logs();
-        let supervision = Supervision {
-            logs: &logs,
-            lifetime: self.remaining(),
-        };
-        let process = Process::spawn(name, binary, args, env, &supervision)?;
-        self.processes.push(process);
-        Ok(())
-    }
-
-    /// Keeps `thing` until every process has stopped.
-    pub(crate) fn hold(&mut self, thing: Box<dyn Any + Send>) {
-        self.held.push(thing);
-    }
-
-    /// Keep the folder with the logs after the run (when a test failed).
-    pub fn keep_logs(&mut self) {
-        self.keep = true;
-    }
-
-    /// Fails with the log's tail when a process has exited.
-    pub fn check_alive(&mut self) -> Result<()> {
-        for p in &mut self.processes {
-            if let Some(status) = p.exited() {
-                bail!("{} exited ({status}):\n{}", p.name, p.tail(30));
-            }
-        }
-        Ok(())
-    }
-
-    /// Waits until a dry-run CREATE of each probe passes: a component's webhooks answer once
-    /// its manager has started.
-    pub(crate) async fn wait_for_webhooks(
-        &mut self,
-        component: &str,
-        probes: &[Value],
-    ) -> Result<()> {
-        let deadline = Instant::now() + Duration::from_secs(120);
-        for probe in probes {
-            loop {
-                self.check_alive()?;
-                match self.cluster.create(probe, true).await {
-                    Ok(created) if created.status < 300 => break,
-                    Ok(created) if Instant::now() > deadline => {
-                        bail!(
-                            "{component}'s webhooks not ready within 120 s: {}",
-                            created.body
-                        )
-                    }
-                    Err(e) if Instant::now() > deadline => return Err(e),
-                    _ => tokio::time::sleep(Duration::from_millis(500)).await,
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// The reviews our webhook answered, in order. A line the webhook is still writing (no
-    /// newline yet) is left for the next read.
-    pub fn reviews(&self) -> Result<Vec<Value>> {
-        let text = std::fs::read_to_string(&self.reviews).unwrap_or_default();
-        let complete = text.rfind('\n').map_or("", |end| &text[..end]);
-        complete
-            .lines()
-            .map(|l| serde_json::from_str(l).map_err(Into::into))
-            .collect()
-    }
-}
-
-impl Drop for ControlPlane {
-    fn drop(&mut self) {
-        self.served = None;
-        while let Some(p) = self.processes.pop() {
-            drop(p);
-        }
-        self.held.clear();
-        if self.keep {
-            eprintln!("logs kept in {}", self.logs().display());
-        } else {
-            let _ = std::fs::remove_dir_all(&self.dir);
-        }
-    }
-}
-
-fn kubeconfig_yaml(pki: &Pki, port: u16) -> String {
-    format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: local\n  cluster:\n    server: https://127.0.0.1:{port}\n    certificate-authority: {ca}\nusers:\n- name: admin\n  user:\n    client-certificate: {cert}\n    client-key: {key}\ncontexts:\n- name: local\n  context:\n    cluster: local\n    user: admin\ncurrent-context: local\n",
-        ca = pki.ca_cert().display(),
-        cert = pki.admin_cert().display(),
-        key = pki.admin_key().display(),
-    )
 }

@@ -1,8 +1,8 @@
 //! The JobSet controller as its release installs it, but on loopback: its CRDs, its manager
 //! with certificate management off (our CA signs its serving certificate), and its webhook
 //! configurations under their released names (`jobset-…`), by URL.
-use crate::controlplane::ControlPlane;
 use crate::modules::{args, crd_files, module_dir, released_by_url, Binaries};
+use crate::plane::ControlPlane;
 use crate::procs::free_port;
 use anyhow::{anyhow, bail, Result};
 use serde_json::{json, Value};

@@ -1,9 +1,9 @@
 //! Kubernetes itself: etcd and kube-apiserver, with what the fixtures name (PriorityClasses)
 //! and Kubewarden's namespace; then kube-controller-manager (the Job controller, the garbage
 //! collector) and kube-scheduler.
-use crate::controlplane::ControlPlane;
 use crate::modules::{args, Binaries};
 use crate::pki::Pki;
+use crate::plane::ControlPlane;
 use crate::policies::KUBEWARDEN_NAMESPACE;
 use crate::procs::free_port;
 use anyhow::{bail, Result};

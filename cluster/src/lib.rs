@@ -6,7 +6,10 @@
 //!
 //! One file per component, each started by one line of `ControlPlane::start`
 //! (controlplane.rs): kubernetes.rs, jobset.rs, webhook.rs (our policies), kueue/install.rs.
+//! Each takes the control plane's state (plane.rs) as an argument; none imports
+//! controlplane.rs, and plane.rs imports none of them.
 pub mod agent;
+pub mod context_aware;
 pub mod controlplane;
 pub mod fleet;
 pub mod jobset;
@@ -15,11 +18,13 @@ pub mod kubernetes;
 pub mod kueue;
 pub mod modules;
 pub mod pki;
+pub mod plane;
 pub mod policies;
 pub mod procs;
 pub mod run;
 pub mod webhook;
 
-pub use controlplane::{ControlPlane, Options};
+pub use controlplane::Options;
 pub use kube_api::{Cluster, Created};
 pub use modules::Binaries;
+pub use plane::ControlPlane;

@@ -1,21 +1,14 @@
 //! Our policies on the control plane: one webhook server of the host crate, logging every
 //! review it answers, and each policy of the deployment on it, installed as Kubewarden's
 //! controller installs it (its manifest and webhook configuration: policies.rs).
-use crate::controlplane::ControlPlane;
+use crate::context_aware::capabilities_for;
+use crate::plane::{ControlPlane, Served};
 use crate::policies::{Deployment, Installed, Manifest};
 use anyhow::{bail, Result};
 use multislice_host::webhook_server::{WebhookConfig, WebhookPolicy, WebhookServer};
 use multislice_host::Policy;
 use serde_json::Value;
 use std::sync::Arc;
-
-/// What the control plane serves: one webhook server for every policy, the module they share,
-/// and the settings that override each manifest's.
-pub(crate) struct Served {
-    pub(crate) server: WebhookServer,
-    pub(crate) module: Arc<Policy>,
-    pub(crate) overriding: Option<Value>,
-}
 
 /// Our webhook server, and the policies of the deployment: each manifest's webhook
 /// configuration, pointed at its path.
@@ -66,8 +59,42 @@ impl ControlPlane {
         let Some(served) = &self.served else {
             bail!("this control plane runs without our webhook");
         };
-        let manifest = Manifest::load(path)?;
-        let settings = manifest.settings(served.overriding.as_ref());
+        let overriding = served.overriding.clone();
+        self.install(Manifest::load(path)?, overriding.as_ref(), scope)
+            .await
+    }
+
+    /// Installs a policy manifest once more under a name of its own (`<name>-<suffix>`), with
+    /// `settings` (the manifest's `role` kept) in place of the control plane's, scoped by
+    /// `scope`: the policies of a namespace whose objects carry settings of their own (a rule
+    /// fixture's, test_data/rules/expected.yaml).
+    pub async fn install_policy_with(
+        &mut self,
+        path: &str,
+        suffix: &str,
+        settings: &Value,
+        scope: &[Value],
+    ) -> Result<Installed> {
+        let mut manifest = Manifest::load(path)?;
+        let name = manifest.value["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        manifest.value["metadata"]["name"] = Value::String(format!("{name}-{suffix}"));
+        self.install(manifest, Some(settings), scope).await
+    }
+
+    async fn install(
+        &mut self,
+        manifest: Manifest,
+        overriding: Option<&Value>,
+        scope: &[Value],
+    ) -> Result<Installed> {
+        let Some(served) = &self.served else {
+            bail!("this control plane runs without our webhook");
+        };
+        let path = manifest.path.clone();
+        let settings = manifest.settings(overriding);
         let outcome = served.module.validate_settings(&settings)?;
         if !outcome.valid {
             bail!(
@@ -76,9 +103,11 @@ impl ControlPlane {
             );
         }
         let id = manifest.unique_name()?;
+        // Its own copy of the module, with what policy-server would grant it.
+        let capabilities = capabilities_for(&manifest.value, &self.cluster)?;
         served.server.serve(WebhookPolicy {
             id: id.clone(),
-            policy: served.module.clone(),
+            policy: Arc::new(served.module.with_capabilities(capabilities)),
             settings: settings.clone(),
             mutating: manifest.mutating(),
         })?;
@@ -89,7 +118,7 @@ impl ControlPlane {
         )?;
         self.cluster.apply(&configuration).await?;
         let installed = Installed {
-            manifest: path.to_string(),
+            manifest: path,
             configuration: id,
             webhook: configuration["webhooks"][0]["name"]
                 .as_str()

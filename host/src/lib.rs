@@ -10,16 +10,22 @@
 //!   [`review`] is the AdmissionReview response they exchange.
 //!
 //! Around them: the AdmissionRequests ([`request`]), the fixtures ([`fixtures`]) and the
-//! preview ([`preview`]).
+//! preview ([`preview`]); and the host capabilities the policy's host calls reach
+//! ([`capabilities`]: the allow-list and the Kubernetes backend; [`session`]: kwctl's recorded
+//! sessions).
+pub mod capabilities;
 pub mod controller;
 pub mod env;
 pub mod fixtures;
+#[cfg(test)]
+mod guest_calls;
 pub mod judges;
 pub mod policy_server_client;
 pub mod preview;
 pub mod request;
 pub mod review;
 pub mod runner;
+pub mod session;
 pub mod webhook_server;
 
 pub use runner::{Instance, Outcome, Policy, SettingsOutcome};

@@ -1,11 +1,13 @@
 //! The runner: loads the policy into wasmtime through waPC and calls it as kwctl and
 //! policy-server do.
+use crate::capabilities::Capabilities;
 use anyhow::{anyhow, Context, Result};
 use json_patch::Patch;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::cell::RefCell;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 use wapc::WapcHost;
 use wasmtime_provider::{EpochDeadlines, WasmtimeEngineProviderBuilder, WasmtimeEngineProviderPre};
@@ -64,9 +66,13 @@ impl Deadline {
 /// is created and used to perform the operation. The environment is then discarded once the
 /// evaluation is over."), its calls each get a fresh instance; [`Policy::instance`] gives one
 /// to reuse instead, as a worker of policy-server before v1.10 did, and as the bench does.
+/// Its host calls reach its [`Capabilities`] (none unless given with
+/// [`Policy::with_capabilities`]).
+#[derive(Clone)]
 pub struct Policy {
     pre: WasmtimeEngineProviderPre,
     epochs: Option<EpochDeadlines>,
+    capabilities: Arc<Capabilities>,
 }
 
 /// One instantiated policy module, reused across calls. A call that traps or runs past its
@@ -76,15 +82,21 @@ pub struct Policy {
 pub struct Instance {
     pre: WasmtimeEngineProviderPre,
     epochs: Option<EpochDeadlines>,
+    capabilities: Arc<Capabilities>,
     host: RefCell<WapcHost>,
 }
 
 impl Instance {
-    fn new(pre: &WasmtimeEngineProviderPre, epochs: Option<EpochDeadlines>) -> Result<Instance> {
+    fn new(policy: &Policy) -> Result<Instance> {
         Ok(Instance {
-            pre: pre.clone(),
-            epochs,
-            host: RefCell::new(wapc_host(pre, epochs)?),
+            pre: policy.pre.clone(),
+            epochs: policy.epochs,
+            capabilities: policy.capabilities.clone(),
+            host: RefCell::new(wapc_host(
+                &policy.pre,
+                policy.epochs,
+                policy.capabilities.clone(),
+            )?),
         })
     }
 
@@ -97,7 +109,7 @@ impl Instance {
     pub fn call(&self, operation: &str, payload: &[u8]) -> Result<Vec<u8>> {
         let result = self.host.borrow().call(operation, payload);
         result.or_else(|e| {
-            *self.host.borrow_mut() = wapc_host(&self.pre, self.epochs)?;
+            *self.host.borrow_mut() = wapc_host(&self.pre, self.epochs, self.capabilities.clone())?;
             Err(anyhow!("the policy failed in {operation}: {e}"))
         })
     }
@@ -144,12 +156,23 @@ impl Instance {
     }
 }
 
-/// A new waPC host on a new instance of the module.
-fn wapc_host(pre: &WasmtimeEngineProviderPre, epochs: Option<EpochDeadlines>) -> Result<WapcHost> {
+/// A new waPC host on a new instance of the module, its host calls answered by
+/// `capabilities` (the guest reads an `Err` as the host's error text).
+fn wapc_host(
+    pre: &WasmtimeEngineProviderPre,
+    epochs: Option<EpochDeadlines>,
+    capabilities: Arc<Capabilities>,
+) -> Result<WapcHost> {
     let engine = pre
         .rehydrate(epochs)
         .map_err(|e| anyhow!("cannot instantiate the policy: {e}"))?;
-    WapcHost::new(Box::new(engine), Some(Box::new(host_callback)))
+    let callback =
+        move |_id: u64, binding: &str, namespace: &str, operation: &str, payload: &[u8]| {
+            capabilities
+                .host_call(binding, namespace, operation, payload)
+                .map_err(Into::into)
+        };
+    WapcHost::new(Box::new(engine), Some(Box::new(callback)))
         .map_err(|e| anyhow!("cannot start the waPC host: {e}"))
 }
 
@@ -208,21 +231,6 @@ struct ResponseWire {
     warnings: Option<Vec<String>>,
 }
 
-/// The guest's host calls. The policy only logs (`kubewarden`/`tracing`/`log`); anything else
-/// is refused, as a host without cluster context would.
-fn host_callback(
-    _id: u64,
-    binding: &str,
-    namespace: &str,
-    operation: &str,
-    _payload: &[u8],
-) -> std::result::Result<Vec<u8>, Box<dyn std::error::Error + Send + Sync>> {
-    match (binding, namespace, operation) {
-        ("kubewarden", "tracing", "log") => Ok(Vec::new()),
-        _ => Err(format!("host call {binding}/{namespace}/{operation} is not supported").into()),
-    }
-}
-
 impl Policy {
     /// Loads a module, with policy-server's default deadline.
     pub fn load(path: &Path) -> Result<Policy> {
@@ -267,12 +275,30 @@ impl Policy {
             .engine(engine)
             .build_pre()
             .map_err(|e| anyhow!("cannot compile the policy module: {e}"))?;
-        Ok(Policy { pre, epochs })
+        Ok(Policy {
+            pre,
+            epochs,
+            capabilities: Arc::new(Capabilities::none()),
+        })
+    }
+
+    /// The same compiled module (shared, not compiled again) whose calls reach
+    /// `capabilities`: a session or a cluster behind an allow-list, as kwctl's
+    /// `--allow-context-aware` and policy-server's `spec.contextAwareResources` give one.
+    pub fn with_capabilities(&self, capabilities: Capabilities) -> Policy {
+        Policy {
+            capabilities: Arc::new(capabilities),
+            ..self.clone()
+        }
+    }
+
+    pub fn capabilities(&self) -> &Capabilities {
+        &self.capabilities
     }
 
     /// An instance to reuse across calls (see [`Instance`]).
     pub fn instance(&self) -> Result<Instance> {
-        Instance::new(&self.pre, self.epochs)
+        Instance::new(self)
     }
 
     /// Calls a waPC function on a fresh instance.

@@ -114,21 +114,17 @@ fn jax_processes(fixture: &str, net: u8) -> (Value, usize) {
     jax_processes_of(&pods, &subdomain_of(&admitted), net)
 }
 
-/// One real JAX process per JAX process of the admitted pods: each TPU container of a TPU
-/// pod, else the pod's first container that carries the JAX env.
+/// One real JAX process per JAX process of the admitted pods that carries the JAX env: each
+/// TPU container of a TPU pod, else the pod's first container (tests/gen's one rule).
 fn jax_processes_of(pods: &[AdmittedPod], subdomain: &str, net: u8) -> (Value, usize) {
     let hosts = addresses(pods, subdomain, net);
     let mut processes = Vec::new();
     for p in pods {
         let host = format!("{}.{subdomain}", p.sim.hostname);
-        let tpu = oracle::tpu_container_names(&p.pod["spec"]);
+        let jax = oracle::jax_process_containers(&p.pod["spec"], oracle::TPU_RESOURCE);
         for c in containers(&p.pod) {
             let env = env_map(&p.pod, &c);
-            if !env.contains_key("JAX_PROCESS_ID") {
-                continue;
-            }
-            let is_tpu = tpu.iter().any(|n| c["name"] == json!(n));
-            if !tpu.is_empty() && !is_tpu {
+            if !env.contains_key("JAX_PROCESS_ID") || !jax.iter().any(|n| c["name"] == json!(n)) {
                 continue;
             }
             processes.push(json!({
@@ -136,9 +132,6 @@ fn jax_processes_of(pods: &[AdmittedPod], subdomain: &str, net: u8) -> (Value, u
                 "address": hosts[&host],
                 "env": env,
             }));
-            if tpu.is_empty() {
-                break;
-            }
         }
     }
     let n = processes.len();

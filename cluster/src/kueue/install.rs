@@ -6,8 +6,8 @@
 //! cluster-wide mutating policy, JobSet's, Kueue's, a namespaced policy), then every validating
 //! webhook, on the object as it will be stored.
 use super::queues::QUEUE_LABEL;
-use crate::controlplane::ControlPlane;
 use crate::modules::{args, crd_files, module_dir, released_by_url, Binaries};
+use crate::plane::ControlPlane;
 use crate::procs::free_port;
 use anyhow::{bail, Context, Result};
 use multislice_host::fixtures::load_yaml;

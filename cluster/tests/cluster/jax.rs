@@ -1,10 +1,9 @@
 //! Real JAX (the pinned jax, tests/jax/processes.py) initialising on the env of real pods.
+use crate::common::Failures;
 use crate::pods::{containers, is_jax_process};
-use crate::Failures;
 use multislice_host::env::resolve;
 use multislice_host::workspace_root;
 use serde_json::{json, Value};
-use std::collections::BTreeSet;
 
 /// Real JAX on the env of a JAX JobSet's real pods: one process per JAX process, each pod's
 /// DNS name mapped to a loopback address of its own (tests/jax/processes.py).
@@ -25,17 +24,15 @@ pub(crate) fn real_jax(label: &str, pods: &[Value], net: u8) -> anyhow::Result<F
         );
         let address = format!("127.{net}.{}.{}", i / 200, i % 200 + 1);
         hosts.insert(host.clone(), json!(address));
-        let mut counted = BTreeSet::new();
         for c in containers(p) {
             let env: serde_json::Map<String, Value> = resolve(p, &c)?
                 .into_iter()
                 .map(|(k, v)| (k, json!(v)))
                 .collect();
-            if !env.contains_key("JAX_PROCESS_ID") || !is_jax_process(p, &c, &counted) {
+            if !env.contains_key("JAX_PROCESS_ID") || !is_jax_process(p, &c) {
                 continue;
             }
             let pod_name = p["metadata"]["name"].as_str().unwrap_or_default();
-            counted.insert(pod_name.to_string());
             processes.push(json!({
                 "name": format!("{pod_name}/{}", c["name"].as_str().unwrap_or_default()),
                 "address": address,

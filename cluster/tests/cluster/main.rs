@@ -1,7 +1,10 @@
 //! `make cluster-test`: the policy as a webhook of a real kube-apiserver, the pods made by the
 //! real JobSet and Job controllers and bound by the real scheduler. One control plane serves
 //! every case, in order; a case records its failures and the run goes on, then prints
-//! `N passed, N failed`. On a failure the control plane's logs are kept.
+//! `N passed, N failed`. On a failure the control plane's logs are kept. This file only declares
+//! and runs the cases; what they share is in common.rs.
+mod common;
+mod fixtures;
 mod jax;
 mod kueue;
 mod match_conditions;
@@ -13,6 +16,7 @@ mod rules;
 mod shapes;
 mod unprotected;
 
+use crate::common::{part, Report};
 use crate::jax::real_jax;
 use crate::rules::{bare_label, rejections, BARE_PAIR, BARE_SINGLE, RULES, RULES_SINGLE};
 use crate::shapes::shapes_run;
@@ -22,66 +26,9 @@ use multislice_cluster::policies;
 use multislice_cluster::{Binaries, ControlPlane, Options};
 use std::process::ExitCode;
 
-/// The failures of one case, gathered instead of panicking so every case runs.
-#[derive(Default)]
-pub(crate) struct Failures(Vec<String>);
-
-impl Failures {
-    fn check(&mut self, ok: bool, what: impl FnOnce() -> String) {
-        if !ok {
-            self.0.push(what());
-        }
-    }
-    fn eq<T: PartialEq + std::fmt::Debug>(&mut self, got: T, want: T, what: &str) {
-        if got != want {
-            self.0.push(format!("{what}: got {got:?}, want {want:?}"));
-        }
-    }
-}
-
-pub(crate) struct Report {
-    passed: usize,
-    failed: usize,
-}
-
-impl Report {
-    fn record(&mut self, name: &str, result: anyhow::Result<Failures>) {
-        match result {
-            Ok(f) if f.0.is_empty() => {
-                self.passed += 1;
-                println!("ok: {name}");
-            }
-            Ok(f) => {
-                self.failed += 1;
-                println!("FAILED: {name}");
-                for line in f.0.iter().take(40) {
-                    println!("    {line}");
-                }
-                if f.0.len() > 40 {
-                    println!("    … and {} more", f.0.len() - 40);
-                }
-            }
-            Err(e) => {
-                self.failed += 1;
-                println!("FAILED: {name}: {e:#}");
-            }
-        }
-    }
-}
-
-/// Which parts run: `CLUSTER_PARTS=shapes,rules,match-conditions,node-selector,unprotected,kueue`
-/// (all by default; `kueue` includes cluster-preview with Kueue), to narrow a run when
-/// debugging.
-pub(crate) fn part(name: &str) -> bool {
-    std::env::var("CLUSTER_PARTS").map_or(true, |parts| parts.split(',').any(|p| p == name))
-}
-
 pub(crate) async fn main_async() -> anyhow::Result<bool> {
     let binaries = Binaries::build()?;
-    let mut report = Report {
-        passed: 0,
-        failed: 0,
-    };
+    let mut report = Report::default();
     if [
         "shapes",
         "rules",
@@ -123,7 +70,7 @@ pub(crate) async fn plain_cases(binaries: &Binaries, report: &mut Report) -> any
     match_conditions::namespaces(&plane).await?;
     let before = report.failed;
     if part("shapes") {
-        match shapes_run(&plane).await {
+        match shapes_run(&mut plane).await {
             Ok((results, pods)) => {
                 for (name, r) in results {
                     report.record(&name, r);

@@ -7,7 +7,7 @@
 //! review log must hold exactly the expected set of (kind, name, operation, policy): a set,
 //! because the API server runs admission again when it retries an UPDATE that met a conflict
 //! (the Job controller writes the Job's status meanwhile).
-use crate::Failures;
+use crate::common::Failures;
 use multislice_cluster::{policies, ControlPlane};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;

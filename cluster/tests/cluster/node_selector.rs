@@ -4,9 +4,9 @@
 //! <namespace>_<job>` and a toleration of `alpha.jobset.sigs.k8s.io/no-schedule`, and leaves
 //! the node pools to the user: one pool per Job, labelled and tainted so (JobSet's
 //! hack/label_nodes). The fleet does that, and the pods bind, each Job on its own pool.
+use crate::common::Failures;
 use crate::pods::check_jobset_pods;
 use crate::shapes::object_named;
-use crate::Failures;
 use multislice_cluster::fleet::{self, NAMESPACED_JOB, NO_SCHEDULE};
 use multislice_cluster::{policies, run, ControlPlane};
 use multislice_host::env::resolve;

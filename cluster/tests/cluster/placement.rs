@@ -1,8 +1,8 @@
 //! What the real controllers did with the template: nothing the user wrote is lost, exclusive
 //! placement holds on the real nodes, and the host crate's simulation of the JobSet controller
 //! builds the same pods.
+use crate::common::Failures;
 use crate::pods::label;
-use crate::Failures;
 use jobset_multislice_policy::quantity::parse_whole;
 use multislice_cluster::fleet::{self};
 use multislice_host::controller;
@@ -144,8 +144,10 @@ pub(crate) async fn check_exclusive_placement(
 }
 
 /// The pods the host crate's simulation builds from the stored JobSet carry what the real
-/// controllers sent our webhook: labels, annotations, hostname and subdomain, up to names and
-/// uids the API server generates.
+/// controllers sent our webhook: labels, annotations, hostname, subdomain, nodeSelector
+/// (JobSet's node-selector strategy) and tolerations, up to names and uids the API server
+/// generates, what its admission plugins add, and the follower key JobSet's pod webhook
+/// writes once a leader is bound.
 pub(crate) fn check_simulation(
     f: &mut Failures,
     what: &str,
@@ -208,7 +210,90 @@ pub(crate) fn check_simulation(
                 &format!("{what}: {} spec.{field}: simulated vs real", sim.hostname),
             );
         }
+        let follower = follower_key(jobset, pod);
+        f.eq(
+            node_selector(&sim.object, follower),
+            node_selector(pod, follower),
+            &format!(
+                "{what}: {} spec.nodeSelector: simulated vs real",
+                sim.hostname
+            ),
+        );
+        f.eq(
+            tolerations(&sim.object),
+            tolerations(pod),
+            &format!(
+                "{what}: {} spec.tolerations: simulated vs real",
+                sim.hostname
+            ),
+        );
     }
+}
+
+const EXCLUSIVE: &str = "alpha.jobset.sigs.k8s.io/exclusive-topology";
+
+/// The key JobSet's pod webhook sets on a follower pod (completion index > 0) under exclusive
+/// placement by affinity: the leader's node's value of the exclusive key, known only once the
+/// leader is bound, so no simulation has it. Not under the node-selector strategy, where the
+/// webhook leaves the pod alone (the pod then carries `alpha.jobset.sigs.k8s.io/node-selector`).
+fn follower_key<'a>(jobset: &'a Value, pod: &Value) -> Option<&'a str> {
+    let annotations = &pod["metadata"]["annotations"];
+    if annotations["alpha.jobset.sigs.k8s.io/node-selector"].is_string()
+        || label(pod, "batch.kubernetes.io/job-completion-index") == "0"
+    {
+        return None;
+    }
+    let rjob = label(pod, "jobset.sigs.k8s.io/replicatedjob-name");
+    let own = jobset["spec"]["replicatedJobs"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|r| r["name"] == rjob)
+        .and_then(|r| r["template"]["metadata"]["annotations"][EXCLUSIVE].as_str());
+    own.or(jobset["metadata"]["annotations"][EXCLUSIVE].as_str())
+}
+
+/// A pod's nodeSelector, without the follower key JobSet's webhook writes ([`follower_key`]).
+fn node_selector(pod: &Value, follower: Option<&str>) -> BTreeMap<String, String> {
+    comparable(&pod["spec"]["nodeSelector"])
+        .into_iter()
+        .filter(|(k, _)| Some(k.as_str()) != follower)
+        .collect()
+}
+
+/// A pod's tolerations, without those the API server's admission plugins add before any
+/// webhook sees the pod: DefaultTolerationSeconds' (not-ready, unreachable) and
+/// ExtendedResourceToleration's (one per extended resource the pod requests).
+fn tolerations(pod: &Value) -> Vec<Value> {
+    let requested: BTreeSet<String> = ["containers", "initContainers"]
+        .iter()
+        .flat_map(|l| pod["spec"][l].as_array().into_iter().flatten())
+        .flat_map(|c| {
+            ["limits", "requests"]
+                .iter()
+                .flat_map(|k| c["resources"][k].as_object().into_iter().flatten())
+                .map(|(name, _)| name.clone())
+                .collect::<Vec<_>>()
+        })
+        .filter(|name| name.contains('/') && !name.starts_with("kubernetes.io/"))
+        .collect();
+    pod["spec"]["tolerations"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|t| {
+            let key = t["key"].as_str().unwrap_or_default();
+            let by_seconds = matches!(
+                key,
+                "node.kubernetes.io/not-ready" | "node.kubernetes.io/unreachable"
+            ) && t["effect"] == "NoExecute"
+                && t["tolerationSeconds"] == 300;
+            let by_resource =
+                requested.contains(key) && t["operator"] == "Exists" && t["effect"] == "NoSchedule";
+            !(by_seconds || by_resource)
+        })
+        .cloned()
+        .collect()
 }
 
 /// A label or annotation map without what only the API server knows (uids).

@@ -1,7 +1,6 @@
 //! SPEC §4 on the real pods: the group labels, the multislice and JAX env of each JobSet's
 //! pods against the oracle (tests/gen), and each opted-in Job's JAX processes.
-use crate::shapes::is_opted_in_job;
-use crate::Failures;
+use crate::common::Failures;
 use multislice_gen::oracle;
 use multislice_host::env::{get, resolve};
 use serde_json::{json, Value};
@@ -9,6 +8,11 @@ use std::collections::{BTreeMap, BTreeSet};
 
 pub(crate) fn label<'a>(pod: &'a Value, key: &str) -> &'a str {
     pod["metadata"]["labels"][key].as_str().unwrap_or_default()
+}
+
+/// Whether a Job opts in to the JAX env (SPEC §4.6).
+pub(crate) fn is_opted_in_job(job: &Value) -> bool {
+    job["metadata"]["annotations"]["multislice.kubewarden.io/jax-distributed"] == "true"
 }
 
 pub(crate) fn containers(pod: &Value) -> Vec<Value> {
@@ -65,7 +69,6 @@ pub(crate) fn check_jobset_pods(f: &mut Failures, what: &str, jobset: &Value, po
                 &format!("{what}: {pod_name} {map} job-group-index"),
             );
         }
-        let mut counted = BTreeSet::new();
         for c in containers(p) {
             let env = match resolve(p, &c) {
                 Ok(env) => env,
@@ -129,10 +132,7 @@ pub(crate) fn check_jobset_pods(f: &mut Failures, what: &str, jobset: &Value, po
                     }
                 }
             }
-            if let Some(id) =
-                get(&env, "JAX_PROCESS_ID").filter(|_| is_jax_process(p, &c, &counted))
-            {
-                counted.insert(pod_name.to_string());
+            if let Some(id) = get(&env, "JAX_PROCESS_ID").filter(|_| is_jax_process(p, &c)) {
                 let host = format!(
                     "{}.{subdomain}",
                     p["spec"]["hostname"].as_str().unwrap_or("")
@@ -219,18 +219,12 @@ pub(crate) fn own_env(jobset: &Value, rjob: &str, container: &str) -> BTreeSet<S
         .collect()
 }
 
-/// Whether a container is a JAX process of its pod: each TPU container of a TPU pod, else the
-/// pod's first container that carries the JAX env (`counted` holds the pods already counted).
-/// The one copy of this rule in the cluster tests (the checks here and real JAX in jax.rs).
-/// tests/gen applies the same rule inline (jobs.rs `check_job`, oracle.rs `policy_env`) and
-/// exports no function for it, so it cannot be shared from there yet.
-pub(crate) fn is_jax_process(pod: &Value, c: &Value, counted: &BTreeSet<String>) -> bool {
-    let tpu = oracle::tpu_container_names(&pod["spec"]);
-    if tpu.is_empty() {
-        !counted.contains(pod["metadata"]["name"].as_str().unwrap_or_default())
-    } else {
-        tpu.iter().any(|n| c["name"] == json!(n))
-    }
+/// Whether a container is a JAX process of its pod: tests/gen's one rule
+/// ([`oracle::jax_process_containers`]), for the checks here and real JAX in jax.rs.
+pub(crate) fn is_jax_process(pod: &Value, c: &Value) -> bool {
+    oracle::jax_process_containers(&pod["spec"], oracle::TPU_RESOURCE)
+        .iter()
+        .any(|n| c["name"] == json!(n))
 }
 
 /// SPEC §4.6 on a plain Job's real pods: process ids 0..N-1, one coordinator, process 0 on it.
@@ -258,18 +252,9 @@ pub(crate) fn check_job_pods(f: &mut Failures, what: &str, job: &Value, pods: &[
             "{}.{subdomain}",
             p["spec"]["hostname"].as_str().unwrap_or("")
         );
-        let mut counted = BTreeSet::new();
         for c in containers(p) {
             let env = resolve(p, &c).unwrap_or_default();
-            if let Some(id) =
-                get(&env, "JAX_PROCESS_ID").filter(|_| is_jax_process(p, &c, &counted))
-            {
-                counted.insert(
-                    p["metadata"]["name"]
-                        .as_str()
-                        .unwrap_or_default()
-                        .to_string(),
-                );
+            if let Some(id) = get(&env, "JAX_PROCESS_ID").filter(|_| is_jax_process(p, &c)) {
                 ids.push((id.parse::<u64>().unwrap_or(u64::MAX), host.clone()));
                 coordinators.insert(
                     get(&env, "JAX_COORDINATOR_ADDRESS")

@@ -1,6 +1,6 @@
 //! `make cluster-preview` as a user runs it, with Kueue: the binary starts a control plane of
 //! its own, and its JSON report is checked.
-use super::{Failures, Report};
+use crate::common::{Failures, Report};
 use multislice_host::workspace_root;
 use serde_json::{json, Value};
 

@@ -1,7 +1,8 @@
 //! The rule fixtures refused through the API server with our exact message, and a bare queue
 //! label with no Kueue to act on it.
-use crate::shapes::{object_named, rests_on_bare_label, reviews_of, shape};
-use crate::Failures;
+use crate::common::Failures;
+use crate::fixtures::shape;
+use crate::shapes::{object_named, rests_on_bare_label, reviews_of};
 use multislice_cluster::policies;
 use multislice_cluster::run::{self};
 use multislice_cluster::ControlPlane;

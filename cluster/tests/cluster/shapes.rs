@@ -1,80 +1,21 @@
-//! Every shape that must run, for real: each example that states it is accepted, each JobSet
-//! fixture and each opted-in Job fixture that the rules accept, applied to the control plane
+//! Every shape that must run, for real (fixtures.rs says which), applied to the control plane
 //! one at a time on fake nodes made to fit it; each object's verdict, warnings and real pods
 //! checked (pods.rs, placement.rs).
+use crate::common::Failures;
+use crate::fixtures::{shapes_that_must_run, Shape};
 use crate::placement::{check_exclusive_placement, check_nothing_lost_jobset, check_simulation};
-use crate::pods::{check_job_pods, check_jobset_pods};
-use crate::Failures;
+use crate::pods::{check_job_pods, check_jobset_pods, is_opted_in_job};
 use multislice_cluster::fleet::{self, Pool};
 use multislice_cluster::policies;
 use multislice_cluster::run::{self, Submitted};
 use multislice_cluster::ControlPlane;
 use multislice_gen::oracle;
-use multislice_host::preview::yaml_documents;
-use multislice_host::workspace_root;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 /// How long the pods of one batch of shapes may take to exist and be bound.
 pub(crate) const BOUND: Duration = Duration::from_secs(240);
-
-/// One file of objects to run: examples/*.yaml and the fixtures under test_data/.
-pub(crate) struct Shape {
-    pub(crate) label: String,
-    pub(crate) namespace: String,
-    pub(crate) objects: Vec<Value>,
-}
-
-pub(crate) fn shape(label: &str, path: &std::path::Path, index: usize) -> anyhow::Result<Shape> {
-    let text = std::fs::read_to_string(path)?;
-    let namespace = format!("shape-{index}");
-    let objects = yaml_documents(&text)?
-        .into_iter()
-        .filter(|d| d.is_object())
-        .map(|mut d| {
-            d["metadata"]["namespace"] = json!(namespace);
-            d
-        })
-        .collect();
-    Ok(Shape {
-        label: label.to_string(),
-        namespace,
-        objects,
-    })
-}
-
-/// Every shape that must run: each example that states it is accepted, each JobSet fixture,
-/// and each opted-in Job fixture that the rules accept.
-pub(crate) fn shapes_that_must_run() -> anyhow::Result<Vec<Shape>> {
-    let root = workspace_root();
-    let mut shapes = Vec::new();
-    let mut files: Vec<(String, std::path::PathBuf)> = Vec::new();
-    for dir in ["examples", "test_data/jobsets", "test_data/jobs"] {
-        let mut entries: Vec<_> = std::fs::read_dir(root.join(dir))?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
-            .collect();
-        entries.sort();
-        for path in entries {
-            let text = std::fs::read_to_string(&path)?;
-            let stem = path.file_stem().unwrap().to_string_lossy().to_string();
-            let runs = match dir {
-                "examples" => text.contains("# Expected verdict: accepted"),
-                // A JobSet's child is served through its JobSet; the -fail Jobs are refused.
-                "test_data/jobs" => !stem.ends_with("-fail") && stem != "jobset-child",
-                _ => true,
-            };
-            if runs {
-                files.push((format!("{dir}/{stem}"), path));
-            }
-        }
-    }
-    for (i, (label, path)) in files.iter().enumerate() {
-        shapes.push(shape(label, path, i)?);
-    }
-    Ok(shapes)
-}
 
 /// The same object's CREATE as the fast tests send it, as each of our policies received it (the
 /// mutating ones first, in the order the API server called them): what they received, and the
@@ -106,7 +47,7 @@ pub(crate) type ShapesRun = (
     BTreeMap<String, Vec<Value>>,
 );
 
-pub(crate) async fn shapes_run(plane: &ControlPlane) -> anyhow::Result<ShapesRun> {
+pub(crate) async fn shapes_run(plane: &mut ControlPlane) -> anyhow::Result<ShapesRun> {
     let filter = std::env::var("CLUSTER_SHAPES").unwrap_or_default();
     let shapes: Vec<Shape> = shapes_that_must_run()?
         .into_iter()
@@ -116,12 +57,32 @@ pub(crate) async fn shapes_run(plane: &ControlPlane) -> anyhow::Result<ShapesRun
     // label; then a moment for the API server's namespace informer to have the labels.
     for s in &shapes {
         let single = s.objects.iter().any(rests_on_bare_label);
-        policies::namespace(
-            &plane.cluster,
-            &s.namespace,
-            single.then_some(policies::SINGLE),
-        )
-        .await?;
+        let Some(settings) = &s.settings else {
+            policies::namespace(
+                &plane.cluster,
+                &s.namespace,
+                single.then_some(policies::SINGLE),
+            )
+            .await?;
+            continue;
+        };
+        // Its own policies, with its settings, for it alone; the control plane's see none
+        // of it.
+        policies::namespace(&plane.cluster, &s.namespace, Some(policies::NONE)).await?;
+        let manifests = if single {
+            vec![policies::SINGLE_MANIFEST]
+        } else {
+            policies::PAIR_MANIFESTS.to_vec()
+        };
+        let scope = [
+            json!({"key": "kubernetes.io/metadata.name", "operator": "In",
+                            "values": [s.namespace]}),
+        ];
+        for manifest in manifests {
+            plane
+                .install_policy_with(manifest, &s.namespace, settings, &scope)
+                .await?;
+        }
     }
     tokio::time::sleep(Duration::from_secs(2)).await;
     let mut results = Vec::new();
@@ -375,10 +336,6 @@ pub(crate) fn check_warnings_reached(
         &answered,
         &format!("{what}: Warning headers"),
     );
-}
-
-pub(crate) fn is_opted_in_job(job: &Value) -> bool {
-    job["metadata"]["annotations"]["multislice.kubewarden.io/jax-distributed"] == "true"
 }
 
 pub(crate) fn object_named(sub: &Submitted) -> Value {

@@ -1,7 +1,7 @@
 //! What each rule saves a user from: the JobSet it rejects, run where our webhook does not.
+use crate::common::Failures;
 use crate::pods::label;
 use crate::shapes::object_named;
-use crate::Failures;
 use multislice_cluster::fleet::{self, Pool};
 use multislice_cluster::policies;
 use multislice_cluster::run::{self};

@@ -179,20 +179,18 @@ pub fn check_job(
         .and_then(Value::as_u64)
         .unwrap_or(6666);
     let coordinator = format!("{}.svc:{port}", pods[0].hostname);
-    // TPU containers (of the resource the settings name) in SPEC §3 order: containers, then
-    // init containers.
+    // The pod's JAX processes (the TPU containers of the resource the settings name, else its
+    // first container), n of them: with n >= 2 each TPU container is one, else the pod is one
+    // and every container gets its env.
     let resource = crate::oracle::Settings::from_json(settings).tpu_resource;
-    let n =
-        crate::oracle::tpu_container_names_of(&job["spec"]["template"]["spec"], &resource).len();
-    let n = u32::try_from(n).map_err(|e| e.to_string())?;
-    let per_pod = if n >= 2 { n } else { 1 };
-    let total = shape.completions * per_pod;
+    let processes =
+        crate::oracle::jax_process_containers(&job["spec"]["template"]["spec"], &resource);
+    let n = u32::try_from(processes.len()).map_err(|e| e.to_string())?;
+    let total = shape.completions * n;
     let mut ids = Vec::new();
     for pod in &pods {
         let final_pod = admit_checked(admit, Kind::Pod, &pod.object, settings)?;
         let index = u32::try_from(pod.completion_index).map_err(|e| e.to_string())?;
-        let mut k = 0;
-        let mut counted = false;
         for list in ["containers", "initContainers"] {
             let containers = final_pod["spec"][list]
                 .as_array()
@@ -204,12 +202,9 @@ pub fn check_job(
                 .unwrap_or_default();
             for (c, original) in containers.iter().zip(&originals) {
                 let env = resolve(&final_pod, c).map_err(|e| e.to_string())?;
-                let tpu = crate::oracle::is_tpu_container_of(c, &resource);
+                let k = processes.iter().position(|p| c["name"] == json!(p));
                 let process = if n >= 2 {
-                    tpu.then(|| {
-                        k += 1;
-                        index * n + k - 1
-                    })
+                    k.map(|k| index * n + k as u32)
                 } else {
                     Some(index)
                 };
@@ -281,15 +276,8 @@ pub fn check_job(
                         ));
                     }
                 }
-                // One id per JAX process: each TPU container when n >= 2, else the pod's
-                // first container.
-                let counts = match process {
-                    Some(_) if n >= 2 => true,
-                    Some(_) => !counted,
-                    None => false,
-                };
-                if jax_on && counts {
-                    counted = true;
+                // One id per JAX process.
+                if jax_on && k.is_some() {
                     let id = get(&env, "JAX_PROCESS_ID").and_then(|v| v.parse::<u32>().ok());
                     ids.extend(id);
                 }

@@ -115,6 +115,23 @@ pub fn tpu_container_names_of(pod_spec: &Value, resource: &str) -> Vec<String> {
         .collect()
 }
 
+/// The containers of a pod (or pod template) that are its JAX processes (SPEC §4.4, §4.6), by
+/// name, in SPEC §3 order: each container of the TPU resource `resource` when the pod has any,
+/// else the pod's first container (the one process of a pod without TPU containers). Which
+/// containers *receive* the JAX env is each object's own rule; this says which of them run a
+/// JAX process, for tests/gen's oracle and Job property and for the cluster tests alike.
+pub fn jax_process_containers(pod_spec: &Value, resource: &str) -> Vec<String> {
+    let tpu = tpu_container_names_of(pod_spec, resource);
+    if !tpu.is_empty() {
+        return tpu;
+    }
+    ["containers", "initContainers"]
+        .iter()
+        .find_map(|list| pod_spec[list].as_array()?.first())
+        .map(|c| vec![c["name"].as_str().unwrap_or("").to_string()])
+        .unwrap_or_default()
+}
+
 /// What one pod must carry.
 #[derive(Debug, PartialEq)]
 pub struct Expected {
@@ -385,17 +402,21 @@ pub fn policy_env(
             0 => coordinator_number,
             x => x,
         };
+        // The pod's JAX processes: its TPU containers in a TPU JobSet (every member is a TPU
+        // replicated job), else its first container, whose env every container shares.
+        let processes = jax_process_containers(pod_spec, resource);
+        let per_pod = processes.len() as u64;
         if tpu_jobset {
-            for (k, c) in (0u64..).zip(&tpu) {
+            for (k, c) in (0u64..).zip(&processes) {
                 give(c, "JAX_COORDINATOR_ADDRESS", address.clone());
-                give(c, "JAX_NUM_PROCESSES", (total * n).to_string());
-                give(c, "JAX_PROCESS_ID", (id * n + k).to_string());
+                give(c, "JAX_NUM_PROCESSES", (total * per_pod).to_string());
+                give(c, "JAX_PROCESS_ID", (id * per_pod + k).to_string());
             }
         } else {
             for c in &all {
                 let c = container_name(c);
                 give(&c, "JAX_COORDINATOR_ADDRESS", address.clone());
-                give(&c, "JAX_NUM_PROCESSES", total.to_string());
+                give(&c, "JAX_NUM_PROCESSES", (total * per_pod).to_string());
                 give(&c, "JAX_PROCESS_ID", id.to_string());
             }
         }

@@ -2,10 +2,12 @@
 //! fits (Kueue's Warning Event, no TPU quota reserved) and what happens when one is added; a
 //! flavour that labels only the accelerator; and G5 at CREATE.
 use super::runs::{create_queued, fixture_jobset};
-use super::*;
+use super::shared::{
+    eventually, tpu_flavours, workload_when, BOUND, CPU_FLAVOUR, V6E_2X4, V6E_4X4, V6E_ANY,
+};
+use crate::common::Failures;
 use crate::pods::check_jobset_pods;
 use crate::shapes::object_named;
-use crate::Failures;
 use multislice_cluster::fleet::{self, TPU};
 use multislice_cluster::kueue::{self, is_true};
 use multislice_cluster::run::{self, Submitted};
@@ -15,8 +17,6 @@ use multislice_host::workspace_root;
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 
-/// A flavour that labels only the accelerator, as xpk's autoprovisioning flavours do.
-pub const V6E_ANY: &str = "tpu-v6e-any";
 const V6E_EXAMPLE: &str = "test_data/jobsets/jobset-v6e-example.yaml";
 const TOPOLOGY: &str = "cloud.google.com/gke-tpu-topology";
 
@@ -303,7 +303,7 @@ pub(crate) async fn misfit_flavour_is_skipped(plane: &ControlPlane) -> anyhow::R
         V6E_2X4.name,
         updates.len(),
     );
-    fit::waits_then_runs_once_a_flavour_fits(&mut f, plane, &sub, "misfit").await?;
+    waits_then_runs_once_a_flavour_fits(&mut f, plane, &sub, "misfit").await?;
     plane.cluster.delete(&object_named(&sub)).await?;
     Ok(f)
 }

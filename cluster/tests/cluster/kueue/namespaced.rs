@@ -1,8 +1,8 @@
 //! A namespaced AdmissionPolicy beside JobSet's and Kueue's webhooks.
 use super::runs::unlabelled_v6e;
-use super::*;
+use super::shared::TRAINING;
+use crate::common::Failures;
 use crate::shapes::{object_named, reviews_of};
-use crate::Failures;
 use multislice_cluster::kueue::{self, DEFAULT_QUEUE};
 use multislice_cluster::policies;
 use multislice_cluster::run::{self};

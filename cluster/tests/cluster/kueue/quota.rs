@@ -1,10 +1,10 @@
 //! Kueue's quota: a JobSet that waits for room, and J4 on a Job Kueue could admit partially.
 use super::runs::{create_queued, fixture_jobset};
-use super::*;
+use super::shared::{eventually, workload_when, BOUND, QUEUE, V6E_2X4};
+use crate::common::Failures;
 use crate::placement::check_exclusive_placement;
 use crate::pods::check_jobset_pods;
 use crate::shapes::object_named;
-use crate::Failures;
 use multislice_cluster::agent::NodeAgent;
 use multislice_cluster::fleet::{self};
 use multislice_cluster::kueue::{self, is_true};

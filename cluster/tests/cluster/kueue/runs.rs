@@ -1,10 +1,11 @@
 //! A queued JobSet from CREATE to its running pods, each step asserted: by its own queue label,
 //! or by a namespace's default LocalQueue.
-use super::*;
+use super::shared::{tpu_flavours, workload_when, Flavour, BOUND, FACTS, V6E_4X4};
+use crate::common::Failures;
+use crate::fixtures::shape;
 use crate::placement::{check_exclusive_placement, check_nothing_lost_jobset};
 use crate::pods::check_jobset_pods;
-use crate::shapes::{check_warnings_reached, object_named, reviews_of, shape};
-use crate::Failures;
+use crate::shapes::{check_warnings_reached, object_named, reviews_of};
 use multislice_cluster::fleet::{self};
 use multislice_cluster::kueue::{self, is_true, DEFAULT_QUEUE};
 use multislice_cluster::run::{self, Submitted};

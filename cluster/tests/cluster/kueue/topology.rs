@@ -1,10 +1,10 @@
 //! Kueue's Topology Aware Scheduling on a queued JobSet.
 use super::runs::{create_queued, fixture_jobset};
-use super::*;
+use super::shared::{BOUND, CPU_FLAVOUR, QUEUE, V6E_4X4};
+use crate::common::Failures;
 use crate::placement::check_nothing_lost_jobset;
 use crate::pods::check_jobset_pods;
 use crate::shapes::object_named;
-use crate::Failures;
 use multislice_cluster::fleet::{self, TPU};
 use multislice_cluster::kueue::{self};
 use multislice_cluster::run::{self};
