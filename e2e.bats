@@ -62,7 +62,13 @@ check_case() {
     return 0
   fi
 
-  run --separate-stderr kw run --request-path "$request" --settings-json "$settings" "$POLICY"
+  local context=()
+  local session
+  session=$(jq -r --arg name "$name" '.[] | select(.name == $name) | .session // empty' "$CASES")
+  if [ -n "$session" ]; then
+    context=(--allow-context-aware --replay-host-capabilities-interactions "$session")
+  fi
+  run --separate-stderr kw run "${context[@]}" --request-path "$request" --settings-json "$settings" "$POLICY"
   [ "$status" -eq 0 ]
   local response="$output"
   [ "$(jq -r .allowed <<<"$response")" = "$(case_field "$name" .allowed)" ]
@@ -224,6 +230,54 @@ check_manifest() {
 
 @test "rejectUnknownAccelerators turns that warning into a rejection" {
   check_case reject-unknown-accelerator
+}
+
+@test "queueCheck refuse: a queue whose only TPU flavour misfits is refused" {
+  check_case queue-only-2x4-refuse
+}
+
+@test "queueCheck warn: a queue whose only TPU flavour misfits is accepted with a warning" {
+  check_case queue-only-2x4-warn
+}
+
+@test "queueCheck refuse: a queue with one fitting and one misfit flavour is accepted with a warning" {
+  check_case queue-2x4-and-4x4-refuse
+}
+
+@test "queueCheck warn: a queue with one fitting and one misfit flavour is accepted with a warning" {
+  check_case queue-2x4-and-4x4-warn
+}
+
+@test "queueCheck refuse: a queue whose flavours carry no topology label is accepted with a warning" {
+  check_case queue-no-topology-labels-refuse
+}
+
+@test "queueCheck warn: a queue whose flavours carry no topology label is accepted with a warning" {
+  check_case queue-no-topology-labels-warn
+}
+
+@test "queueCheck refuse: a LocalQueue that does not exist is accepted with a warning" {
+  check_case queue-no-local-queue-refuse
+}
+
+@test "queueCheck warn: a LocalQueue that does not exist is accepted with a warning" {
+  check_case queue-no-local-queue-warn
+}
+
+@test "queueCheck refuse: a session one call short is accepted with a warning" {
+  check_case queue-one-call-short-refuse
+}
+
+@test "queueCheck warn: a session one call short is accepted with a warning" {
+  check_case queue-one-call-short-warn
+}
+
+@test "queueCheck refuse: no context-aware capability is accepted with a warning" {
+  check_case queue-no-capability-refuse
+}
+
+@test "queueCheck warn: no context-aware capability is accepted with a warning" {
+  check_case queue-no-capability-warn
 }
 
 @test "invalid settings are refused by kwctl run" {

@@ -56,6 +56,12 @@ pub fn jobset_request_path(name: &str, api: JobSetApi) -> PathBuf {
         .join(format!("jobset-{name}.{}.json", api_suffix(api)))
 }
 
+/// The request of the queue check's JobSet (`test_data/queue/jobset.yaml`), which its
+/// sessions answer.
+pub fn queue_request_path() -> PathBuf {
+    test_data().join("requests").join("jobset-queue.json")
+}
+
 pub fn rule_request_path(name: &str) -> PathBuf {
     test_data()
         .join("requests")
@@ -150,6 +156,10 @@ pub fn generate_all() -> Result<Vec<(PathBuf, String)>> {
         let request = admission_request(Kind::JobSet, "CREATE", &jobset, None);
         out.push((rule_request_path(&name), pretty(&request)?));
     }
+    // Sent as Kueue stores it: the validating role's view, so not as served by a CRD version.
+    let queued = load_yaml(&test_data().join("queue").join("jobset.yaml"))?;
+    let request = admission_request(Kind::JobSet, "CREATE", &queued, None);
+    out.push((queue_request_path(), pretty(&request)?));
     for name in job_names()? {
         let request = admission_request(Kind::Job, "CREATE", &job_yaml(&name)?, None);
         out.push((job_request_path(&name), pretty(&request)?));

@@ -107,7 +107,7 @@ fn check_queue(plan: &JobSetPlan, cluster: &Cluster, findings: &mut Findings) {
             findings.warnings.push(format!(
                 "{}: queue {:?} was not checked: {why}",
                 queue.path(),
-                queue.name
+                format!("{}/{}", cluster.namespace, queue.name)
             ));
             return;
         }

@@ -4,6 +4,7 @@
 //! have none.
 use crate::common::*;
 use multislice_host::fixtures::load_json;
+use multislice_host::session::replay_as_kwctl;
 use multislice_host::{workspace_root, SettingsOutcome};
 use serde::Deserialize;
 use serde_json::Value;
@@ -21,6 +22,10 @@ struct Case {
     warnings: Option<Vec<String>>,
     #[serde(default)]
     settings_error: Option<String>,
+    /// A recorded session (kwctl's format) that answers the policy's host calls, given with
+    /// `--allow-context-aware --replay-host-capabilities-interactions`; every exchange is read.
+    #[serde(default)]
+    session: Option<String>,
 }
 
 fn cases() -> Vec<Case> {
@@ -44,7 +49,22 @@ fn every_e2e_case_holds_through_the_module() {
             continue;
         }
         let request = load_json(&workspace_root().join(&case.request)).unwrap();
-        let outcome = validate(&request, &case.settings);
+        let outcome = match &case.session {
+            None => validate(&request, &case.settings),
+            Some(session) => {
+                let (capabilities, session) = replay_as_kwctl(
+                    &workspace_root().join(session),
+                    &workspace_root().join("policy-metadata.yml"),
+                )
+                .unwrap();
+                let outcome = policy()
+                    .with_capabilities(capabilities)
+                    .validate(&request, &case.settings)
+                    .unwrap();
+                assert_eq!(session.remaining(), 0, "{}: answers left unread", case.name);
+                outcome
+            }
+        };
         assert_eq!(
             Some(outcome.accepted),
             case.allowed,
