@@ -25,18 +25,34 @@ pub(crate) struct LookupCase {
     pub(crate) session: PathBuf,
 }
 
-/// The cases measured; none until the policy reads the queue.
+/// The queued v6e JobSet of test_data/queue, judged by the validating half: its queue with one
+/// flavour (three lookups) and with two (four).
 pub(crate) fn cases() -> Result<Vec<LookupCase>> {
-    Ok(Vec::new())
+    let root = workspace_root();
+    let request =
+        multislice_host::fixtures::load_json(&multislice_host::fixtures::queue_request_path())?;
+    let settings = |check: &str| json!({"role": "validate", "queueCheck": check});
+    Ok([
+        ("queued JobSet CREATE, 1 flavour", "only-2x4"),
+        ("queued JobSet CREATE, 2 flavours", "2x4-and-4x4"),
+    ]
+    .into_iter()
+    .map(|(name, session)| LookupCase {
+        name,
+        request: request.clone(),
+        off: settings("off"),
+        on: settings("warn"),
+        session: root
+            .join("test_data/queue")
+            .join(format!("{session}.session.yml")),
+    })
+    .collect())
 }
 
 /// The table: time per call without and with the lookups, and per lookup.
 pub(crate) fn section(policy: &Policy, timing: &Timing, cases: &[LookupCase]) -> Result<()> {
     println!("| case | check off µs | check on µs | lookups | µs per lookup |");
     println!("|---|---|---|---|---|");
-    if cases.is_empty() {
-        println!("| (no case yet) | | | | |");
-    }
     // What policy-server grants the example ClusterAdmissionPolicy; kwctl's
     // `--allow-context-aware`.
     let allowed = allowed_by_file(&workspace_root().join("policy-metadata.yml"))?;
