@@ -7,12 +7,13 @@
 mod context;
 mod fit;
 mod namespaced;
+mod queue_check;
 mod quota;
 mod runs;
 mod shared;
 mod topology;
 
-use crate::common::Report;
+use crate::common::{part, Report};
 use fit::misfit_flavour_is_skipped;
 use multislice_cluster::agent::NodeAgent;
 use multislice_cluster::policies;
@@ -35,15 +36,42 @@ pub async fn cases(binaries: &Binaries, report: &mut Report) -> anyhow::Result<(
     .await?;
     let agent = NodeAgent::start(plane.cluster.clone(), plane.remaining());
     set_up_queues(&plane.cluster).await?;
+    let check = queue_check::set_up(&mut plane).await?;
     let before = report.failed;
+    if part("kueue") {
+        kueue_cases(&mut plane, &agent, report).await;
+    }
+    report.record(
+        "queueCheck refuse: kubectl apply of a TPU JobSet into a queue whose only flavour misfits fails with Q1",
+        queue_check::misfit_refused(&plane, &check).await,
+    );
+    report.record(
+        "queueCheck refuse: the same JobSet into a queue whose flavour fits is accepted, admitted by Kueue, and runs",
+        queue_check::fitting_runs(&plane, &check).await,
+    );
+    report.record(
+        "queueCheck warn: the misfit JobSet is accepted with Q1 as a warning and waits as a pending Workload",
+        queue_check::misfit_warned(&plane, &check).await,
+    );
+    if let Err(e) = plane.check_alive() {
+        report.record("the Kueue control plane stayed up", Err(e));
+    }
+    if report.failed > before {
+        plane.keep_logs();
+    }
+    Ok(())
+}
+
+/// The cases of part `kueue` but the queue check's.
+async fn kueue_cases(plane: &mut ControlPlane, agent: &NodeAgent, report: &mut Report) {
     report.record(
         "the policy's get_resource host calls: Kueue's objects read back from the API server exactly, a missing one refused in policy-evaluator's words, and only a ClusterAdmissionPolicy that grants the kind gets them",
-        context::objects_read_through_the_backend(&plane).await,
+        context::objects_read_through_the_backend(plane).await,
     );
     report.record(
         "Kueue admits JobSet's own v6e example (no node selectors) into its flavour, and it runs",
         queued_fixture_runs(
-            &plane,
+            plane,
             "test_data/jobsets/jobset-v6e-example.yaml",
             "kueue-v6e",
             &V6E_4X4,
@@ -53,7 +81,7 @@ pub async fn cases(binaries: &Binaries, report: &mut Report) -> anyhow::Result<(
     report.record(
         "single policy (role both): Kueue admits xpk's v6e JobSet (its own selectors), and it runs",
         queued_fixture_runs(
-            &plane,
+            plane,
             "test_data/jobsets/xpk-v6e-multislice.yaml",
             "kueue-xpk",
             &V6E_4X4,
@@ -62,12 +90,12 @@ pub async fn cases(binaries: &Binaries, report: &mut Report) -> anyhow::Result<(
     );
     report.record(
         "a flavour that does not fit is skipped by Kueue (the policy's required node affinity): the JobSet waits with Kueue's reason and Event, holds no quota, gets no UPDATE, and runs once 4x4 joins the queue",
-        misfit_flavour_is_skipped(&plane).await,
+        misfit_flavour_is_skipped(plane).await,
     );
     report.record(
         "a queue of 2x4, then 4x4: Kueue skips the flavour that does not fit, admits JobSet's own v6e example into 4x4, and it runs",
         queued_fixture_runs(
-            &plane,
+            plane,
             "test_data/jobsets/jobset-v6e-example.yaml",
             "kueue-skip",
             &V6E_4X4,
@@ -77,7 +105,7 @@ pub async fn cases(binaries: &Binaries, report: &mut Report) -> anyhow::Result<(
     report.record(
         "single policy (role both): a queue of 2x4, then 4x4: Kueue admits JobSet's own v6e example into 4x4, and it runs",
         queued_fixture_runs(
-            &plane,
+            plane,
             "test_data/jobsets/jobset-v6e-example.yaml",
             "kueue-skip-single",
             &V6E_4X4,
@@ -86,23 +114,23 @@ pub async fn cases(binaries: &Binaries, report: &mut Report) -> anyhow::Result<(
     );
     report.record(
         "a flavour that labels only the accelerator: Kueue admits JobSet's own v6e example, our UPDATE allows it, and the scheduler puts it on 4x4 nodes",
-        fit::accelerator_only_flavour(&plane).await,
+        fit::accelerator_only_flavour(plane).await,
     );
     report.record(
         "G5: a queued slice group of two replicated jobs left with five shapes is refused at CREATE",
-        fit::g5_refused_at_create(&plane).await,
+        fit::g5_refused_at_create(plane).await,
     );
     report.record(
         "quota for two JobSets, three submitted: the third waits, then runs when the first finishes",
-        third_waits_for_quota(&plane, &agent).await,
+        third_waits_for_quota(plane, agent).await,
     );
     report.record(
         "Kueue's Topology Aware Scheduling places each slice of a queued JobSet in one node pool",
-        topology_aware_scheduling(&plane).await,
+        topology_aware_scheduling(plane).await,
     );
     report.record(
         "a LocalQueue `default` (into 2x4, then 4x4) queues JobSet's v6e example without its label: accepted, admitted into 4x4, and it runs",
-        default_queue_runs(&plane).await,
+        default_queue_runs(plane).await,
     );
     let namespaced = plane
         .install_policy(policies::NAMESPACED_MANIFEST, &[])
@@ -110,19 +138,12 @@ pub async fn cases(binaries: &Binaries, report: &mut Report) -> anyhow::Result<(
     report.record(
         "a namespaced AdmissionPolicy runs after JobSet's and Kueue's webhooks, and sees their defaults",
         match &namespaced {
-            Ok(installed) => namespaced_policy_sees(&plane, installed).await,
+            Ok(installed) => namespaced_policy_sees(plane, installed).await,
             Err(e) => Err(anyhow::anyhow!("installing it: {e:#}")),
         },
     );
     report.record(
         "J4: an opted-in Job that Kueue could admit partially is refused at CREATE",
-        partial_admission_refused(&plane).await,
+        partial_admission_refused(plane).await,
     );
-    if let Err(e) = plane.check_alive() {
-        report.record("the Kueue control plane stayed up", Err(e));
-    }
-    if report.failed > before {
-        plane.keep_logs();
-    }
-    Ok(())
 }

@@ -1,0 +1,270 @@
+//! The queue check (setting `queueCheck`, issue 28) on the real control plane: the validating
+//! half of the pair from examples/cluster-admission-policy-validate-queue-check.yaml, its
+//! `get_resource` calls answered by the real API server (context_aware.rs), judges a TPU
+//! JobSet at `kubectl apply` against its real Kueue queue. Under `refuse`, a JobSet whose queue
+//! has only a flavour it does not fit is refused with Q1, and the same JobSet runs from a queue
+//! whose flavour fits; under `warn`, the misfit one is accepted with the same text as a warning
+//! and waits as a pending Workload.
+//!
+//! Each of its namespaces is labelled `none` (no policy of the control plane judges it) and
+//! gets a pair of its own: a copy of the mutating policy, and a copy of the queue-check
+//! validating policy under `refuse` or `warn`, scoped by namespace name (as shapes.rs does).
+use super::runs::{create_queued, fixture_jobset, queued_jobset_runs};
+use super::shared::{workload_when, BOUND, CPU_FLAVOUR, V6E_2X4, V6E_4X4};
+use crate::common::Failures;
+use crate::shapes::{check_warnings_reached, object_named, reviews_of};
+use multislice_cluster::kueue::{self, is_true};
+use multislice_cluster::policies::{self, Installed, Manifest};
+use multislice_cluster::run;
+use multislice_cluster::ControlPlane;
+use serde_json::{json, Value};
+use std::time::Duration;
+
+/// The offline cases' JobSet (test_data/e2e/cases.json `queue-*`): 2 slices of 4 hosts with 4
+/// v6e chips each, only the accelerator pinned; it fits tpu-v6e-slice 4x4 alone.
+const FIXTURE: &str = "test_data/queue/jobset.yaml";
+/// The LocalQueue it names.
+const LOCAL_QUEUE: &str = "tpu-queue";
+pub(crate) const QUEUE_CHECK_MANIFEST: &str =
+    "examples/cluster-admission-policy-validate-queue-check.yaml";
+
+/// Under `refuse`: a queue of 2x4 only, and a queue of 4x4.
+const REFUSED: &str = "queue-check-refuse";
+const FITS: &str = "queue-check-fits";
+/// Under `warn`: a queue of 2x4 only.
+const WARNED: &str = "queue-check-warn";
+/// ClusterQueues of their own: the case of fit.rs adds 4x4 to `misfit`.
+const ONLY_2X4: &str = "queue-check-2x4";
+const ONLY_4X4: &str = "queue-check-4x4";
+
+/// The queue-check policies, installed by [`set_up`].
+pub(crate) struct QueueCheck {
+    refuse: Installed,
+    warn: Installed,
+}
+
+/// The ClusterQueues, the namespaces with their LocalQueues, and the policies that judge them.
+pub(crate) async fn set_up(plane: &mut ControlPlane) -> anyhow::Result<QueueCheck> {
+    let cluster = plane.cluster.clone();
+    for (queue, flavour) in [(ONLY_2X4, &V6E_2X4), (ONLY_4X4, &V6E_4X4)] {
+        cluster
+            .apply(&kueue::tpu_cluster_queue(
+                queue,
+                flavour.name,
+                256,
+                CPU_FLAVOUR,
+            ))
+            .await?;
+    }
+    for (namespace, queue) in [(REFUSED, ONLY_2X4), (FITS, ONLY_4X4), (WARNED, ONLY_2X4)] {
+        policies::namespace(&cluster, namespace, Some(policies::NONE)).await?;
+        cluster
+            .apply(&kueue::local_queue(namespace, LOCAL_QUEUE, queue))
+            .await?;
+        kueue::wait_local_queue_active(&cluster, namespace, LOCAL_QUEUE).await?;
+    }
+    let scope = |namespaces: &[&str]| {
+        [
+            json!({"key": "kubernetes.io/metadata.name", "operator": "In",
+                "values": namespaces}),
+        ]
+    };
+    let mutate = policies::PAIR_MANIFESTS[0];
+    plane
+        .install_policy_with(
+            mutate,
+            "queue-check",
+            &Manifest::load(mutate)?.settings(None),
+            &scope(&[REFUSED, FITS, WARNED]),
+        )
+        .await?;
+    let validating = |check: &'static str| {
+        let mut settings = Manifest::load(QUEUE_CHECK_MANIFEST)?.settings(None);
+        settings["queueCheck"] = json!(check);
+        anyhow::Ok(settings)
+    };
+    let (refusing, warning) = (validating("refuse")?, validating("warn")?);
+    let refuse = plane
+        .install_policy_with(
+            QUEUE_CHECK_MANIFEST,
+            "refuse",
+            &refusing,
+            &scope(&[REFUSED, FITS]),
+        )
+        .await?;
+    let warn = plane
+        .install_policy_with(QUEUE_CHECK_MANIFEST, "warn", &warning, &scope(&[WARNED]))
+        .await?;
+    // A moment for the API server's informers to have the labels and the configurations.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    Ok(QueueCheck { refuse, warn })
+}
+
+/// The fixture in `namespace`, as a user writes it: Kueue's webhook suspends it.
+fn jobset_in(namespace: &str) -> anyhow::Result<Value> {
+    let mut object = fixture_jobset(FIXTURE, namespace)?;
+    if let Some(spec) = object["spec"].as_object_mut() {
+        spec.remove("suspend");
+    }
+    Ok(object)
+}
+
+/// Q1 for the fixture in `namespace`, whose queue has tpu-v6e-2x4 only.
+fn q1(namespace: &str) -> String {
+    format!(
+        "[Q1] metadata.labels[\"kueue.x-k8s.io/queue-name\"]: names queue \"{namespace}/{LOCAL_QUEUE}\" (ClusterQueue \"{ONLY_2X4}\"), where replicated job \"workers\" fits no flavour of google.com/tpu: \"tpu-v6e-2x4\" (tpu-v6e-slice 2x4); it needs a slice of 4 hosts with 4 chips per pod: tpu-v6e-slice 4x4, so Kueue would never admit it; submit it to a queue with a flavour of one of those shapes, or add such a flavour to the ClusterQueue"
+    )
+}
+
+/// The mutating policy's warning on the fixture at CREATE (SPEC §4.7).
+const NARROWED: &str = "spec.replicatedJobs[0].template.spec.template.spec.affinity: replicated job \"workers\" leaves its slice shape to the queue, so it is limited to slices of 4 hosts with 4 chips per pod: tpu-v6e-slice 4x4 (a required node affinity, so that Kueue admits it only into a flavour where it fits)";
+
+/// The CREATE reviews of a JobSet that one policy answered.
+fn created_by<'a>(reviews: &'a [Value], policy: &Installed, namespace: &str) -> Vec<&'a Value> {
+    reviews_of(reviews, "JobSet", namespace, "train-v6e")
+        .into_iter()
+        .filter(|r| r["policy"] == json!(policy.configuration) && r["operation"] == "CREATE")
+        .collect()
+}
+
+/// `refuse`, a queue of 2x4 only: `kubectl apply` fails with Q1, and nothing is stored.
+pub(crate) async fn misfit_refused(
+    plane: &ControlPlane,
+    check: &QueueCheck,
+) -> anyhow::Result<Failures> {
+    let mut f = Failures::default();
+    let object = jobset_in(REFUSED)?;
+    let sub = run::submit(&plane.cluster, std::slice::from_ref(&object))
+        .await?
+        .remove(0);
+    let what = format!("JobSet {REFUSED}/{}", sub.name);
+    let message = sub.created.message().unwrap_or_default().to_string();
+    f.eq(sub.created.status, 400, &format!("{what}: status"));
+    f.eq(
+        message.clone(),
+        format!(
+            "admission webhook \"{}\" denied the request: {}",
+            check.refuse.webhook,
+            q1(REFUSED)
+        ),
+        &format!("{what}: message"),
+    );
+    let stored = plane.cluster.get(&object).await?;
+    f.check(stored.is_none(), || format!("{what}: stored"));
+    if stored.is_some() {
+        plane.cluster.delete(&object).await?;
+    }
+    // The validating policy judged it as Kueue's webhook stored it: suspended.
+    let reviews = plane.reviews()?;
+    let judged = created_by(&reviews, &check.refuse, REFUSED);
+    f.eq(
+        judged
+            .iter()
+            .map(|r| (&r["allowed"], &r["object"]["spec"]["suspend"]))
+            .collect::<Vec<_>>(),
+        vec![(&json!(false), &json!(true))],
+        &format!("{what}: the queue check's CREATE verdicts (allowed, suspend)"),
+    );
+    eprintln!("queue check: {what}: {} {message}", sub.created.status);
+    Ok(f)
+}
+
+/// `refuse`, a queue of 4x4: accepted without a word from the queue check, and it runs.
+pub(crate) async fn fitting_runs(
+    plane: &ControlPlane,
+    check: &QueueCheck,
+) -> anyhow::Result<Failures> {
+    let mut f = queued_jobset_runs(plane, &jobset_in(FITS)?, &V6E_4X4).await?;
+    let reviews = plane.reviews()?;
+    let judged = created_by(&reviews, &check.refuse, FITS);
+    f.eq(
+        judged
+            .iter()
+            .map(|r| (&r["allowed"], &r["warnings"]))
+            .collect::<Vec<_>>(),
+        vec![(&json!(true), &json!([]))],
+        &format!("JobSet {FITS}/train-v6e: the queue check's CREATE verdicts (allowed, warnings)"),
+    );
+    Ok(f)
+}
+
+/// `warn`, a queue of 2x4 only: accepted, Q1 among the warnings the client gets, and the
+/// JobSet waits as a pending Workload with Kueue's reason, suspended and without pods.
+pub(crate) async fn misfit_warned(
+    plane: &ControlPlane,
+    check: &QueueCheck,
+) -> anyhow::Result<Failures> {
+    let mut f = Failures::default();
+    let Some(sub) = create_queued(&mut f, plane, &jobset_in(WARNED)?).await? else {
+        return Ok(f);
+    };
+    let what = format!("JobSet {WARNED}/{}", sub.name);
+    let reviews = plane.reviews()?;
+    let judged = created_by(&reviews, &check.warn, WARNED);
+    f.eq(
+        judged
+            .iter()
+            .map(|r| (&r["allowed"], &r["warnings"]))
+            .collect::<Vec<_>>(),
+        vec![(&json!(true), &json!([q1(WARNED)]))],
+        &format!("{what}: the queue check's CREATE verdicts (allowed, warnings)"),
+    );
+    let created = reviews_of(&reviews, "JobSet", WARNED, &sub.name);
+    check_warnings_reached(&mut f, &what, &created, &sub);
+    // The mutating policy's, then the queue check's.
+    f.eq(
+        sub.created.warnings.clone(),
+        vec![NARROWED.to_string(), q1(WARNED)],
+        &format!("{what}: the warnings the client got"),
+    );
+    let reason = format!("flavor {} doesn't match node affinity", V6E_2X4.name);
+    let pending = workload_when(&plane.cluster, &sub, BOUND, |w| {
+        kueue::condition(w, "QuotaReserved").is_some_and(|c| {
+            c["status"] == "False"
+                && c["reason"] == "Pending"
+                && c["message"].as_str().is_some_and(|m| m.contains(&reason))
+        })
+    })
+    .await?;
+    let workload = match pending {
+        Some(w) => w,
+        None => kueue::workloads_of(&plane.cluster, &sub)
+            .await?
+            .into_iter()
+            .next()
+            .unwrap_or_default(),
+    };
+    let conditions = kueue::conditions_text(&workload);
+    f.check(
+        conditions
+            .iter()
+            .any(|c| c.starts_with("QuotaReserved=False (Pending)") && c.contains(&reason)),
+        || format!("{what}: Workload {conditions:?}, want Pending because {reason:?}"),
+    );
+    for kind in ["QuotaReserved", "Admitted"] {
+        f.check(!is_true(&workload, kind), || {
+            format!("{what}: Workload condition {kind} is True")
+        });
+    }
+    let stored = plane
+        .cluster
+        .get(&sub.created.body)
+        .await?
+        .unwrap_or_default();
+    f.eq(
+        &stored["spec"]["suspend"],
+        &json!(true),
+        &format!("{what}: still suspended"),
+    );
+    f.eq(
+        run::pods_of(&plane.cluster, &sub).await?.len(),
+        0,
+        &format!("{what}: pods"),
+    );
+    eprintln!(
+        "queue check: {what}: accepted with warnings {:?}; Workload {conditions:?}",
+        sub.created.warnings
+    );
+    plane.cluster.delete(&object_named(&sub)).await?;
+    Ok(f)
+}
