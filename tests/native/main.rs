@@ -1,4 +1,6 @@
 //! Tests of the native build that need no `policy.wasm`: the rule fixtures table through
-//! `admission::evaluate`, and the shape of the source tree.
+//! `admission::evaluate`, the shape of the source tree, and the facts the docs state.
+mod docs;
 mod rules;
 mod source_tree;
+mod zz_dump;
