@@ -18,7 +18,7 @@ POLICY=annotated-policy.wasm
 
 setup_file() {
   KWCTL="$("$BATS_TEST_DIRNAME/.ci/kubewarden" which kwctl)" || {
-    echo "kwctl is not installed: $KWCTL (see README \"Kubewarden's own tools\")" >&2
+    echo "kwctl is not installed: $KWCTL (see docs/testing.md \"Kubewarden's own tools\")" >&2
     return 1
   }
   # The Sigstore trust config, when there is one, so that kwctl does not reach for the
@@ -310,6 +310,27 @@ check_manifest() {
   run --separate-stderr kw run --request-path "$pod" --settings-json '{}' "$POLICY"
   [ "$cluster" = "$output" ]
   [ -z "$(jq -r '.patch | @base64d' <<<"$cluster" | grep TPU_WORKER_ID)" ]
+}
+
+# The README's pre-submit check, exactly as the README writes it: its two kwctl lines, run on
+# an example JobSet in the file name the README uses, with POLICY the module built here.
+@test "README: the pre-submit kwctl commands admit an example JobSet" {
+  local commands
+  commands=$(awk '/^<!-- pre-submit kwctl check -->$/ {marked = 1; next}
+    marked && /^```console$/ {inside = 1; next}
+    inside && /^```$/ {exit}
+    inside' README.md)
+  [ "$(grep -c '^kwctl ' <<<"$commands")" -eq 2 ]
+  [ "$(grep -vc '^kwctl ' <<<"$commands")" -eq 0 ]
+  local POLICY="$PWD/$POLICY"
+  cp examples/multislice-v5p.yaml "$BATS_TEST_TMPDIR/my-jobset.yaml"
+  cd "$BATS_TEST_TMPDIR"
+  # kwctl run with the trust config, as every kwctl run here; the rest as written.
+  kwctl() { if [ "$1" = run ]; then kw "$@"; else "$KWCTL" "$@"; fi; }
+  run --separate-stderr eval "$commands"
+  [ "$status" -eq 0 ]
+  [ "$(jq -r .allowed <<<"$output")" = true ]
+  jq -r '.patch | @base64d' <<<"$output" | grep -q 'multislice.kubewarden.io/facts'
 }
 
 # bats test_tags=artifacthub

@@ -98,8 +98,8 @@ fn e2e_bats_runs_every_case_and_only_those() {
 enum Twin {
     /// The harness test (a `fn` under tests/wasm/) that asserts the same of the policy.
     Harness(&'static str),
-    /// What it asserts is kwctl's own behaviour, so no twin can exist (README's test table
-    /// marks it kwctl-only).
+    /// What it asserts is kwctl's own behaviour, so no twin can exist (docs/testing.md's test
+    /// table marks it kwctl-only).
     KwctlOnly(&'static str),
 }
 
@@ -124,6 +124,14 @@ const NOT_CASES: &[(&str, Twin)] = &[
         Twin::KwctlOnly(
             "the output of `kwctl scaffold artifacthub`; what it derives from the metadata is \
              checked by artifacthub_pkg_holds_what_kwctl_derives_from_the_metadata",
+        ),
+    ),
+    (
+        "README: the pre-submit kwctl commands admit an example JobSet",
+        Twin::KwctlOnly(
+            "the README's `kwctl scaffold admission-request` and `kwctl run` lines; the policy's \
+             answer to each example under `{}` is \
+             every_example_gets_its_stated_verdict_under_each_manifests_settings",
         ),
     ),
     (
