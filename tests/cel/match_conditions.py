@@ -300,7 +300,7 @@ def policy_host(args):
     if args.host == "kwctl" or (args.host == "auto" and kwctl):
         if not kwctl:
             raise SystemExit("error: --host kwctl, but kwctl is not installed "
-                             "(README \"Kubewarden's own tools\")")
+                             "(docs/testing.md \"Kubewarden's own tools\")")
         return Kwctl(kwctl)
     return Harness(args.evaluate, args.wasm)
 

@@ -1,4 +1,4 @@
-//! The shape of the source tree (README "Source map"): no import circle in any crate of the
+//! The shape of the source tree (CONTRIBUTING.md "Source map"): no import circle in any crate of the
 //! workspace, no file of `src/` over 400 lines or sharing its name with another, the env
 //! names spelled in `src/keys.rs` alone, and the test host's copy of them equal to it.
 use jobset_multislice_policy::keys;
@@ -367,7 +367,7 @@ fn the_host_lists_the_same_env_names_as_the_policy() {
     assert_eq!(multislice_host::judges::POLICY_ENV, keys::POLICY_ENV);
 }
 
-/// The layers of `src/`, lowest first (README "Source map", and the comments of `src/lib.rs`):
+/// The layers of `src/`, lowest first (CONTRIBUTING.md "Source map", and the comments of `src/lib.rs`):
 /// a module may name modules of its own layer and of the layers below, never above.
 const LAYERS: [(&str, &[&str]); 6] = [
     (

@@ -39,7 +39,7 @@ const SIMULATED: [&str; 28] = [
     "tpu-init-container",
     "pathways-tpu7x",
     "tpu-zero-replicas-first",
-    // The shapes real tools submit (README, "Shapes we test").
+    // The shapes real tools submit (docs/kueue-gke-xpk.md, "Shapes we test").
     "xpk-v5p-multislice",
     "xpk-v6e-multislice",
     "xpk-tpu7x",
