@@ -1,7 +1,7 @@
 //! Facts the docs state that a test can keep true: every relative link of README.md,
 //! CONTRIBUTING.md and docs/ resolves (the file, and an `#anchor` to one of its headings);
-//! every rule of `Rule` has its section in docs/rules.md and its row in the README's rule
-//! table; every example file is linked from the docs or admitted by a test; and the README, the
+//! every rule of `Rule` has its section in docs/rules.md (with a before/after YAML and what
+//! happens without it) and its row in the README's rule table; every example file is linked from the docs or admitted by a test; and the README, the
 //! policy's page on Artifact Hub, says nothing about how we build or test it.
 use multislice_host::workspace_root;
 use std::collections::BTreeSet;
@@ -197,6 +197,19 @@ fn every_rule_has_its_section_in_docs_rules_and_its_row_in_the_readme() {
             .iter()
             .find(|h| h.starts_with(&format!("{id} — ")))
             .unwrap_or_else(|| panic!("docs/rules.md has no section `### {id} — …`"));
+        let body = rules
+            .split(&format!("\n### {section}\n"))
+            .nth(1)
+            .and_then(|rest| rest.split("\n### ").next())
+            .unwrap();
+        assert!(
+            body.contains("**Before → after:**\n\n```yaml\n"),
+            "docs/rules.md, {id}: no before/after YAML"
+        );
+        assert!(
+            body.contains("**Without the") || body.contains("Seen on the real control plane"),
+            "docs/rules.md, {id}: not what happens without it"
+        );
         let row = format!("| [{id}](docs/rules.md#{}) |", slug(section));
         assert!(
             readme.lines().any(|l| l.starts_with(&row)),
