@@ -3,4 +3,3 @@
 mod docs;
 mod rules;
 mod source_tree;
-mod zz_dump;
