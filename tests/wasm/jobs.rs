@@ -67,10 +67,10 @@ fn jax_env_never_turns_jobs_off_too() {
 }
 
 #[rstest]
-#[case::j1("j1-fail", "[J1] spec.template.spec.subdomain: is not set, so the Job's pods get no DNS names and no JAX process can reach the coordinator, the pod with completion index 0; set it to the name of a headless Service (clusterIP: None) that selects the Job's pods, and create that Service; see docs/rules.md, J1")]
-#[case::j2("j2-fail", "[J2] spec.completionMode: is \"NonIndexed\"; set it to Indexed: each pod's JAX process id is its completion index; see docs/rules.md, J2")]
-#[case::j3("j3-fail", "[J3] spec.parallelism: is 2 but completions is 4; every JAX process must run at once, set both to 4; see docs/rules.md, J3")]
-#[case::j4("j4-fail", "[J4] metadata.annotations[\"kueue.x-k8s.io/job-min-parallelism\"]: is 2, below parallelism 4: Kueue's partial admission may start the Job with as few as 2 pods by lowering its parallelism and completions, but the JAX env of its pods counts 4 processes and jax.distributed.initialize waits for all of them; remove the annotation: Kueue then admits the Job whole, or keeps it queued until it fits; see docs/rules.md, J4")]
+#[case::j1("j1-fail", "[J1] spec.template.spec.subdomain: is not set, so the Job's pods get no DNS names and no JAX process can reach the coordinator, the pod with completion index 0; set it to the name of a headless Service (clusterIP: None) that selects the Job's pods, and create that Service")]
+#[case::j2("j2-fail", "[J2] spec.completionMode: is \"NonIndexed\"; set it to Indexed: each pod's JAX process id is its completion index")]
+#[case::j3("j3-fail", "[J3] spec.parallelism: is 2 but completions is 4; every JAX process must run at once, set both to 4")]
+#[case::j4("j4-fail", "[J4] metadata.annotations[\"kueue.x-k8s.io/job-min-parallelism\"]: is 2, below parallelism 4: Kueue's partial admission may start the Job with as few as 2 pods by lowering its parallelism and completions, but the JAX env of its pods counts 4 processes and jax.distributed.initialize waits for all of them; remove the annotation: Kueue then admits the Job whole, or keeps it queued until it fits")]
 fn each_j_rule_rejects_with_its_exact_message(#[case] name: &str, #[case] message: &str) {
     let outcome = validate(&job_request(name), &no_settings());
     assert!(!outcome.accepted);
@@ -478,7 +478,7 @@ fn with_dns(host_network: Option<bool>, dns_policy: Option<&str>, completions: u
     job
 }
 
-const N2_PATH: &str = "[N2] spec.template.spec.dnsPolicy; see docs/rules.md, N2";
+const N2_PATH: &str = "[N2] spec.template.spec.dnsPolicy";
 const CANNOT: &str = "so the pods cannot resolve the coordinator's hostname";
 
 #[rstest]
