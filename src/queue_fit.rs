@@ -207,7 +207,7 @@ mod tests {
         assert_eq!(got.warnings, Vec::<String>::new());
         assert_eq!(
             got.violations.iter().map(ToString::to_string).collect::<Vec<_>>(),
-            vec!["[Q1] metadata.labels[\"kueue.x-k8s.io/queue-name\"]: names queue \"ns/q\" (ClusterQueue \"cq\"), where replicated job \"w\" fits no flavour of google.com/tpu: \"a\" (tpu-v6e-slice 2x4), \"b\" (tpu-v5p-slice 4x4), \"c\" (tpu-v6e-slice no topology label); it needs a slice of 4 hosts with 4 chips per pod: tpu-v6e-slice 4x4, so Kueue would never admit it; submit it to a queue with a flavour of one of those shapes, or add such a flavour to the ClusterQueue"]
+            vec!["[Q1] metadata.labels[\"kueue.x-k8s.io/queue-name\"]: names queue \"ns/q\" (ClusterQueue \"cq\"), where replicated job \"w\" fits no flavour of google.com/tpu: \"a\" (tpu-v6e-slice 2x4), \"b\" (tpu-v5p-slice 4x4), \"c\" (tpu-v6e-slice no topology label); it needs a slice of 4 hosts with 4 chips per pod: tpu-v6e-slice 4x4, so Kueue would never admit it; submit it to a queue with a flavour of one of those shapes, or add such a flavour to the ClusterQueue; see docs/rules.md, Q1"]
         );
     }
 
@@ -242,7 +242,7 @@ mod tests {
         let got = judged(None);
         assert_eq!(
             got.violations.iter().map(ToString::to_string).collect::<Vec<_>>(),
-            vec!["[Q1] metadata.labels[\"kueue.x-k8s.io/queue-name\"]: names queue \"ns/q\" (ClusterQueue \"cq\"), which has no resource group for google.com/tpu, so Kueue would never admit it; submit it to a queue whose ClusterQueue covers google.com/tpu"]
+            vec!["[Q1] metadata.labels[\"kueue.x-k8s.io/queue-name\"]: names queue \"ns/q\" (ClusterQueue \"cq\"), which has no resource group for google.com/tpu, so Kueue would never admit it; submit it to a queue whose ClusterQueue covers google.com/tpu; see docs/rules.md, Q1"]
         );
     }
 }

@@ -1,7 +1,7 @@
 //! Whether a slice shape of the accelerator table fits a replicated job's pods (rule T4), and
 //! which shapes do (docs/spec.md §4.7). One reading of the table for both: what T4 accepts is exactly
 //! what a queued JobSet is narrowed to.
-use crate::accelerators::{Accelerator, Shapes, Topology, TopologyError};
+use crate::accelerators::{self, Accelerator, Overrides, Shapes, Topology, TopologyError};
 
 /// Why a topology does not fit pods of `per_pod` chips run `parallelism` at a time.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -95,6 +95,118 @@ pub fn listed_host_counts(acc: &Accelerator, per_pod: u32) -> Vec<u32> {
         .collect()
 }
 
+/// How many topologies a hint shows of one accelerator.
+const HINT_SHAPES: usize = 3;
+
+fn hosts(n: u32) -> String {
+    if n == 1 {
+        "1 host".to_string()
+    } else {
+        format!("{n} hosts")
+    }
+}
+
+fn quoted(values: &[String]) -> String {
+    values
+        .iter()
+        .map(|v| format!("{v:?}"))
+        .collect::<Vec<_>>()
+        .join(" or ")
+}
+
+/// The topologies of `acc` that fit a job of `parallelism` hosts with `per_pod` chips each,
+/// quoted for a message (the first few), if any does.
+pub fn fitting_quoted(acc: &Accelerator, per_pod: u32, parallelism: u32) -> Option<String> {
+    let mut fit = fitting_topologies(acc, per_pod, parallelism);
+    fit.truncate(HINT_SHAPES);
+    (!fit.is_empty()).then(|| quoted(&fit))
+}
+
+/// T3's hint for a missing topology: the topologies that fit a job of `parallelism` hosts with
+/// `per_pod` chips each, of its accelerator when that is pinned and known, else per accelerator
+/// of the table; where none fits, how to choose one.
+pub fn topology_hint(
+    overrides: &Overrides,
+    accelerator: Option<&str>,
+    per_pod: u32,
+    parallelism: u32,
+) -> String {
+    let job = format!("{} with {per_pod} chips per pod", hosts(parallelism));
+    let fits = |acc: &Accelerator| {
+        let mut all = fitting_topologies(acc, per_pod, parallelism);
+        all.truncate(HINT_SHAPES);
+        all
+    };
+    if let Some(acc) = accelerator.and_then(|name| accelerators::lookup(overrides, name)) {
+        let fit = fits(&acc);
+        return if fit.is_empty() {
+            format!(
+                "a {} topology: none fits {job}, so choose one of {} and set parallelism and completions to its chips divided by the chips per pod",
+                acc.name,
+                acc.shapes()
+            )
+        } else {
+            let what = if fit.len() == 1 {
+                "topology that fits"
+            } else {
+                "topologies that fit"
+            };
+            format!("{} (the {} {what} {job})", quoted(&fit), acc.name)
+        };
+    }
+    let per_accelerator: Vec<String> = accelerators::known_names(overrides)
+        .into_iter()
+        .filter_map(|name| accelerators::lookup(overrides, name))
+        .filter_map(|acc| {
+            let fit = fits(&acc);
+            (!fit.is_empty()).then(|| format!("{} on {}", quoted(&fit), acc.name))
+        })
+        .collect();
+    if per_accelerator.is_empty() {
+        format!("a topology of your accelerator whose chips divided by the chips per pod equal parallelism (none in the accelerator table fits {job})")
+    } else {
+        format!(
+            "the topology of your accelerator that fits {job}: {}",
+            per_accelerator.join(", ")
+        )
+    }
+}
+
+/// T3's hint for a missing accelerator: the accelerators of the table with a slice that fits the
+/// job (of its pinned topology, when it has one).
+pub fn accelerator_hint(
+    overrides: &Overrides,
+    topology: Option<&str>,
+    per_pod: u32,
+    parallelism: u32,
+) -> String {
+    let names: Vec<String> = accelerators::known_names(overrides)
+        .into_iter()
+        .filter_map(|name| accelerators::lookup(overrides, name))
+        .filter(|acc| match topology {
+            Some(t) => misfit(acc, t, per_pod, parallelism).is_none(),
+            None => !fitting_topologies(acc, per_pod, parallelism).is_empty(),
+        })
+        .map(|acc| acc.name.to_string())
+        .collect();
+    let slice = match topology {
+        Some(t) => format!(
+            "a {t} slice of {} with {per_pod} chips per pod",
+            hosts(parallelism)
+        ),
+        None => format!("{} with {per_pod} chips per pod", hosts(parallelism)),
+    };
+    if names.is_empty() {
+        format!("the accelerator of your TPU nodes (none in the accelerator table fits {slice}: add yours to the accelerators setting)")
+    } else {
+        let verb = if names.len() == 1 { "fits" } else { "fit" };
+        format!(
+            "the accelerator of your TPU nodes ({} {verb} {slice})",
+            quoted(&names)
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -123,6 +235,29 @@ mod tests {
         #[case] want: &[&str],
     ) {
         assert_eq!(fits(name, per_pod, parallelism), want);
+    }
+
+    #[test]
+    fn t3s_hints_name_a_topology_of_the_accelerator_that_fits_or_say_how_to_choose() {
+        let table = Overrides::new();
+        assert_eq!(
+            topology_hint(&table, Some("tpu-v5-lite-podslice"), 4, 2),
+            "\"2x4\" (the tpu-v5-lite-podslice topology that fits 2 hosts with 4 chips per pod)"
+        );
+        assert!(topology_hint(&table, Some("tpu-v6e-slice"), 4, 3)
+            .starts_with("a tpu-v6e-slice topology: none fits 3 hosts with 4 chips per pod, so choose one of 1x1, "));
+        // Not pinned, or not in the table: per accelerator.
+        for accelerator in [None, Some("tpu-v9")] {
+            assert_eq!(
+                topology_hint(&table, accelerator, 8, 1),
+                "the topology of your accelerator that fits 1 host with 8 chips per pod: \"2x4\" on tpu-v5-lite-podslice, \"2x4\" on tpu-v6e-slice"
+            );
+        }
+        assert_eq!(
+            accelerator_hint(&table, Some("2x4"), 4, 2),
+            "the accelerator of your TPU nodes (\"tpu-v5-lite-podslice\" or \"tpu-v6e-slice\" fit a 2x4 slice of 2 hosts with 4 chips per pod)"
+        );
+        assert!(accelerator_hint(&table, None, 4, 3).contains("none in the accelerator table fits"));
     }
 
     /// Every listed shape is exactly one that `misfit` accepts, whatever the sizes.

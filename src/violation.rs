@@ -39,6 +39,8 @@ pub struct Violation {
     pub rule: Rule,
     /// JSON path of the field to change, e.g. `spec.replicatedJobs[1].template.spec.parallelism`.
     pub path: String,
+    /// The replicated job the path is in, by name (see `name_replicated_jobs`).
+    pub job: Option<String>,
     pub problem: String,
     /// What would make it valid.
     pub fix: String,
@@ -54,20 +56,46 @@ impl Violation {
         Violation {
             rule,
             path: path.into(),
+            job: None,
             problem: problem.into(),
             fix: fix.into(),
         }
     }
 }
 
-/// `[T2] spec.replicatedJobs[0].template.spec.parallelism: is 2 but completions is 4; <fix>`
+/// `[T2] spec.replicatedJobs[0].template.spec.parallelism (replicated job "slice"): is 2 but
+/// completions is 4; <fix>; see docs/rules.md, T2`: the replicated job by its name as well as
+/// its index, and where the rule is explained.
 impl fmt::Display for Violation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "[{}] {}", self.rule, self.path)?;
+        if let Some(job) = &self.job {
+            write!(f, " (replicated job {job:?})")?;
+        }
         write!(
             f,
-            "[{}] {}: {}; {}",
-            self.rule, self.path, self.problem, self.fix
+            ": {}; {}; see {RULES_DOC}, {}",
+            self.problem, self.fix, self.rule
         )
+    }
+}
+
+/// Where each rule is explained, one section per rule id.
+pub const RULES_DOC: &str = "docs/rules.md";
+
+/// The index of the replicated job a JobSet path is in: `spec.replicatedJobs[i]…`.
+fn replicated_job_index(path: &str) -> Option<usize> {
+    let rest = path.strip_prefix("spec.replicatedJobs[")?;
+    rest[..rest.find(']')?].parse().ok()
+}
+
+/// Names the replicated job of every violation whose path is in one, from the JobSet's
+/// replicated job names in order.
+pub fn name_replicated_jobs(violations: &mut [Violation], names: &[&str]) {
+    for v in violations {
+        if let Some(name) = replicated_job_index(&v.path).and_then(|i| names.get(i)) {
+            v.job = Some((*name).to_string());
+        }
     }
 }
 

@@ -5,7 +5,7 @@ use crate::facts::JobFacts;
 use crate::jobset_plan::JobSetPlan;
 use crate::views::job_view::JobView;
 use crate::views::jobset_view::{JobSetView, ReplicatedJob};
-use crate::violation::{Rule, Violation};
+use crate::violation::{self, Rule, Violation};
 
 /// Why the pods of replicated job `i` depend on its parallelism, if they do: a member of a JAX
 /// group, or a TPU job under `tpuWorkerEnv`.
@@ -47,16 +47,16 @@ pub fn stale_resizes(old: &JobSetPlan, new: &JobSetView) -> Vec<Violation> {
                     Rule::E1,
                     after.at.pod_template().job_spec_field(field),
                     format!(
-                        "changed from {} to {}, but the pods of replicated job {:?} get {what} computed from it when the JobSet was created, and a resize would leave them stale",
+                        "changed from {} to {}, but its pods get {what} computed from it when the JobSet was created, and a resize would leave them stale",
                         show(was),
                         show(is),
-                        after.name
                     ),
                     "delete and recreate the JobSet with the new size",
                 ));
             }
         }
     }
+    violation::name_replicated_jobs(&mut out, &new.rjob_names());
     out
 }
 

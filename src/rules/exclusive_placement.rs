@@ -29,8 +29,7 @@ pub fn x1_exclusive_placement(plan: &JobSetPlan) -> Vec<Violation> {
                 Rule::X1,
                 r.at.job_annotations(),
                 format!(
-                    "replicated job {:?} runs {} TPU pods without exclusive placement, so two slices can land in one {}",
-                    r.name,
+                    "runs {} TPU pods without exclusive placement, so two slices can land in one {}",
                     pods(r),
                     settings.exclusive_topology_keys[0]
                 ),
@@ -45,7 +44,7 @@ pub fn x1_exclusive_placement(plan: &JobSetPlan) -> Vec<Violation> {
                     Rule::X1,
                     e.path(),
                     format!("is {:?}, which does not keep a slice's hosts together", e.key),
-                    format!("use {keys_text}"),
+                    format!("set it to {keys_text}"),
                 ))
             }
             Some(_) => {}
@@ -58,10 +57,42 @@ fn describe(e: &Option<Exclusive>) -> String {
     match e {
         None => "no exclusive placement".into(),
         Some(e) if e.node_selector_strategy => format!(
-            "exclusive-topology {:?} with the node-selector strategy",
+            "exclusive-topology {:?} with the node-selector flag {}",
+            e.key,
+            keys::NODE_SELECTOR_STRATEGY
+        ),
+        Some(e) => format!(
+            "exclusive-topology {:?} without the node-selector flag",
             e.key
         ),
-        Some(e) => format!("exclusive-topology {:?}", e.key),
+    }
+}
+
+/// What differs between two replicated jobs' exclusive placements, said plainly, and the fix.
+fn x2_difference(mine: &Option<Exclusive>, theirs: &Option<Exclusive>) -> (&'static str, String) {
+    match (mine, theirs) {
+        (Some(m), Some(t)) if m.key == t.key => (
+            ": the key is the same, only the node-selector flag differs, so JobSet places their Jobs differently (by nodeSelector with the flag, by pod affinity without it)",
+            format!(
+                "set {} on every replicated job of the slice group or on none, best set once on the JobSet beside {}",
+                keys::NODE_SELECTOR_STRATEGY,
+                keys::EXCLUSIVE_TOPOLOGY
+            ),
+        ),
+        (Some(_), Some(_)) => (
+            ": the keys differ",
+            format!(
+                "give every replicated job of a slice group the same {} key, best set once on the JobSet",
+                keys::EXCLUSIVE_TOPOLOGY
+            ),
+        ),
+        _ => (
+            "",
+            format!(
+                "give every replicated job of a slice group the same exclusive placement, best set once on the JobSet ({})",
+                keys::EXCLUSIVE_TOPOLOGY
+            ),
+        ),
     }
 }
 
@@ -79,17 +110,18 @@ pub fn x2_one_placement_per_slice_group(plan: &JobSetPlan) -> Vec<Violation> {
         for rjob in &slice_group.members[1..] {
             let mine = exclusive_placement(view, rjob);
             if !same(&mine) {
+                let (difference, fix) = x2_difference(&mine, &theirs);
                 out.push(Violation::new(
                     Rule::X2,
                     mine.as_ref().map_or_else(|| rjob.at.job_annotations(), Exclusive::path),
                     format!(
-                        "gives {:?} {} but {:?} of the same slice group {group:?} has {}",
+                        "gives {:?} {} but {:?} of the same slice group {group:?} has {}{difference}",
                         rjob.name,
                         describe(&mine),
                         first.name,
                         describe(&theirs)
                     ),
-                    "give every replicated job of a slice group the same exclusive placement, best set once on the JobSet",
+                    fix,
                 ));
             }
         }
@@ -135,8 +167,7 @@ pub fn x3_node_selector_flag_takes_effect(plan: &JobSetPlan) -> Vec<Violation> {
                 Rule::X3,
                 flag_path(r.at.job_annotations()),
                 format!(
-                    "is set but neither replicated job {:?} nor the JobSet has {}, and JobSet ignores it silently",
-                    r.name,
+                    "is set but neither this replicated job nor the JobSet has {}, and JobSet ignores it silently",
                     keys::EXCLUSIVE_TOPOLOGY
                 ),
                 format!(

@@ -168,7 +168,7 @@ mod tests {
         let view = JobView::parse(&object, "google.com/tpu").unwrap();
         assert_eq!(
             j4_no_partial_admission(&view).unwrap().to_string(),
-            format!("[J4] metadata.annotations[\"kueue.x-k8s.io/job-min-parallelism\"]: is 2, below parallelism 4: Kueue's partial admission may start the Job with as few as 2 pods by lowering its {lowered}, but the JAX env of its pods counts 4 processes and jax.distributed.initialize waits for all of them; remove the annotation: Kueue then admits the Job whole, or keeps it queued until it fits")
+            format!("[J4] metadata.annotations[\"kueue.x-k8s.io/job-min-parallelism\"]: is 2, below parallelism 4: Kueue's partial admission may start the Job with as few as 2 pods by lowering its {lowered}, but the JAX env of its pods counts 4 processes and jax.distributed.initialize waits for all of them; remove the annotation: Kueue then admits the Job whole, or keeps it queued until it fits; see docs/rules.md, J4")
         );
     }
 
@@ -185,7 +185,7 @@ mod tests {
         assert_eq!(v.len(), 1);
         assert_eq!(
             v[0].to_string(),
-            "[J1] spec.template.spec.subdomain: is not set, so the Job's pods get no DNS names and no JAX process can reach the coordinator, the pod with completion index 0; set it to the name of a headless Service (clusterIP: None) that selects the Job's pods, and create that Service"
+            "[J1] spec.template.spec.subdomain: is not set, so the Job's pods get no DNS names and no JAX process can reach the coordinator, the pod with completion index 0; set it to the name of a headless Service (clusterIP: None) that selects the Job's pods, and create that Service; see docs/rules.md, J1"
         );
     }
 }

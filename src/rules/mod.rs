@@ -11,7 +11,7 @@ use crate::error::InputError;
 use crate::jobset_plan::JobSetPlan;
 use crate::settings::Role;
 use crate::views::jobset_view::JobSetView;
-use crate::violation::Violation;
+use crate::violation::{self, Violation};
 
 /// What validation found in a JobSet.
 #[derive(Debug, Default, PartialEq)]
@@ -134,11 +134,12 @@ pub fn judge(plan: &JobSetPlan, moment: Moment) -> Result<Findings, InputError> 
 
 fn check(plan: &JobSetPlan, moment: Moment) -> Findings {
     let deferred = deferred(plan.view, moment, plan.settings.role);
-    let violations = RULES
+    let mut violations: Vec<Violation> = RULES
         .iter()
         .filter(|r| r.when.applies(deferred, moment))
         .flat_map(|r| (r.check)(plan))
         .collect();
+    violation::name_replicated_jobs(&mut violations, &plan.view.rjob_names());
     let mut warnings = exclusive_placement::single_slice_by_hostname(plan);
     if !deferred {
         warnings.extend(tpu::unknown_accelerators(plan));

@@ -127,7 +127,11 @@ mod tests {
             } else {
                 "ClusterFirst or remove it"
             };
-            assert!(v.to_string().ends_with(fix), "{v}");
+            assert!(
+                v.to_string()
+                    .ends_with(&format!("{fix}; see docs/rules.md, N2")),
+                "{v}"
+            );
         }
     }
 }

@@ -115,8 +115,7 @@ pub fn g3_no_cpu_job_among_slices(plan: &JobSetPlan) -> Vec<Violation> {
                 Rule::G3,
                 group_path(rjob),
                 format!(
-                    "puts non-TPU replicated job {:?} in group {name:?} with TPU replicated jobs {tpu:?}",
-                    rjob.name
+                    "puts this non-TPU replicated job in group {name:?} with TPU replicated jobs {tpu:?}"
                 ),
                 "give it a group of its own, or leave it in \"default\", where non-TPU jobs are not counted as slices",
             ));

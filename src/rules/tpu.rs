@@ -101,23 +101,28 @@ fn t3(view: &JobSetView, settings: &Settings, read_mark: bool) -> Vec<Violation>
             // GKE dynamic slicing names the topology in a pod template annotation instead.
             narrowed || slice_topology(r, &settings.topology_label).is_some(),
         ];
-        for ((label, example), selected) in [
-            (&settings.accelerator_label, "tpu-v5p-slice"),
-            (&settings.topology_label, "2x2x4"),
-        ]
-        .into_iter()
-        .zip(selected)
-        {
-            if !selected {
-                out.push(Violation::new(
-                    Rule::T3,
-                    r.template.at.spec_field("nodeSelector"),
-                    format!("does not select {label}, so the pods may land on any TPU node"),
-                    format!(
-                        "add {label} (for example {example:?}) to the nodeSelector, or a required node affinity with one In value"
-                    ),
-                ));
+        let (per_pod, hosts) = (r.chips_per_pod, r.parallelism);
+        let accelerator = pinned(r, &settings.accelerator_label).map(|p| p.value);
+        let topology = slice_topology(r, &settings.topology_label).map(|p| p.value);
+        let overrides = &settings.accelerators;
+        let labels = [&settings.accelerator_label, &settings.topology_label];
+        for (i, (label, selected)) in labels.into_iter().zip(selected).enumerate() {
+            if selected {
+                continue;
             }
+            let hint = if i == 0 {
+                slice_fit::accelerator_hint(overrides, topology, per_pod, hosts)
+            } else {
+                slice_fit::topology_hint(overrides, accelerator, per_pod, hosts)
+            };
+            out.push(Violation::new(
+                Rule::T3,
+                r.template.at.spec_field("nodeSelector"),
+                format!("does not select {label}, so the pods may land on any TPU node"),
+                format!(
+                    "add {label} to the nodeSelector, or a required node affinity with one In value, set to {hint}"
+                ),
+            ));
         }
     }
     out
@@ -248,7 +253,13 @@ fn check_slice(r: &ReplicatedJob, acc: &Accelerator, topology: &Pin) -> Option<V
                 "is {} but a {} {} slice with {per_pod} chips per pod has {hosts} hosts",
                 r.parallelism, acc.name, topology.value
             ),
-            format!("set parallelism and completions to {hosts}"),
+            match slice_fit::fitting_quoted(acc, per_pod, r.parallelism) {
+                Some(fit) => format!(
+                    "set parallelism and completions to {hosts}, or keep {} hosts and select the topology {fit}",
+                    r.parallelism
+                ),
+                None => format!("set parallelism and completions to {hosts}"),
+            },
         ),
     })
 }

@@ -176,6 +176,11 @@ impl<'a> JobSetView<'a> {
             .filter(|(_, r)| r.is_tpu())
     }
 
+    /// The replicated jobs' names, in order (for messages).
+    pub fn rjob_names(&self) -> Vec<&'a str> {
+        self.replicated_jobs.iter().map(|r| r.name).collect()
+    }
+
     /// Whether it names a Kueue queue.
     pub fn queued(&self) -> bool {
         self.queue.is_some()

@@ -64,7 +64,7 @@ fn bad_tpu_quantities_name_the_resource(#[case] value: Value, #[case] problem: &
     let path = "spec.replicatedJobs[0].template.spec.template.spec.containers[0].resources.limits[\"google.com/tpu\"]";
     assert_eq!(
         reject_message(&jobset_with(TPU_LIMIT, value.clone())),
-        format!("[T4] {path}: {problem}; ask for a whole number of chips: the chips of one host, for example 4")
+        format!("[T4] {path} (replicated job \"slice\"): {problem}; ask for a whole number of chips: the chips of one host, for example 4; see docs/rules.md, T4")
     );
     let mut pod = tpu_pod();
     pod["spec"]["containers"][0]["resources"]["limits"]["google.com/tpu"] = value;

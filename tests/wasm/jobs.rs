@@ -67,10 +67,10 @@ fn jax_env_never_turns_jobs_off_too() {
 }
 
 #[rstest]
-#[case::j1("j1-fail", "[J1] spec.template.spec.subdomain: is not set, so the Job's pods get no DNS names and no JAX process can reach the coordinator, the pod with completion index 0; set it to the name of a headless Service (clusterIP: None) that selects the Job's pods, and create that Service")]
-#[case::j2("j2-fail", "[J2] spec.completionMode: is \"NonIndexed\"; set it to Indexed: each pod's JAX process id is its completion index")]
-#[case::j3("j3-fail", "[J3] spec.parallelism: is 2 but completions is 4; every JAX process must run at once, set both to 4")]
-#[case::j4("j4-fail", "[J4] metadata.annotations[\"kueue.x-k8s.io/job-min-parallelism\"]: is 2, below parallelism 4: Kueue's partial admission may start the Job with as few as 2 pods by lowering its parallelism and completions, but the JAX env of its pods counts 4 processes and jax.distributed.initialize waits for all of them; remove the annotation: Kueue then admits the Job whole, or keeps it queued until it fits")]
+#[case::j1("j1-fail", "[J1] spec.template.spec.subdomain: is not set, so the Job's pods get no DNS names and no JAX process can reach the coordinator, the pod with completion index 0; set it to the name of a headless Service (clusterIP: None) that selects the Job's pods, and create that Service; see docs/rules.md, J1")]
+#[case::j2("j2-fail", "[J2] spec.completionMode: is \"NonIndexed\"; set it to Indexed: each pod's JAX process id is its completion index; see docs/rules.md, J2")]
+#[case::j3("j3-fail", "[J3] spec.parallelism: is 2 but completions is 4; every JAX process must run at once, set both to 4; see docs/rules.md, J3")]
+#[case::j4("j4-fail", "[J4] metadata.annotations[\"kueue.x-k8s.io/job-min-parallelism\"]: is 2, below parallelism 4: Kueue's partial admission may start the Job with as few as 2 pods by lowering its parallelism and completions, but the JAX env of its pods counts 4 processes and jax.distributed.initialize waits for all of them; remove the annotation: Kueue then admits the Job whole, or keeps it queued until it fits; see docs/rules.md, J4")]
 fn each_j_rule_rejects_with_its_exact_message(#[case] name: &str, #[case] message: &str) {
     let outcome = validate(&job_request(name), &no_settings());
     assert!(!outcome.accepted);
@@ -482,10 +482,10 @@ const N2_PATH: &str = "[N2] spec.template.spec.dnsPolicy";
 const CANNOT: &str = "so the pods cannot resolve the coordinator's hostname";
 
 #[rstest]
-#[case::host_network_default_policy(Some(true), None, format!("{N2_PATH}: is not set, and with hostNetwork: true the default ClusterFirst falls back to the node's resolver, {CANNOT}; set it to ClusterFirstWithHostNet"))]
-#[case::host_network_cluster_first(Some(true), Some("ClusterFirst"), format!("{N2_PATH}: is \"ClusterFirst\", which with hostNetwork: true falls back to the node's resolver, {CANNOT}; set it to ClusterFirstWithHostNet"))]
-#[case::default_policy(None, Some("Default"), format!("{N2_PATH}: is \"Default\", the node's resolver, {CANNOT}; set it to ClusterFirst or remove it"))]
-#[case::default_policy_on_host_network(Some(true), Some("Default"), format!("{N2_PATH}: is \"Default\", the node's resolver, {CANNOT}; set it to ClusterFirstWithHostNet"))]
+#[case::host_network_default_policy(Some(true), None, format!("{N2_PATH}: is not set, and with hostNetwork: true the default ClusterFirst falls back to the node's resolver, {CANNOT}; set it to ClusterFirstWithHostNet; see docs/rules.md, N2"))]
+#[case::host_network_cluster_first(Some(true), Some("ClusterFirst"), format!("{N2_PATH}: is \"ClusterFirst\", which with hostNetwork: true falls back to the node's resolver, {CANNOT}; set it to ClusterFirstWithHostNet; see docs/rules.md, N2"))]
+#[case::default_policy(None, Some("Default"), format!("{N2_PATH}: is \"Default\", the node's resolver, {CANNOT}; set it to ClusterFirst or remove it; see docs/rules.md, N2"))]
+#[case::default_policy_on_host_network(Some(true), Some("Default"), format!("{N2_PATH}: is \"Default\", the node's resolver, {CANNOT}; set it to ClusterFirstWithHostNet; see docs/rules.md, N2"))]
 fn n2_rejects_a_job_whose_pods_cannot_resolve_cluster_dns(
     #[case] host_network: Option<bool>,
     #[case] dns_policy: Option<&str>,

@@ -143,8 +143,8 @@ fn t3_at_the_unsuspend_reads_what_the_flavour_leaves_of_the_pairs() {
     assert_eq!(
         outcome.message.unwrap(),
         format!(
-            "[T3] {path}: does not select {ACC}, so the pods may land on any TPU node; add {ACC} (for example \"tpu-v5p-slice\") to the nodeSelector, or a required node affinity with one In value\n\
-             [T3] {path}: does not select {TOPO}, so the pods may land on any TPU node; add {TOPO} (for example \"2x2x4\") to the nodeSelector, or a required node affinity with one In value"
+            "[T3] {path} (replicated job \"slice\"): does not select {ACC}, so the pods may land on any TPU node; add {ACC} to the nodeSelector, or a required node affinity with one In value, set to the accelerator of your TPU nodes (\"tpu-v4-podslice\" or \"tpu-v5p-slice\" or \"tpu-v5-lite-podslice\" or \"tpu-v6e-slice\" or \"tpu7x\" fit 4 hosts with 4 chips per pod); see docs/rules.md, T3\n\
+             [T3] {path} (replicated job \"slice\"): does not select {TOPO}, so the pods may land on any TPU node; add {TOPO} to the nodeSelector, or a required node affinity with one In value, set to the topology of your accelerator that fits 4 hosts with 4 chips per pod: \"2x2x4\" on tpu-v4-podslice, \"2x2x4\" on tpu-v5p-slice, \"4x4\" on tpu-v5-lite-podslice, \"4x4\" on tpu-v6e-slice, \"2x2x4\" on tpu7x; see docs/rules.md, T3"
         )
     );
 }

@@ -165,13 +165,13 @@ fn a_sub_slice_whose_annotation_disagrees_with_parallelism_is_rejected_by_t4() {
     assert_eq!(outcome.code, Some(400));
     assert_eq!(
         outcome.message.as_deref(),
-        Some("[T4] spec.replicatedJobs[0].template.spec.parallelism: is 4 but a tpu-v6e-slice 4x8 slice with 4 chips per pod has 8 hosts; set parallelism and completions to 8")
+        Some("[T4] spec.replicatedJobs[0].template.spec.parallelism (replicated job \"slice-job\"): is 4 but a tpu-v6e-slice 4x8 slice with 4 chips per pod has 8 hosts; set parallelism and completions to 8, or keep 4 hosts and select the topology \"4x4\"; see docs/rules.md, T4")
     );
     jobset.pointer_mut(POD_ANNOTATIONS).unwrap()["cloud.google.com/gke-tpu-slice-topology"] =
         json!("4x");
     assert_eq!(
         create(&jobset, &no_settings()).message.as_deref(),
-        Some("[T4] spec.replicatedJobs[0].template.spec.template.metadata.annotations[\"cloud.google.com/gke-tpu-slice-topology\"]: \"4x\" is not a topology like 4x4 or 2x2x4; use one of 1x1, 2x2, 2x4, 4x4, 4x8, 8x8, 8x16, 16x16")
+        Some("[T4] spec.replicatedJobs[0].template.spec.template.metadata.annotations[\"cloud.google.com/gke-tpu-slice-topology\"] (replicated job \"slice-job\"): \"4x\" is not a topology like 4x4 or 2x2x4; use one of 1x1, 2x2, 2x4, 4x4, 4x8, 8x8, 8x16, 16x16; see docs/rules.md, T4")
     );
 }
 
@@ -187,8 +187,8 @@ fn a_super_slice_without_its_annotation_has_no_topology_and_no_placement() {
     let outcome = create(&jobset, &no_settings());
     assert_eq!(
         outcome.message.as_deref(),
-        Some("[T3] spec.replicatedJobs[0].template.spec.template.spec.nodeSelector: does not select cloud.google.com/gke-tpu-topology, so the pods may land on any TPU node; add cloud.google.com/gke-tpu-topology (for example \"2x2x4\") to the nodeSelector, or a required node affinity with one In value\n\
-              [X1] spec.replicatedJobs[0].template.metadata.annotations: replicated job \"slice-job\" runs 64 TPU pods without exclusive placement, so two slices can land in one cloud.google.com/gke-nodepool; add the annotation alpha.jobset.sigs.k8s.io/exclusive-topology: cloud.google.com/gke-nodepool here or on the JobSet")
+        Some("[T3] spec.replicatedJobs[0].template.spec.template.spec.nodeSelector (replicated job \"slice-job\"): does not select cloud.google.com/gke-tpu-topology, so the pods may land on any TPU node; add cloud.google.com/gke-tpu-topology to the nodeSelector, or a required node affinity with one In value, set to \"4x4x8\" (the tpu7x topology that fits 32 hosts with 4 chips per pod); see docs/rules.md, T3\n\
+              [X1] spec.replicatedJobs[0].template.metadata.annotations (replicated job \"slice-job\"): runs 64 TPU pods without exclusive placement, so two slices can land in one cloud.google.com/gke-nodepool; add the annotation alpha.jobset.sigs.k8s.io/exclusive-topology: cloud.google.com/gke-nodepool here or on the JobSet; see docs/rules.md, X1")
     );
 }
 
@@ -252,8 +252,8 @@ fn a_queued_jobset_waits_for_kueues_selectors(
     assert_eq!(
         outcome.message.as_deref(),
         Some(format!(
-            "[T3] {path}: does not select cloud.google.com/gke-tpu-accelerator, so the pods may land on any TPU node; add cloud.google.com/gke-tpu-accelerator (for example \"tpu-v5p-slice\") to the nodeSelector, or a required node affinity with one In value\n\
-             [T3] {path}: does not select cloud.google.com/gke-tpu-topology, so the pods may land on any TPU node; add cloud.google.com/gke-tpu-topology (for example \"2x2x4\") to the nodeSelector, or a required node affinity with one In value"
+            "[T3] {path} (replicated job \"slice\"): does not select cloud.google.com/gke-tpu-accelerator, so the pods may land on any TPU node; add cloud.google.com/gke-tpu-accelerator to the nodeSelector, or a required node affinity with one In value, set to the accelerator of your TPU nodes (\"tpu-v4-podslice\" or \"tpu-v5p-slice\" or \"tpu-v5-lite-podslice\" or \"tpu-v6e-slice\" or \"tpu7x\" fit 4 hosts with 4 chips per pod); see docs/rules.md, T3\n\
+             [T3] {path} (replicated job \"slice\"): does not select cloud.google.com/gke-tpu-topology, so the pods may land on any TPU node; add cloud.google.com/gke-tpu-topology to the nodeSelector, or a required node affinity with one In value, set to the topology of your accelerator that fits 4 hosts with 4 chips per pod: \"2x2x4\" on tpu-v4-podslice, \"2x2x4\" on tpu-v5p-slice, \"4x4\" on tpu-v5-lite-podslice, \"4x4\" on tpu-v6e-slice, \"2x2x4\" on tpu7x; see docs/rules.md, T3"
         ).as_str())
     );
 
@@ -275,7 +275,7 @@ fn a_queued_jobset_waits_for_kueues_selectors(
     let outcome = update(&unsuspended(&stored, Some(small)), &stored, &no_settings());
     assert_eq!(
         outcome.message.as_deref(),
-        Some("[T4] spec.replicatedJobs[0].template.spec.parallelism: is 4 but a tpu-v6e-slice 2x4 slice with 4 chips per pod has 2 hosts; set parallelism and completions to 2")
+        Some("[T4] spec.replicatedJobs[0].template.spec.parallelism (replicated job \"slice\"): is 4 but a tpu-v6e-slice 2x4 slice with 4 chips per pod has 2 hosts; set parallelism and completions to 2, or keep 4 hosts and select the topology \"4x4\"; see docs/rules.md, T4")
     );
 }
 
@@ -445,12 +445,12 @@ fn elastic_resizes_that_would_leave_stamped_values_stale_are_rejected() {
     let old = patched(&jax, &create(&jax, &settings));
     let outcome = update(&resized(&old, 1, 8), &old, &settings);
     assert_eq!(outcome.code, Some(400));
-    let why = "but the pods of replicated job \"h100\" get JAX_NUM_PROCESSES, JAX_PROCESS_ID and the JAX coordinator computed from it when the JobSet was created, and a resize would leave them stale; delete and recreate the JobSet with the new size";
+    let why = "but its pods get JAX_NUM_PROCESSES, JAX_PROCESS_ID and the JAX coordinator computed from it when the JobSet was created, and a resize would leave them stale; delete and recreate the JobSet with the new size";
     assert_eq!(
         outcome.message.unwrap(),
         format!(
-            "[E1] spec.replicatedJobs[1].template.spec.parallelism: changed from 4 to 8, {why}\n\
-             [E1] spec.replicatedJobs[1].template.spec.completions: changed from 4 to 8, {why}"
+            "[E1] spec.replicatedJobs[1].template.spec.parallelism (replicated job \"h100\"): changed from 4 to 8, {why}; see docs/rules.md, E1\n\
+             [E1] spec.replicatedJobs[1].template.spec.completions (replicated job \"h100\"): changed from 4 to 8, {why}; see docs/rules.md, E1"
         )
     );
 
@@ -472,13 +472,13 @@ fn elastic_resizes_that_would_leave_stamped_values_stale_are_rejected() {
     let outcome = update(&new, &stored, &worker_env);
     assert_eq!(
         outcome.message.as_deref(),
-        Some("[T2] spec.replicatedJobs[0].template.spec.parallelism: is 4 but completions is 8; a TPU slice needs every host at once, set both to 4\n\
-              [E1] spec.replicatedJobs[0].template.spec.completions: changed from 4 to 8, but the pods of replicated job \"slice-job\" get TPU_WORKER_ID and TPU_WORKER_HOSTNAMES computed from it when the JobSet was created, and a resize would leave them stale; delete and recreate the JobSet with the new size")
+        Some("[T2] spec.replicatedJobs[0].template.spec.parallelism (replicated job \"slice-job\"): is 4 but completions is 8; a TPU slice needs every host at once, set both to 4; see docs/rules.md, T2\n\
+              [E1] spec.replicatedJobs[0].template.spec.completions (replicated job \"slice-job\"): changed from 4 to 8, but its pods get TPU_WORKER_ID and TPU_WORKER_HOSTNAMES computed from it when the JobSet was created, and a resize would leave them stale; delete and recreate the JobSet with the new size; see docs/rules.md, E1")
     );
     // The same update without tpuWorkerEnv is judged by T2 alone.
     let outcome = update(&new, &stored, &settings);
     assert_eq!(
         outcome.message.as_deref(),
-        Some("[T2] spec.replicatedJobs[0].template.spec.parallelism: is 4 but completions is 8; a TPU slice needs every host at once, set both to 4")
+        Some("[T2] spec.replicatedJobs[0].template.spec.parallelism (replicated job \"slice-job\"): is 4 but completions is 8; a TPU slice needs every host at once, set both to 4; see docs/rules.md, T2")
     );
 }

@@ -99,8 +99,8 @@ fn unsuspending_without_selectors_is_rejected_by_t3() {
     assert_eq!(
         outcome.message.as_deref(),
         Some(format!(
-            "[T3] {path}: does not select cloud.google.com/gke-tpu-accelerator, so the pods may land on any TPU node; add cloud.google.com/gke-tpu-accelerator (for example \"tpu-v5p-slice\") to the nodeSelector, or a required node affinity with one In value\n\
-             [T3] {path}: does not select cloud.google.com/gke-tpu-topology, so the pods may land on any TPU node; add cloud.google.com/gke-tpu-topology (for example \"2x2x4\") to the nodeSelector, or a required node affinity with one In value"
+            "[T3] {path} (replicated job \"slice\"): does not select cloud.google.com/gke-tpu-accelerator, so the pods may land on any TPU node; add cloud.google.com/gke-tpu-accelerator to the nodeSelector, or a required node affinity with one In value, set to the accelerator of your TPU nodes (\"tpu-v4-podslice\" or \"tpu-v5p-slice\" or \"tpu-v5-lite-podslice\" or \"tpu-v6e-slice\" or \"tpu7x\" fit 4 hosts with 4 chips per pod); see docs/rules.md, T3\n\
+             [T3] {path} (replicated job \"slice\"): does not select cloud.google.com/gke-tpu-topology, so the pods may land on any TPU node; add cloud.google.com/gke-tpu-topology to the nodeSelector, or a required node affinity with one In value, set to the topology of your accelerator that fits 4 hosts with 4 chips per pod: \"2x2x4\" on tpu-v4-podslice, \"2x2x4\" on tpu-v5p-slice, \"4x4\" on tpu-v5-lite-podslice, \"4x4\" on tpu-v6e-slice, \"2x2x4\" on tpu7x; see docs/rules.md, T3"
         ).as_str())
     );
 }
@@ -140,7 +140,7 @@ fn unsuspending_to_a_wrong_topology_is_rejected_by_t4() {
     let outcome = update(&new, &old);
     assert_eq!(
         outcome.message.as_deref(),
-        Some("[T4] spec.replicatedJobs[0].template.spec.parallelism: is 4 but a tpu-v5p-slice 2x2x2 slice with 4 chips per pod has 2 hosts; set parallelism and completions to 2")
+        Some("[T4] spec.replicatedJobs[0].template.spec.parallelism (replicated job \"slice\"): is 4 but a tpu-v5p-slice 2x2x2 slice with 4 chips per pod has 2 hosts; set parallelism and completions to 2, or keep 4 hosts and select the topology \"2x2x4\"; see docs/rules.md, T4")
     );
 }
 
@@ -171,8 +171,8 @@ fn an_update_that_adds_a_violation_is_rejected_with_only_that_one() {
     let outcome = update(&new, &old);
     assert_eq!(
         outcome.message.as_deref(),
-        Some("[X1] spec.replicatedJobs[0].template.metadata.annotations: replicated job \"slice\" runs 4 TPU pods without exclusive placement, so two slices can land in one cloud.google.com/gke-nodepool; add the annotation alpha.jobset.sigs.k8s.io/exclusive-topology: cloud.google.com/gke-nodepool here or on the JobSet\n\
-              [X3] metadata.annotations[\"alpha.jobset.sigs.k8s.io/node-selector\"]: is set without alpha.jobset.sigs.k8s.io/exclusive-topology beside it, and JobSet ignores it silently; add alpha.jobset.sigs.k8s.io/exclusive-topology at the same level, or remove the flag")
+        Some("[X1] spec.replicatedJobs[0].template.metadata.annotations (replicated job \"slice\"): runs 4 TPU pods without exclusive placement, so two slices can land in one cloud.google.com/gke-nodepool; add the annotation alpha.jobset.sigs.k8s.io/exclusive-topology: cloud.google.com/gke-nodepool here or on the JobSet; see docs/rules.md, X1\n\
+              [X3] metadata.annotations[\"alpha.jobset.sigs.k8s.io/node-selector\"]: is set without alpha.jobset.sigs.k8s.io/exclusive-topology beside it, and JobSet ignores it silently; add alpha.jobset.sigs.k8s.io/exclusive-topology at the same level, or remove the flag; see docs/rules.md, X3")
     );
 }
 
@@ -197,10 +197,10 @@ fn an_existing_object_gets_the_same_verdict_as_at_create() {
 
 /// Bad topologies and chip counts get rule T4's message, never a trap.
 #[rstest::rstest]
-#[case::trailing_x("4x", "[T4] spec.replicatedJobs[0].template.spec.template.spec.nodeSelector[\"cloud.google.com/gke-tpu-topology\"]: \"4x\" is not a topology like 4x4 or 2x2x4; use one of 1x1, 2x2, 2x4, 4x4, 4x8, 8x8, 8x16, 16x16")]
-#[case::zero("0x4", "[T4] spec.replicatedJobs[0].template.spec.template.spec.nodeSelector[\"cloud.google.com/gke-tpu-topology\"]: \"0x4\" has a dimension of 0; use one of 1x1, 2x2, 2x4, 4x4, 4x8, 8x8, 8x16, 16x16")]
-#[case::four_dims("4x4x4x4", "[T4] spec.replicatedJobs[0].template.spec.template.spec.nodeSelector[\"cloud.google.com/gke-tpu-topology\"]: \"4x4x4x4\" has 4 dimensions, the accelerator has 2; use one of 1x1, 2x2, 2x4, 4x4, 4x8, 8x8, 8x16, 16x16")]
-#[case::huge("99999999999x2", "[T4] spec.replicatedJobs[0].template.spec.template.spec.nodeSelector[\"cloud.google.com/gke-tpu-topology\"]: \"99999999999x2\" is larger than any TPU slice; use one of 1x1, 2x2, 2x4, 4x4, 4x8, 8x8, 8x16, 16x16")]
+#[case::trailing_x("4x", "[T4] spec.replicatedJobs[0].template.spec.template.spec.nodeSelector[\"cloud.google.com/gke-tpu-topology\"] (replicated job \"slice\"): \"4x\" is not a topology like 4x4 or 2x2x4; use one of 1x1, 2x2, 2x4, 4x4, 4x8, 8x8, 8x16, 16x16; see docs/rules.md, T4")]
+#[case::zero("0x4", "[T4] spec.replicatedJobs[0].template.spec.template.spec.nodeSelector[\"cloud.google.com/gke-tpu-topology\"] (replicated job \"slice\"): \"0x4\" has a dimension of 0; use one of 1x1, 2x2, 2x4, 4x4, 4x8, 8x8, 8x16, 16x16; see docs/rules.md, T4")]
+#[case::four_dims("4x4x4x4", "[T4] spec.replicatedJobs[0].template.spec.template.spec.nodeSelector[\"cloud.google.com/gke-tpu-topology\"] (replicated job \"slice\"): \"4x4x4x4\" has 4 dimensions, the accelerator has 2; use one of 1x1, 2x2, 2x4, 4x4, 4x8, 8x8, 8x16, 16x16; see docs/rules.md, T4")]
+#[case::huge("99999999999x2", "[T4] spec.replicatedJobs[0].template.spec.template.spec.nodeSelector[\"cloud.google.com/gke-tpu-topology\"] (replicated job \"slice\"): \"99999999999x2\" is larger than any TPU slice; use one of 1x1, 2x2, 2x4, 4x4, 4x8, 8x8, 8x16, 16x16; see docs/rules.md, T4")]
 fn bad_topologies_get_t4s_message(#[case] topology: &str, #[case] message: &str) {
     let mut jobset = load_yaml(&test_data().join("rules/t4-pass.yaml")).unwrap();
     jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["nodeSelector"]
@@ -222,11 +222,11 @@ fn bad_chip_counts_get_t4s_message(#[case] chips: Value, #[case] problem: &str) 
     let message = outcome.message.unwrap();
     if problem.is_empty() {
         // 1e3 parses (1000 chips), so it is judged as a slice, and no host has 1000 chips.
-        assert_eq!(message, "[T4] spec.replicatedJobs[0].template.spec.template.spec.containers: ask for 1000 TPU chips per pod, which does not divide a tpu-v5-lite-podslice 2x4 slice (8 chips) into whole hosts; a pod takes a whole host: ask for 1 or 4 or 8 chips per pod, as the machine type has");
+        assert_eq!(message, "[T4] spec.replicatedJobs[0].template.spec.template.spec.containers (replicated job \"slice\"): ask for 1000 TPU chips per pod, which does not divide a tpu-v5-lite-podslice 2x4 slice (8 chips) into whole hosts; a pod takes a whole host: ask for 1 or 4 or 8 chips per pod, as the machine type has; see docs/rules.md, T4");
     } else {
         assert_eq!(
             message,
-            format!("[T4] spec.replicatedJobs[0].template.spec.template.spec.containers[0].resources.limits[\"google.com/tpu\"]: {problem}")
+            format!("[T4] spec.replicatedJobs[0].template.spec.template.spec.containers[0].resources.limits[\"google.com/tpu\"] (replicated job \"slice\"): {problem}; see docs/rules.md, T4")
         );
     }
 }
@@ -243,7 +243,7 @@ fn n2_judges_a_jax_jobset_of_several_processes() {
     assert!(!outcome.accepted);
     assert_eq!(
         outcome.message.as_deref(),
-        Some("[N2] spec.replicatedJobs[1].template.spec.template.spec.dnsPolicy: is not set, and with hostNetwork: true the default ClusterFirst falls back to the node's resolver, so the pods cannot resolve the coordinator and worker hostnames; set it to ClusterFirstWithHostNet")
+        Some("[N2] spec.replicatedJobs[1].template.spec.template.spec.dnsPolicy (replicated job \"h100\"): is not set, and with hostNetwork: true the default ClusterFirst falls back to the node's resolver, so the pods cannot resolve the coordinator and worker hostnames; set it to ClusterFirstWithHostNet; see docs/rules.md, N2")
     );
     let off = validate(&create(&jobset), &json!({"jaxEnv": "never"}));
     assert!(off.accepted, "{:?}", off.message);

@@ -144,7 +144,7 @@ fn preview_in_flavour(run: &Run) -> anyhow::Result<Failures> {
             "slice ids",
         );
     } else {
-        let message = format!("[T4] spec.replicatedJobs[0].template.spec.parallelism: is 4 but a {accelerator} {topology} slice with 4 chips per pod has 2 hosts; set parallelism and completions to 2");
+        let message = format!("[T4] spec.replicatedJobs[0].template.spec.parallelism (replicated job \"slice\"): is 4 but a {accelerator} {topology} slice with 4 chips per pod has 2 hosts; set parallelism and completions to 2, or keep 4 hosts and select the topology \"2x2x4\"; see docs/rules.md, T4");
         f.check(
             verdicts
                 .iter()

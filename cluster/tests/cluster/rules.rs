@@ -86,8 +86,8 @@ pub(crate) const BARE_SINGLE: &str = "bare-single";
 
 /// T3 on JobSet's own v6e example, which selects neither an accelerator nor a topology.
 pub(crate) const V6E_T3: &str = concat!(
-    "[T3] spec.replicatedJobs[0].template.spec.template.spec.nodeSelector: does not select cloud.google.com/gke-tpu-accelerator, so the pods may land on any TPU node; add cloud.google.com/gke-tpu-accelerator (for example \"tpu-v5p-slice\") to the nodeSelector, or a required node affinity with one In value\n",
-    "[T3] spec.replicatedJobs[0].template.spec.template.spec.nodeSelector: does not select cloud.google.com/gke-tpu-topology, so the pods may land on any TPU node; add cloud.google.com/gke-tpu-topology (for example \"2x2x4\") to the nodeSelector, or a required node affinity with one In value",
+    "[T3] spec.replicatedJobs[0].template.spec.template.spec.nodeSelector (replicated job \"slice\"): does not select cloud.google.com/gke-tpu-accelerator, so the pods may land on any TPU node; add cloud.google.com/gke-tpu-accelerator to the nodeSelector, or a required node affinity with one In value, set to the accelerator of your TPU nodes (\"tpu-v4-podslice\" or \"tpu-v5p-slice\" or \"tpu-v5-lite-podslice\" or \"tpu-v6e-slice\" or \"tpu7x\" fit 4 hosts with 4 chips per pod); see docs/rules.md, T3\n",
+    "[T3] spec.replicatedJobs[0].template.spec.template.spec.nodeSelector (replicated job \"slice\"): does not select cloud.google.com/gke-tpu-topology, so the pods may land on any TPU node; add cloud.google.com/gke-tpu-topology to the nodeSelector, or a required node affinity with one In value, set to the topology of your accelerator that fits 4 hosts with 4 chips per pod: \"2x2x4\" on tpu-v4-podslice, \"2x2x4\" on tpu-v5p-slice, \"4x4\" on tpu-v5-lite-podslice, \"4x4\" on tpu-v6e-slice, \"2x2x4\" on tpu7x; see docs/rules.md, T3",
 );
 
 /// A queue label that no Kueue acts on (this control plane has none): JobSet's own v6e example,

@@ -661,7 +661,7 @@ pub fn break_rule(shape: &Shape, rule: &str) -> Option<Broken> {
             let line = violation(
                 "G3",
                 &format!("{}.groupName", rjob(rjobs.len())),
-                &format!("puts non-TPU replicated job \"cpu-helper\" in group {g:?} with TPU replicated jobs {members:?}; give it a group of its own, or leave it in \"default\", where non-TPU jobs are not counted as slices"),
+                &format!("puts this non-TPU replicated job in group {g:?} with TPU replicated jobs {members:?}; give it a group of its own, or leave it in \"default\", where non-TPU jobs are not counted as slices"),
             );
             rjobs.push(json!({
                 "name": "cpu-helper", "groupName": g, "replicas": 1,
@@ -693,9 +693,10 @@ pub fn break_rule(shape: &Shape, rule: &str) -> Option<Broken> {
                     &format!("{}.containers", pod_spec(idx)),
                     &format!("hold {mine} TPU container{plural} per pod but {head:?} holds {theirs}; {same}"),
                 );
+                let names = rjob_names(&js);
                 return Some(Broken {
+                    message: as_shown(&line, &names),
                     jobset: js,
-                    message: line,
                 });
             }
             let mut lines = Vec::new();
@@ -786,10 +787,19 @@ pub fn break_rule(shape: &Shape, rule: &str) -> Option<Broken> {
             if let Some(a) = pod["metadata"]["annotations"].as_object_mut() {
                 a.remove(SLICE_TOPOLOGY);
             }
+            // Each slice of the table is the one topology of its accelerator for its hosts and
+            // chips per pod.
+            let slice = &SLICES[shape.groups[0].1].0;
             vec![violation(
                 "T3",
                 &format!("{}.nodeSelector", pod_spec(first)),
-                &format!("does not select {TOPO}, so the pods may land on any TPU node; add {TOPO} (for example \"2x2x4\") to the nodeSelector, or a required node affinity with one In value"),
+                &format!(
+                    "does not select {TOPO}, so the pods may land on any TPU node; add {TOPO} to the nodeSelector, or a required node affinity with one In value, set to {:?} (the {} topology that fits {} with {} chips per pod)",
+                    slice.topology,
+                    slice.accelerator,
+                    if slice.hosts == 1 { "1 host".to_string() } else { format!("{} hosts", slice.hosts) },
+                    slice.chips
+                ),
             )]
         }
         "T4" => {
@@ -801,13 +811,22 @@ pub fn break_rule(shape: &Shape, rule: &str) -> Option<Broken> {
                 "T4",
                 &format!("{}.template.spec.parallelism", rjob(first)),
                 &format!(
-                    "is {} but a {} {} slice with {} chips per pod has {} hosts; set parallelism and completions to {}",
+                    "is {} but a {} {} slice with {} chips per pod has {} hosts; set parallelism and completions to {}{}",
                     p + 1,
                     slice.accelerator,
                     slice.topology,
                     slice.chips,
                     slice.hosts,
-                    slice.hosts
+                    slice.hosts,
+                    // The table's other slice of that accelerator that fits p + 1 hosts.
+                    SLICES
+                        .iter()
+                        .flat_map(|(a, b)| [a, b])
+                        .find(|s| s.accelerator == slice.accelerator
+                            && s.chips == slice.chips
+                            && u64::from(s.hosts) == p + 1)
+                        .map(|s| format!(", or keep {} hosts and select the topology {:?}", p + 1, s.topology))
+                        .unwrap_or_default()
                 ),
             )]
         }
@@ -839,7 +858,7 @@ pub fn break_rule(shape: &Shape, rule: &str) -> Option<Broken> {
                 .map(|&i| violation(
                     "X1",
                     &format!("{}.template.metadata.annotations", rjob(i)),
-                    &format!("replicated job {:?} runs {} TPU pods without exclusive placement, so two slices can land in one {POOL}; add the annotation {EXCL}: {POOL} here or on the JobSet", rjobs[i]["name"].as_str().unwrap(), pods(&rjobs[i])),
+                    &format!("runs {} TPU pods without exclusive placement, so two slices can land in one {POOL}; add the annotation {EXCL}: {POOL} here or on the JobSet", pods(&rjobs[i])),
                 ))
                 .collect()
         }
@@ -847,7 +866,8 @@ pub fn break_rule(shape: &Shape, rule: &str) -> Option<Broken> {
             let g = shape.groups.iter().position(|(_, _, m)| m.len() > 1)?;
             let idx = rjobs.iter().position(|r| r["name"] == format!("r{g}-1"))?;
             let (group, head) = slice_group_head(rjobs, idx, resource);
-            let fix = "give every replicated job of a slice group the same exclusive placement, best set once on the JobSet";
+            let fix = format!("set {NSEL} on every replicated job of the slice group or on none, best set once on the JobSet beside {EXCL}");
+            let differ = "the key is the same, only the node-selector flag differs, so JobSet places their Jobs differently (by nodeSelector with the flag, by pod affinity without it)";
             match x.node_selector_flag {
                 // The JobSet's key and flag reach every Job: nothing one member can undo.
                 1 | 3 => return None,
@@ -859,7 +879,7 @@ pub fn break_rule(shape: &Shape, rule: &str) -> Option<Broken> {
                     vec![violation(
                         "X2",
                         &format!("metadata.annotations[{EXCL:?}]"),
-                        &format!("gives \"r{g}-1\" exclusive-topology {POOL:?} but {head:?} of the same slice group {group:?} has exclusive-topology {POOL:?} with the node-selector strategy; {fix}"),
+                        &format!("gives \"r{g}-1\" exclusive-topology {POOL:?} without the node-selector flag but {head:?} of the same slice group {group:?} has exclusive-topology {POOL:?} with the node-selector flag {NSEL}: {differ}; {fix}"),
                     )]
                 }
                 _ => {
@@ -869,7 +889,7 @@ pub fn break_rule(shape: &Shape, rule: &str) -> Option<Broken> {
                     vec![violation(
                         "X2",
                         &format!("{}.template.metadata.annotations[{EXCL:?}]", rjob(idx)),
-                        &format!("gives \"r{g}-1\" exclusive-topology {POOL:?} with the node-selector strategy but {head:?} of the same slice group {group:?} has exclusive-topology {POOL:?}; {fix}"),
+                        &format!("gives \"r{g}-1\" exclusive-topology {POOL:?} with the node-selector flag {NSEL} but {head:?} of the same slice group {group:?} has exclusive-topology {POOL:?} without the node-selector flag: {differ}; {fix}"),
                     )]
                 }
             }
@@ -927,8 +947,37 @@ pub fn break_rule(shape: &Shape, rule: &str) -> Option<Broken> {
         }
         _ => return None,
     };
+    let names = rjob_names(&js);
     Some(Broken {
+        message: lines
+            .iter()
+            .map(|line| as_shown(line, &names))
+            .collect::<Vec<_>>()
+            .join("\n"),
         jobset: js,
-        message: lines.join("\n"),
     })
+}
+
+/// The replicated jobs' names, in order.
+fn rjob_names(js: &Value) -> Vec<String> {
+    js["spec"]["replicatedJobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// A violation line as the policy shows it: the replicated job its path is in, by name, after
+/// the path, and where the rule is explained at the end.
+fn as_shown(line: &str, names: &[String]) -> String {
+    let (head, rest) = line.split_once(": ").unwrap();
+    let rule = &head[1..head.find(']').unwrap()];
+    let job = head
+        .split_once("] spec.replicatedJobs[")
+        .and_then(|(_, tail)| tail.split_once(']'))
+        .and_then(|(i, _)| names.get(i.parse::<usize>().ok()?))
+        .map(|name| format!(" (replicated job {name:?})"))
+        .unwrap_or_default();
+    format!("{head}{job}: {rest}; see docs/rules.md, {rule}")
 }

@@ -112,7 +112,7 @@ fn jobset_in(namespace: &str) -> anyhow::Result<Value> {
 /// Q1 for the fixture in `namespace`, whose queue has tpu-v6e-2x4 only.
 fn q1(namespace: &str) -> String {
     format!(
-        "[Q1] metadata.labels[\"kueue.x-k8s.io/queue-name\"]: names queue \"{namespace}/{LOCAL_QUEUE}\" (ClusterQueue \"{ONLY_2X4}\"), where replicated job \"workers\" fits no flavour of google.com/tpu: \"tpu-v6e-2x4\" (tpu-v6e-slice 2x4); it needs a slice of 4 hosts with 4 chips per pod: tpu-v6e-slice 4x4, so Kueue would never admit it; submit it to a queue with a flavour of one of those shapes, or add such a flavour to the ClusterQueue"
+        "[Q1] metadata.labels[\"kueue.x-k8s.io/queue-name\"]: names queue \"{namespace}/{LOCAL_QUEUE}\" (ClusterQueue \"{ONLY_2X4}\"), where replicated job \"workers\" fits no flavour of google.com/tpu: \"tpu-v6e-2x4\" (tpu-v6e-slice 2x4); it needs a slice of 4 hosts with 4 chips per pod: tpu-v6e-slice 4x4, so Kueue would never admit it; submit it to a queue with a flavour of one of those shapes, or add such a flavour to the ClusterQueue; see docs/rules.md, Q1"
     )
 }
 
