@@ -19,6 +19,9 @@ pub struct PodRow {
     pub container: String,
     pub group: String,
     pub env: Vec<(String, String)>,
+    /// The container's `command` and `args`, as written: the kubelet expands `$(NAME)` in
+    /// them from its env.
+    pub command_args: Vec<String>,
 }
 
 /// Parses every document of a YAML stream.
@@ -216,6 +219,12 @@ fn admit_pods(
                     },
                     group: group_of(&final_pod),
                     env: env::resolve(&final_pod, c)?,
+                    command_args: ["command", "args"]
+                        .iter()
+                        .filter_map(|k| c.get(*k).and_then(Value::as_array))
+                        .flatten()
+                        .filter_map(|a| a.as_str().map(str::to_string))
+                        .collect(),
                 });
             }
         }

@@ -5,6 +5,7 @@ mod bad_input;
 mod common;
 mod e2e_cases;
 mod env_features;
+mod example_references;
 mod jobs;
 mod narrowing;
 mod operations;
