@@ -127,15 +127,19 @@ e2e-tests: policy.wasm evaluate-bin $(VENV_STAMP)
 		$(VENV)/bin/python tests/cel/match_conditions.py --host $(CEL_HOST) \
 		--evaluate $(EVALUATE) --wasm policy.wasm
 
-REGISTRY ?= ghcr.io/kubewarden/policies/jobset-multislice
+# Where `make push` pushes: yours to choose, the project names no registry of its own
+# (make push REGISTRY=<registry>/<path>).
+REGISTRY ?=
 TAG ?= v$(VERSION)
 
 # Pushes the annotated policy to an OCI registry (kwctl uses the docker credentials).
-.PHONY: push need-kwctl-push
-push: need-kwctl-push annotated-policy.wasm
+.PHONY: push need-kwctl-push need-registry
+push: need-registry need-kwctl-push annotated-policy.wasm
 	$(KWCTL) push annotated-policy.wasm $(REGISTRY):$(TAG)
 need-kwctl-push:
 	@$(KUBEWARDEN) require kwctl "make push"
+need-registry:
+	@test -n "$(REGISTRY)" || { echo "make push: set REGISTRY=<registry>/<path>, where to push the policy; the project names none" >&2; exit 1; }
 
 # Regenerates artifacthub-pkg.yml with kwctl (version from io.kubewarden.policy.version). When
 # nothing but kwctl's createdAt would change, the committed file is left as it is.

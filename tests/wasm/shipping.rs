@@ -590,3 +590,110 @@ fn the_queue_check_manifest_is_the_validating_half_with_its_context() {
             .valid
     );
 }
+
+/// The metadata claims no owner, home or registry the project lacks (issue 29): no field names
+/// Kubewarden's maintainers, github.com/kubewarden or ghcr.io/kubewarden; the fields a release
+/// must fill hold the one placeholder, SET-AT-RELEASE; and `make push` has no default registry.
+#[test]
+fn the_metadata_claims_no_owner_home_or_registry_the_project_lacks() {
+    let mut files: Vec<String> = [
+        "policy-metadata.yml",
+        "artifacthub-pkg.yml",
+        "artifacthub-repo.yml",
+        "questions-ui.yml",
+        "Makefile",
+    ]
+    .map(String::from)
+    .to_vec();
+    for e in std::fs::read_dir(workspace_root().join("examples")).unwrap() {
+        files.push(format!(
+            "examples/{}",
+            e.unwrap().file_name().to_string_lossy()
+        ));
+    }
+    for file in &files {
+        let source = text(file).to_lowercase();
+        for claim in [
+            "ghcr.io/kubewarden",
+            "github.com/kubewarden/jobset",
+            "kubewarden developers",
+            "cncf-kubewarden-maintainers",
+        ] {
+            assert!(!source.contains(claim), "{file} claims {claim:?}");
+        }
+    }
+    let meta = yaml("policy-metadata.yml");
+    for key in [
+        "io.kubewarden.policy.author",
+        "io.kubewarden.policy.url",
+        "io.kubewarden.policy.source",
+        "io.kubewarden.policy.ociUrl",
+    ] {
+        let value = meta["annotations"][key].as_str().unwrap();
+        assert!(
+            value.to_uppercase().contains("SET-AT-RELEASE"),
+            "{key}: {value} is not the release placeholder"
+        );
+    }
+    let makefile = text("Makefile");
+    assert!(
+        makefile.contains("\nREGISTRY ?=\n"),
+        "REGISTRY has a default"
+    );
+    assert!(
+        makefile.contains("push: need-registry"),
+        "make push does not require REGISTRY"
+    );
+}
+
+/// What the metadata says the policy does is what it does: every variable the policy sets is
+/// named in the questions (hence Artifact Hub), the examples' tpuWorkerEnv comment names all
+/// of its variables, the description covers the DNS rules, the Job rules and bad input, and
+/// nothing says pods are never rejected (bad input is: tests/wasm/bad_input.rs).
+#[test]
+fn the_metadata_says_what_the_policy_does() {
+    let questions = text("questions-ui.yml");
+    for var in multislice_host::judges::POLICY_ENV {
+        assert!(
+            questions.contains(var),
+            "questions-ui.yml does not name {var}"
+        );
+    }
+    let tpu_host: Vec<&str> = multislice_host::judges::POLICY_ENV
+        .into_iter()
+        .filter(|v| v.starts_with("TPU_"))
+        .collect();
+    assert_eq!(tpu_host.len(), 5);
+    for entry in std::fs::read_dir(workspace_root().join("examples")).unwrap() {
+        let file = format!("examples/{}", entry.unwrap().file_name().to_string_lossy());
+        for line in text(&file).lines().filter(|l| l.contains("tpuWorkerEnv")) {
+            if line.trim_start().starts_with('#') {
+                for var in &tpu_host {
+                    assert!(line.contains(var), "{file}: {line:?} does not name {var}");
+                }
+            }
+        }
+    }
+    let meta = yaml("policy-metadata.yml");
+    let description = meta["annotations"]["io.kubewarden.policy.description"]
+        .as_str()
+        .unwrap();
+    for says in [
+        "DNS",
+        "dnsPolicy",
+        "Indexed Jobs",
+        "subdomain",
+        "partial admission",
+        "bad input",
+    ] {
+        assert!(
+            description.contains(says),
+            "the description does not say {says:?}"
+        );
+    }
+    assert!(
+        questions.contains("J1-J4"),
+        "jaxEnv never turns off J1-J4 (admission/job.rs)"
+    );
+    assert!(!text("policy-metadata.yml").contains("never rejected"));
+}
