@@ -3,7 +3,8 @@
 //! flavour that labels only the accelerator; and G5 at CREATE.
 use super::runs::{create_queued, fixture_jobset};
 use super::shared::{
-    eventually, tpu_flavours, workload_when, BOUND, CPU_FLAVOUR, V6E_2X4, V6E_4X4, V6E_ANY,
+    check_waits_unfit, eventually, tpu_flavours, workload_when, BOUND, CPU_FLAVOUR, V6E_2X4,
+    V6E_4X4, V6E_ANY,
 };
 use crate::common::Failures;
 use crate::pods::check_jobset_pods;
@@ -248,50 +249,7 @@ pub(crate) async fn misfit_flavour_is_skipped(plane: &ControlPlane) -> anyhow::R
         return Ok(f);
     };
     let what = format!("JobSet {namespace}/{}", sub.name);
-    let reason = format!("flavor {} doesn't match node affinity", V6E_2X4.name);
-    let pending = workload_when(&plane.cluster, &sub, BOUND, |w| {
-        kueue::condition(w, "QuotaReserved").is_some_and(|c| {
-            c["status"] == "False"
-                && c["reason"] == "Pending"
-                && c["message"].as_str().is_some_and(|m| m.contains(&reason))
-        })
-    })
-    .await?;
-    let workload = match pending {
-        Some(w) => w,
-        None => kueue::workloads_of(&plane.cluster, &sub)
-            .await?
-            .into_iter()
-            .next()
-            .unwrap_or_default(),
-    };
-    let conditions = kueue::conditions_text(&workload);
-    f.check(
-        conditions
-            .iter()
-            .any(|c| c.starts_with("QuotaReserved=False (Pending)") && c.contains(&reason)),
-        || format!("{what}: Workload {conditions:?}, want Pending because {reason:?}"),
-    );
-    for kind in ["QuotaReserved", "Admitted"] {
-        f.check(!is_true(&workload, kind), || {
-            format!("{what}: Workload condition {kind} is True")
-        });
-    }
-    let stored = plane
-        .cluster
-        .get(&sub.created.body)
-        .await?
-        .unwrap_or_default();
-    f.eq(
-        &stored["spec"]["suspend"],
-        &json!(true),
-        &format!("{what}: still suspended"),
-    );
-    f.eq(
-        run::pods_of(&plane.cluster, &sub).await?.len(),
-        0,
-        &format!("{what}: pods"),
-    );
+    let (conditions, stored) = check_waits_unfit(&mut f, plane, &sub, &what, &V6E_2X4).await?;
     let reviews = plane.reviews()?;
     let updates = kueue::unsuspending_reviews(&reviews, namespace, &sub.name);
     f.eq(updates.len(), 0, &format!("{what}: unsuspending UPDATEs"));

@@ -10,10 +10,10 @@
 //! gets a pair of its own: a copy of the mutating policy, and a copy of the queue-check
 //! validating policy under `refuse` or `warn`, scoped by namespace name (as shapes.rs does).
 use super::runs::{create_queued, fixture_jobset, queued_jobset_runs};
-use super::shared::{workload_when, BOUND, CPU_FLAVOUR, V6E_2X4, V6E_4X4};
+use super::shared::{check_waits_unfit, CPU_FLAVOUR, V6E_2X4, V6E_4X4};
 use crate::common::Failures;
 use crate::shapes::{check_warnings_reached, object_named, reviews_of};
-use multislice_cluster::kueue::{self, is_true};
+use multislice_cluster::kueue;
 use multislice_cluster::policies::{self, Installed, Manifest};
 use multislice_cluster::run;
 use multislice_cluster::ControlPlane;
@@ -217,50 +217,7 @@ pub(crate) async fn misfit_warned(
         vec![NARROWED.to_string(), q1(WARNED)],
         &format!("{what}: the warnings the client got"),
     );
-    let reason = format!("flavor {} doesn't match node affinity", V6E_2X4.name);
-    let pending = workload_when(&plane.cluster, &sub, BOUND, |w| {
-        kueue::condition(w, "QuotaReserved").is_some_and(|c| {
-            c["status"] == "False"
-                && c["reason"] == "Pending"
-                && c["message"].as_str().is_some_and(|m| m.contains(&reason))
-        })
-    })
-    .await?;
-    let workload = match pending {
-        Some(w) => w,
-        None => kueue::workloads_of(&plane.cluster, &sub)
-            .await?
-            .into_iter()
-            .next()
-            .unwrap_or_default(),
-    };
-    let conditions = kueue::conditions_text(&workload);
-    f.check(
-        conditions
-            .iter()
-            .any(|c| c.starts_with("QuotaReserved=False (Pending)") && c.contains(&reason)),
-        || format!("{what}: Workload {conditions:?}, want Pending because {reason:?}"),
-    );
-    for kind in ["QuotaReserved", "Admitted"] {
-        f.check(!is_true(&workload, kind), || {
-            format!("{what}: Workload condition {kind} is True")
-        });
-    }
-    let stored = plane
-        .cluster
-        .get(&sub.created.body)
-        .await?
-        .unwrap_or_default();
-    f.eq(
-        &stored["spec"]["suspend"],
-        &json!(true),
-        &format!("{what}: still suspended"),
-    );
-    f.eq(
-        run::pods_of(&plane.cluster, &sub).await?.len(),
-        0,
-        &format!("{what}: pods"),
-    );
+    let (conditions, _) = check_waits_unfit(&mut f, plane, &sub, &what, &V6E_2X4).await?;
     eprintln!(
         "queue check: {what}: accepted with warnings {:?}; Workload {conditions:?}",
         sub.created.warnings

@@ -1,10 +1,11 @@
 //! What the Kueue cases share: the flavours, queues and namespaces set up once, and the waits
 //! on Kueue's Workloads. It imports no case file.
+use crate::common::Failures;
 use multislice_cluster::fleet::TPU;
 use multislice_cluster::kueue::{self, DEFAULT_QUEUE};
 use multislice_cluster::policies;
-use multislice_cluster::run::Submitted;
-use multislice_cluster::Cluster;
+use multislice_cluster::run::{self, Submitted};
+use multislice_cluster::{Cluster, ControlPlane};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -192,4 +193,62 @@ pub(crate) fn tpu_flavours(workload: &Value) -> Vec<String> {
         .flatten()
         .filter_map(|a| a["flavors"][TPU].as_str().map(str::to_string))
         .collect()
+}
+
+/// A JobSet that no flavour of its queue fits, once Kueue has tried: its Workload pending
+/// because `flavour` does not match its node affinity, neither quota reserved nor admitted,
+/// and the JobSet still suspended, without pods. Returns the Workload's conditions and the
+/// stored JobSet, for what each case checks beyond.
+pub(crate) async fn check_waits_unfit(
+    f: &mut Failures,
+    plane: &ControlPlane,
+    sub: &Submitted,
+    what: &str,
+    flavour: &Flavour,
+) -> anyhow::Result<(Vec<String>, Value)> {
+    let reason = format!("flavor {} doesn't match node affinity", flavour.name);
+    let pending = workload_when(&plane.cluster, sub, BOUND, |w| {
+        kueue::condition(w, "QuotaReserved").is_some_and(|c| {
+            c["status"] == "False"
+                && c["reason"] == "Pending"
+                && c["message"].as_str().is_some_and(|m| m.contains(&reason))
+        })
+    })
+    .await?;
+    let workload = match pending {
+        Some(w) => w,
+        None => kueue::workloads_of(&plane.cluster, sub)
+            .await?
+            .into_iter()
+            .next()
+            .unwrap_or_default(),
+    };
+    let conditions = kueue::conditions_text(&workload);
+    f.check(
+        conditions
+            .iter()
+            .any(|c| c.starts_with("QuotaReserved=False (Pending)") && c.contains(&reason)),
+        || format!("{what}: Workload {conditions:?}, want Pending because {reason:?}"),
+    );
+    for kind in ["QuotaReserved", "Admitted"] {
+        f.check(!kueue::is_true(&workload, kind), || {
+            format!("{what}: Workload condition {kind} is True")
+        });
+    }
+    let stored = plane
+        .cluster
+        .get(&sub.created.body)
+        .await?
+        .unwrap_or_default();
+    f.eq(
+        &stored["spec"]["suspend"],
+        &json!(true),
+        &format!("{what}: still suspended"),
+    );
+    f.eq(
+        run::pods_of(&plane.cluster, sub).await?.len(),
+        0,
+        &format!("{what}: pods"),
+    );
+    Ok((conditions, stored))
 }
