@@ -172,6 +172,14 @@ bench-bins:
 bench: policy.wasm bench/baseline.wasm bench-bins
 	$(CARGO_TARGET_DIR)/debug/multislice-bench $(BENCH_ARGS)
 
+# Records what a host reads from FROM's answers to every bench payload and rule fixture into
+# test_data/responses/, which bench/tests/responses.rs holds policy.wasm to. Run it with the
+# module of the commit before a change that must not change any answer (BENCHMARKS.md).
+.PHONY: responses
+responses: bench-bins
+	@test -n "$(FROM)" || { echo "make responses: set FROM=<module.wasm>, the build to record" >&2; exit 1; }
+	$(CARGO_TARGET_DIR)/debug/record-responses $(FROM)
+
 bench/annotated-baseline.wasm: bench/baseline.wasm bench/baseline/metadata.yml
 	@$(KUBEWARDEN) require kwctl "make bench/annotated-baseline.wasm"
 	$(KWCTL) annotate -m bench/baseline/metadata.yml -o bench/annotated-baseline.wasm bench/baseline.wasm

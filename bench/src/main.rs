@@ -6,11 +6,11 @@
 //!                                                rounds interleaved)
 mod lookup;
 mod memory;
-mod workloads;
 
 use anyhow::{Context, Result};
 use jobset_multislice_policy::admission::validate;
 use memory::{tracking_engine, PeakTracker};
+use multislice_bench::workloads::*;
 use multislice_host::{workspace_root, Instance, Policy};
 use serde_json::Value;
 use std::hint::black_box;
@@ -18,7 +18,6 @@ use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use workloads::*;
 
 struct Timing {
     rounds: usize,

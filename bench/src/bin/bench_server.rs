@@ -8,17 +8,14 @@
 //! ../shared/tools; `make bench-server` skips this, with one line, where either is missing.
 // Shared with `make bench`; this binary uses only some of its requests.
 #[allow(dead_code)]
-#[path = "../workloads.rs"]
-mod workloads;
-
 use anyhow::{anyhow, bail, Context, Result};
+use multislice_bench::workloads::*;
 use multislice_host::policy_server_client::{self, find_on_path, PolicyServer, ServedPolicy};
 use multislice_host::review::ReviewResponse;
 use multislice_host::workspace_root;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use workloads::*;
 
 struct Plan {
     rounds: usize,

@@ -1,0 +1,4 @@
+//! What `make bench` and its tests share: the requests, built from the fixtures, and the
+//! responses a module gives them, as a host reads them.
+pub mod responses;
+pub mod workloads;
