@@ -11,6 +11,7 @@ use anyhow::{Context, Result};
 use jobset_multislice_policy::admission::validate;
 use memory::{tracking_engine, PeakTracker};
 use multislice_bench::workloads::*;
+use multislice_bench::{floor, host_work};
 use multislice_host::{workspace_root, Instance, Policy};
 use serde_json::Value;
 use std::hint::black_box;
@@ -157,24 +158,50 @@ struct Bench {
 }
 
 impl Bench {
-    fn row(&self, name: &str, request: &Value, target: Option<f64>) -> String {
+    fn row(&self, name: &str, request: &Value, target: Option<f64>) -> Result<String> {
         let payload = payload(request);
+        let object = request.get("object").cloned().unwrap_or(Value::Null);
+        let answer = self.policy.call("validate", &payload)?;
+        let floor = Policy::from_bytes(&floor::module(&answer)?)?.instance()?;
         let p = per_call(&self.timing, wasm_call(&self.policy, &payload));
         let b = per_call(&self.timing, wasm_call(&self.baseline, &payload));
+        let f = per_call(&self.timing, wasm_call(&floor, &payload));
         let n = per_call(&self.timing, native_call(&payload));
+        let (p_host, f_host) = per_call_pair(
+            &self.timing,
+            with_host_work(&self.policy, &payload, &object),
+            with_host_work(&floor, &payload, &object),
+        );
         let ratio = p.as_secs_f64() / b.as_secs_f64();
         let verdict = match target {
             Some(t) if ratio <= t => format!("≤ {t}× ✓"),
             Some(t) => format!("≤ {t}× ✗ MISSED"),
             None => "-".into(),
         };
-        format!(
-            "| {name} | {} | {} | {} | {ratio:.2}× | {verdict} | {} |",
+        Ok(format!(
+            "| {name} | {} | {} | {} | {} | {ratio:.2}× | {verdict} | {:.2}× | {} | {} | {:.2}× | {} |",
             payload.len(),
             micros(p),
             micros(b),
+            micros(f),
+            f.as_secs_f64() / p.as_secs_f64(),
+            micros(p_host),
+            micros(f_host),
+            f_host.as_secs_f64() / p_host.as_secs_f64(),
             micros(n)
-        )
+        ))
+    }
+}
+
+/// A module's call followed by policy-server's work on its answer ([`host_work`]).
+fn with_host_work<'a>(
+    instance: &'a Instance,
+    payload: &'a [u8],
+    object: &'a Value,
+) -> impl FnMut() + 'a {
+    move || {
+        let answer = instance.call("validate", payload).expect("module call");
+        black_box(host_work::patch_for(&answer, object).expect("an answer policy-server reads"));
     }
 }
 
@@ -220,88 +247,71 @@ fn main() -> Result<()> {
     println!("Median time per `validate` call on a reused instance, wasm through wapc + wasmtime-provider;");
     println!("the baseline is an accept-all policy with the same SDK and release profile that deserializes");
     println!("the whole request. Native is the same policy code compiled for this machine.\n");
-    println!("| case | request bytes | policy µs | baseline µs | ratio | target | native µs |");
-    println!("|---|---|---|---|---|---|---|");
+    println!(
+        "The floor is a module that holds the policy's answer to the case and returns it without"
+    );
+    println!(
+        "reading the request. \"With policy-server's work\" adds what policy-server does with an"
+    );
+    println!(
+        "answer: read it and diff the mutated object into a base64 JSON patch (`json-patch`).\n"
+    );
+    println!("| case | request bytes | policy µs | baseline µs | floor µs | policy / baseline | target | floor / policy | with policy-server's work: policy µs | floor µs | floor / policy | native µs |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
     let js = tpu_jobset()?;
     let not_jobset_pod = multislice_host::fixtures::load_json(
         &multislice_host::fixtures::pod_request_path("not-a-jobset-pod"),
     )?;
-    println!(
-        "{}",
-        bench.row("non-JobSet pod (fast path)", &not_jobset_pod, Some(0.8))
-    );
-    println!(
-        "{}",
-        bench.row(
+    let fast = Some(0.8);
+    let mutation = Some(1.5);
+    let rows = [
+        ("non-JobSet pod (fast path)", not_jobset_pod, fast),
+        (
             "non-JobSet pod with 5 annotations (fast path)",
-            &annotated_plain_pod()?,
-            Some(0.8)
-        )
-    );
-    println!(
-        "{}",
-        bench.row(
+            annotated_plain_pod()?,
+            fast,
+        ),
+        (
             "pod of a Job not opted in (fast path)",
-            &pod_request(&job_pod("not-opted-in")?),
-            Some(0.8)
-        )
-    );
-    println!(
-        "{}",
-        bench.row(
+            pod_request(&job_pod("not-opted-in")?),
+            fast,
+        ),
+        (
             "Job CREATE, not opted in (fast path)",
-            &job_create("not-opted-in")?,
-            Some(0.8)
-        )
-    );
-    println!(
-        "{}",
-        bench.row(
+            job_create("not-opted-in")?,
+            fast,
+        ),
+        (
             "opted-in Job pod (mutation)",
-            &pod_request(&job_pod("jax-gpu-4")?),
-            None
-        )
-    );
-    println!(
-        "{}",
-        bench.row("opted-in Job CREATE", &job_create("jax-gpu-4")?, None)
-    );
-    println!(
-        "{}",
-        bench.row(
+            pod_request(&job_pod("jax-gpu-4")?),
+            mutation,
+        ),
+        ("opted-in Job CREATE", job_create("jax-gpu-4")?, mutation),
+        (
             "JobSet TPU pod (mutation)",
-            &pod_request(&tpu_pod_with_containers(1)?),
-            Some(2.0)
-        )
-    );
-    println!(
-        "{}",
-        bench.row("JobSet CREATE, 1 rjob × 4 slices", &create(&js), None)
-    );
-    println!(
-        "{}",
-        bench.row(
+            pod_request(&tpu_pod_with_containers(1)?),
+            mutation,
+        ),
+        ("JobSet CREATE, 1 rjob × 4 slices", create(&js), mutation),
+        (
             "JobSet CREATE, 64 rjobs",
-            &create(&jobset_with_rjobs(64)?),
-            Some(3.0)
-        )
-    );
-    println!(
-        "{}",
-        bench.row(
+            create(&jobset_with_rjobs(64)?),
+            mutation,
+        ),
+        (
             "JobSet UPDATE, nothing changed",
-            &unchanged_update(&js),
-            None
-        )
-    );
-    println!(
-        "{}",
-        bench.row(
+            unchanged_update(&js),
+            None,
+        ),
+        (
             "JobSet rejected, 10 violations",
-            &create(&jobset_with_violations(10)?),
-            None
-        )
-    );
+            create(&jobset_with_violations(10)?),
+            None,
+        ),
+    ];
+    for (name, request, target) in rows {
+        println!("{}", bench.row(name, &request, target)?);
+    }
 
     println!("\n## Scaling\n");
     println!(
