@@ -6,13 +6,15 @@
 //! module names only modules of its own layer and those above it here
 //! (`tests/native/source_tree.rs` holds the table):
 
-// Foundations: typed errors, typed paths rendered only for messages, JSON reads, quantities,
+// Foundations: typed errors, typed paths rendered only for messages, JSON reads (of a tree, and
+// of the request's text without one), quantities,
 // every key and env name, the names the controllers generate, typo distance, and the facts
 // annotation that JobSet admission hands to pod admission.
 pub mod affinity_mark;
 pub mod error;
 pub mod facts;
 pub mod json;
+pub mod json_text;
 pub mod keys;
 pub mod names;
 pub mod paths;

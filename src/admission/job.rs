@@ -59,7 +59,11 @@ pub(super) fn is_opted_in(raw: &RawValue) -> bool {
 /// need. `jaxEnv: never` turns the JAX env off for Jobs too, and with it J1–J4; N2 and the
 /// references that can never resolve are about the pods, whoever sets their env. The role
 /// decides which half runs (docs/spec.md §5).
-pub(super) fn admit_create(mut object: Value, settings: &Settings) -> Result<Verdict, InputError> {
+pub(super) fn admit_create(
+    mut object: Value,
+    text: &str,
+    settings: &Settings,
+) -> Result<Verdict, InputError> {
     let (annotation, warnings) = {
         let view = JobView::parse(&object, &settings.tpu_resource)?;
         let (violations, references) = judge(&view, settings);
@@ -85,8 +89,8 @@ pub(super) fn admit_create(mut object: Value, settings: &Settings) -> Result<Ver
     let Some(annotation) = annotation else {
         return Ok(Verdict::with(None, warnings));
     };
-    mutate::stamp_job::apply(&mut object, annotation);
-    Ok(Verdict::with(Some(object), warnings))
+    let written = mutate::stamp_job::apply(&mut object, annotation);
+    Verdict::mutated(text, &object, &written, warnings)
 }
 
 /// The verdict half of Job CREATE: the violations, and the references that can never resolve.

@@ -24,6 +24,7 @@ use serde_json::Value;
 /// nothing, `both` does both.
 pub(super) fn admit_create(
     mut object: Value,
+    text: &str,
     settings: &Settings,
     cluster: &Cluster,
 ) -> Result<Verdict, InputError> {
@@ -72,9 +73,9 @@ pub(super) fn admit_create(
     if stamps.is_empty() && narrowings.is_empty() {
         return Ok(Verdict::with(None, warnings));
     }
-    mutate::stamp_jobset::apply(&mut object, stamps);
-    mutate::affinity::apply(&mut object, narrowings);
-    Ok(Verdict::with(Some(object), warnings))
+    let mut written = mutate::stamp_jobset::apply(&mut object, stamps);
+    written.extend(mutate::affinity::apply(&mut object, narrowings));
+    Verdict::mutated(text, &object, &written, warnings)
 }
 
 /// Where the request's JobSet lives, and how to read the cluster's objects.

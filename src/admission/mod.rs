@@ -14,6 +14,7 @@ pub use verdict::Verdict;
 
 use crate::error::InputError;
 use crate::settings::{Role, Settings};
+use crate::views::pod_text::PodText;
 use heads::{Envelope, RequestHead};
 use kubewarden_policy_sdk::settings::SettingsValidationResponse;
 use queue_lookup::ClusterReader;
@@ -80,7 +81,7 @@ pub fn validate(payload: &[u8]) -> Result<Vec<u8>, serde_json::Error> {
     // A mutated object is about the size of the request: reserve it once rather than grow
     // by doubling, each growth a copy.
     let mut out = Vec::with_capacity(payload.len().saturating_add(256));
-    serde_json::to_writer(&mut out, &evaluate(payload).to_response())?;
+    evaluate(payload).write_response(&mut out)?;
     Ok(out)
 }
 
@@ -107,7 +108,17 @@ pub fn evaluate_with(payload: &[u8], reader: &dyn ClusterReader) -> Verdict {
         }
         .into();
     };
-    if !route.serves(raw_object, request.old_object) {
+    // A pod is read from its text: whether it is served, and then only the parts its view
+    // reads. A pod of a shape that reading does not expect is read whole, as any object.
+    let pod_text = match route {
+        Route::PodCreate => PodText::read(raw_object.get()),
+        _ => None,
+    };
+    let served = match &pod_text {
+        Some(pod) => pod.is_served(),
+        None => route.serves(raw_object, request.old_object),
+    };
+    if !served {
         return Verdict::accept();
     }
     let settings = match parse_settings(envelope.settings) {
@@ -122,7 +133,12 @@ pub fn evaluate_with(payload: &[u8], reader: &dyn ClusterReader) -> Verdict {
     if !route.in_role(settings.role) {
         return Verdict::accept();
     }
-    let object: Value = match serde_json::from_str(raw_object.get()) {
+    let text = raw_object.get();
+    let object = match pod_text {
+        Some(pod) => pod.tree(),
+        None => serde_json::from_str::<Value>(text),
+    };
+    let object = match object {
         Ok(v) => v,
         Err(e) => return InputError::Malformed(e.to_string()).into(),
     };
@@ -133,16 +149,16 @@ pub fn evaluate_with(payload: &[u8], reader: &dyn ClusterReader) -> Verdict {
             .and_then(|raw| serde_json::from_str(raw.get()).ok())
     };
     let result = match route {
-        Route::PodCreate => pod::admit(object, &settings),
+        Route::PodCreate => pod::admit(object, text, &settings),
         Route::JobSetCreate => {
             let cluster = jobset::Cluster {
                 namespace: &request.namespace,
                 reader,
             };
-            jobset::admit_create(object, &settings, &cluster)
+            jobset::admit_create(object, text, &settings, &cluster)
         }
         Route::JobSetUpdate => Ok(jobset::admit_update(&object, old().as_ref(), &settings)),
-        Route::JobCreate => job::admit_create(object, &settings),
+        Route::JobCreate => job::admit_create(object, text, &settings),
         Route::JobUpdate => Ok(job::admit_update(&object, old().as_ref(), &settings)),
     };
     result.unwrap_or_else(Verdict::from)

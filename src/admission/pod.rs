@@ -46,8 +46,13 @@ pub(super) fn is_served(raw: &RawValue) -> bool {
     }
 }
 
-/// Admits a pod the policy serves, editing it in place when something is missing.
-pub(super) fn admit(mut object: Value, settings: &Settings) -> Result<Verdict, InputError> {
+/// Admits a pod the policy serves, editing it in place when something is missing. `object`
+/// may hold only the parts the pod's view reads; `text` is the whole pod as the request has it.
+pub(super) fn admit(
+    mut object: Value,
+    text: &str,
+    settings: &Settings,
+) -> Result<Verdict, InputError> {
     let plan = {
         let pod = PodView::parse(&object, &settings.tpu_resource)?;
         pods::plan(&pod, settings)?
@@ -60,6 +65,6 @@ pub(super) fn admit(mut object: Value, settings: &Settings) -> Result<Verdict, I
         env_changes,
         warnings,
     } = plan;
-    pod_patch::apply(&mut object, metadata_adds, env_changes);
-    Ok(Verdict::with(Some(object), warnings))
+    let written = pod_patch::apply(&mut object, metadata_adds, env_changes);
+    Verdict::mutated(text, &object, &written, warnings)
 }

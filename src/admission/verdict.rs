@@ -1,5 +1,6 @@
 //! The decision for one request, and how it becomes the host's `ValidationResponse`.
 use crate::error::InputError;
+use crate::mutate::splice::{self, Written};
 use crate::violation::{self, Violation};
 use kubewarden_policy_sdk::response::ValidationResponse;
 use serde_json::Value;
@@ -10,7 +11,9 @@ pub struct Verdict {
     pub accepted: bool,
     pub message: Option<String>,
     pub code: Option<u16>,
-    pub mutated_object: Option<Value>,
+    /// The mutated object as JSON: the request's own bytes with the policy's additions
+    /// spliced in ([`splice`]).
+    pub mutated_json: Option<Vec<u8>>,
     pub warnings: Vec<String>,
 }
 
@@ -31,25 +34,68 @@ impl Verdict {
         }
     }
 
-    /// Accepted, with the object to patch to (if any) and the warnings.
-    pub(super) fn with(mutated_object: Option<Value>, warnings: Vec<String>) -> Self {
+    /// Accepted, with the mutated object as JSON (if any) and the warnings.
+    pub(super) fn with(mutated_json: Option<Vec<u8>>, warnings: Vec<String>) -> Self {
         Verdict {
             accepted: true,
-            mutated_object,
+            mutated_json,
             warnings,
             ..Verdict::default()
         }
     }
 
+    /// Accepted, mutated from `text` (the request's object) to `tree`, which may hold only the
+    /// parts the policy read, and which the mutation edited under `written`.
+    pub(super) fn mutated(
+        text: &str,
+        tree: &Value,
+        written: &Written,
+        warnings: Vec<String>,
+    ) -> Result<Self, InputError> {
+        let json = splice::splice(text, tree, written).ok_or_else(|| {
+            InputError::Malformed("the object could not be read again to write the mutation".into())
+        })?;
+        Ok(Verdict::with(Some(json), warnings))
+    }
+
+    /// The mutated object, parsed (for tests and tools; the response carries the bytes).
+    pub fn mutated_object(&self) -> Option<Value> {
+        let json = self.mutated_json.as_ref()?;
+        Some(serde_json::from_slice(json).unwrap_or(Value::Null))
+    }
+
+    /// The SDK's response, with the mutated object parsed. [`Verdict::write_response`] gives
+    /// the same JSON without parsing it.
     pub fn to_response(self) -> ValidationResponse {
         ValidationResponse {
+            mutated_object: self.mutated_object(),
             accepted: self.accepted,
             message: self.message,
             code: self.code,
-            mutated_object: self.mutated_object,
             audit_annotations: None,
             warnings: (!self.warnings.is_empty()).then_some(self.warnings),
         }
+    }
+
+    /// The response as the SDK writes it, field for field; a mutated object goes in as the
+    /// bytes it already is, never parsed or serialised again.
+    pub fn write_response(self, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
+        let Some(json) = &self.mutated_json else {
+            return serde_json::to_writer(out, &self.to_response());
+        };
+        out.extend_from_slice(br#"{"accepted":"#);
+        serde_json::to_writer(&mut *out, &self.accepted)?;
+        out.extend_from_slice(br#","message":"#);
+        serde_json::to_writer(&mut *out, &self.message)?;
+        out.extend_from_slice(br#","code":"#);
+        serde_json::to_writer(&mut *out, &self.code)?;
+        out.extend_from_slice(br#","mutated_object":"#);
+        out.extend_from_slice(json);
+        out.extend_from_slice(br#","audit_annotations":null,"warnings":"#);
+        let warnings = (!self.warnings.is_empty()).then_some(&self.warnings);
+        serde_json::to_writer(&mut *out, &warnings)?;
+        out.push(b'}');
+        Ok(())
     }
 }
 

@@ -2,6 +2,7 @@
 //! as a required node affinity and the policy's mark. The author's own terms are kept whole:
 //! each is repeated once per pair, with the pair's two expressions appended, so that Kueue,
 //! which drops an affinity that a term leaves empty after its label filter, keeps it.
+use super::splice::Written;
 use super::{object_at, pod_template_steps};
 use crate::affinity_mark::AffinityMark;
 use crate::keys;
@@ -61,8 +62,10 @@ pub fn changes(view: &JobSetView, marks: Vec<Option<AffinityMark>>) -> Vec<Narro
         .collect()
 }
 
-/// Writes the narrowings into the JobSet in place.
-pub fn apply(object: &mut Value, changes: Vec<Narrowing>) {
+/// Writes the narrowings into the JobSet in place; where it wrote.
+pub fn apply(object: &mut Value, changes: Vec<Narrowing>) -> Written {
+    let mut written = Written::new();
+    let owned = |path: &[&str]| path.iter().map(|s| s.to_string()).collect::<Vec<String>>();
     for n in changes {
         let index = n.index.to_string();
         let template = pod_template_steps(&index);
@@ -74,6 +77,7 @@ pub fn apply(object: &mut Value, changes: Vec<Narrowing>) {
                 keys::AFFINITY_MARK.to_string(),
                 Value::String(n.mark.to_annotation()),
             );
+            written.push(owned(&annotations_path));
         }
         let mut required = template.to_vec();
         required.extend([
@@ -82,8 +86,10 @@ pub fn apply(object: &mut Value, changes: Vec<Narrowing>) {
             "nodeAffinity",
             "requiredDuringSchedulingIgnoredDuringExecution",
         ]);
-        if let Some(required) = object_at(object, &required) {
-            required.insert("nodeSelectorTerms".into(), Value::Array(n.terms));
+        if let Some(at) = object_at(object, &required) {
+            at.insert("nodeSelectorTerms".into(), Value::Array(n.terms));
+            written.push(owned(&required));
         }
     }
+    written
 }

@@ -3,6 +3,7 @@
 //! already right gets no patch (idempotence), as kubewarden's pod-ndots policy does.
 pub mod affinity;
 pub mod pod_patch;
+pub mod splice;
 pub mod stamp_job;
 pub mod stamp_jobset;
 

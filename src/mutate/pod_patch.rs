@@ -1,18 +1,26 @@
 //! Pod CREATE: the group keys and env entries pod admission planned, written into the pod, the
 //! env entries before the container's own (docs/spec.md §4.2).
 use super::object_entry;
+use super::splice::Written;
 use crate::json::Object;
 use crate::pods::pod_plan::{EnvChange, MetadataAdd};
 use serde_json::Value;
 
-/// Writes the additions into the pod in place. The view has checked every step of the path.
-pub fn apply(object: &mut Value, metadata_adds: Vec<MetadataAdd>, env_changes: Vec<EnvChange>) {
+/// Writes the additions into the pod in place; where it wrote. The view has checked every
+/// step of the path.
+pub fn apply(
+    object: &mut Value,
+    metadata_adds: Vec<MetadataAdd>,
+    env_changes: Vec<EnvChange>,
+) -> Written {
+    let mut written = Written::new();
     let Some(root) = object.as_object_mut() else {
-        return;
+        return written;
     };
     let metadata = object_entry(root, "metadata");
     for add in metadata_adds {
         object_entry(metadata, add.map).insert(add.key.to_string(), Value::String(add.value));
+        written.push(vec!["metadata".into(), add.map.into()]);
     }
     let spec = object_entry(root, "spec");
     for change in env_changes {
@@ -22,8 +30,15 @@ pub fn apply(object: &mut Value, metadata_adds: Vec<MetadataAdd>, env_changes: V
             .and_then(Value::as_object_mut);
         if let Some(container) = container {
             prepend_env(container, change.entries);
+            written.push(vec![
+                "spec".into(),
+                change.list.into(),
+                change.index.to_string(),
+                "env".into(),
+            ]);
         }
     }
+    written
 }
 
 /// Puts `entries` before the container's own env.

@@ -1,4 +1,5 @@
 //! JobSet CREATE: stamp each replicated job's pod template with its [`Facts`].
+use super::splice::Written;
 use super::{object_at, pod_template_steps};
 use crate::facts::Facts;
 use crate::json::map_str;
@@ -34,8 +35,10 @@ pub fn changes(view: &JobSetView, facts: &[Facts]) -> Vec<(usize, String)> {
         .collect()
 }
 
-/// Writes the facts into the JobSet in place (no copy of a JobSet that may be megabytes).
-pub fn apply(object: &mut Value, changes: Vec<(usize, String)>) {
+/// Writes the facts into the JobSet in place (no copy of a JobSet that may be megabytes); where
+/// it wrote.
+pub fn apply(object: &mut Value, changes: Vec<(usize, String)>) -> Written {
+    let mut written = Written::new();
     for (i, value) in changes {
         let index = i.to_string();
         let mut path = pod_template_steps(&index).to_vec();
@@ -43,6 +46,8 @@ pub fn apply(object: &mut Value, changes: Vec<(usize, String)>) {
         // The view has checked every step of this path, so it resolves.
         if let Some(annotations) = object_at(object, &path) {
             annotations.insert(keys::FACTS.to_string(), Value::String(value));
+            written.push(path.iter().map(|s| s.to_string()).collect());
         }
     }
+    written
 }

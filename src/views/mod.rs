@@ -7,4 +7,5 @@ pub mod kueue_queue;
 pub mod node_pins;
 pub mod pod_spec;
 pub mod pod_template;
+pub mod pod_text;
 pub mod pod_view;

@@ -375,6 +375,7 @@ const LAYERS: [(&str, &[&str]); 6] = [
         &[
             "error",
             "json",
+            "json_text",
             "keys",
             "quantity",
             "facts",

@@ -117,7 +117,7 @@ fn admit_native(request: &Value, settings: &Value) -> gen::invariants::Admitted 
     let (accepted, message, mutated) = (
         verdict.accepted,
         verdict.message.clone(),
-        verdict.mutated_object.clone(),
+        verdict.mutated_object(),
     );
     let out = serde_json::to_vec(&verdict.to_response()).unwrap();
     gen::invariants::Admitted {

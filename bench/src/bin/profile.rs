@@ -1,0 +1,55 @@
+//! make profile: one bench case in a loop, for a profiler (BENCHMARKS.md "Where the time goes").
+//!
+//! usage: profile CASE CALLS [native|wasm|baseline|OTHER.wasm]
+//!   CASE: plain-pod, tpu-pod, job-pod, job-create, create-1x4, create-64
+//! `wasm` runs policy.wasm with wasmtime's perf map (/tmp/perf-PID.map), so `perf report`
+//! names the module's functions where the module keeps its names (a build with
+//! `CARGO_PROFILE_RELEASE_STRIP=false`, given as OTHER.wasm).
+use anyhow::{bail, Context, Result};
+use jobset_multislice_policy::admission::validate;
+use multislice_bench::workloads::*;
+use multislice_host::{workspace_root, Policy};
+use serde_json::Value;
+use std::hint::black_box;
+
+fn request(case: &str) -> Result<Value> {
+    Ok(match case {
+        "tpu-pod" => pod_request(&tpu_pod_with_containers(1)?),
+        "plain-pod" => annotated_plain_pod()?,
+        "job-pod" => pod_request(&job_pod("jax-gpu-4")?),
+        "job-create" => job_create("jax-gpu-4")?,
+        "create-1x4" => create(&tpu_jobset()?),
+        "create-64" => create(&jobset_with_rjobs(64)?),
+        other => bail!("unknown case {other}"),
+    })
+}
+
+fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().collect();
+    let case = args
+        .get(1)
+        .context("usage: profile CASE CALLS [native|wasm|baseline]")?;
+    let calls: u32 = args.get(2).context("CALLS")?.parse()?;
+    let payload = payload(&request(case)?);
+    let module = match args.get(3).map(String::as_str).unwrap_or("native") {
+        "native" => {
+            for _ in 0..calls {
+                black_box(validate(black_box(&payload))?);
+            }
+            return Ok(());
+        }
+        "wasm" => "policy.wasm",
+        "baseline" => "bench/baseline.wasm",
+        path if path.ends_with(".wasm") => path,
+        other => bail!("unknown host {other}"),
+    };
+    let mut config = wasmtime::Config::new();
+    config.profiler(wasmtime::ProfilingStrategy::PerfMap);
+    let engine = wasmtime::Engine::new(&config).map_err(|e| anyhow::anyhow!("{e:#}"))?;
+    let policy = Policy::with_engine(&std::fs::read(workspace_root().join(module))?, engine)?;
+    let instance = policy.instance()?;
+    for _ in 0..calls {
+        black_box(instance.call("validate", &payload)?);
+    }
+    Ok(())
+}
