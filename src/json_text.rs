@@ -24,16 +24,16 @@ impl Span {
     }
 }
 
-/// An object's key as written (without its quotes), and whether it has an escape: the walk
-/// found out while skipping it, so most keys are compared as they are.
+/// A string as written (without its quotes), and whether it has an escape: the walk found out
+/// while skipping it, so most strings are compared and borrowed as they are.
 #[derive(Debug, Clone, Copy)]
-pub struct Key<'a> {
+pub struct RawStr<'a> {
     pub raw: &'a str,
     escaped: bool,
 }
 
-impl<'a> Key<'a> {
-    /// The key unescaped; borrowed when it has no escape.
+impl<'a> RawStr<'a> {
+    /// The string unescaped; borrowed when it has no escape.
     pub fn unescaped(self) -> Option<Cow<'a, str>> {
         if !self.escaped {
             return Some(self.raw.into());
@@ -43,7 +43,7 @@ impl<'a> Key<'a> {
             .map(Into::into)
     }
 
-    /// Whether the key is `wanted`.
+    /// Whether the string is `wanted`.
     pub fn is(self, wanted: &str) -> bool {
         if self.escaped {
             self.unescaped().is_some_and(|k| k == wanted)
@@ -62,6 +62,11 @@ pub struct Cursor<'a> {
 impl<'a> Cursor<'a> {
     pub fn new(text: &'a str) -> Self {
         Cursor { text, pos: 0 }
+    }
+
+    /// A cursor at byte `pos` of `text`, as a [`Span`] gives it.
+    pub fn at(text: &'a str, pos: usize) -> Self {
+        Cursor { text, pos }
     }
 
     pub fn text(&self) -> &'a str {
@@ -91,7 +96,7 @@ impl<'a> Cursor<'a> {
     /// it). Returns the object's span.
     pub fn object(
         &mut self,
-        mut member: impl FnMut(&mut Self, Key<'a>) -> Option<()>,
+        mut member: impl FnMut(&mut Self, RawStr<'a>) -> Option<()>,
     ) -> Option<Span> {
         let start = self.open(b'{')?;
         if self.close(b'}') {
@@ -100,7 +105,7 @@ impl<'a> Cursor<'a> {
         loop {
             self.whitespace();
             let (span, escaped) = self.string()?;
-            let key = Key {
+            let key = RawStr {
                 raw: span.of(self.text)?,
                 escaped,
             };
@@ -132,6 +137,16 @@ impl<'a> Cursor<'a> {
             }
             self.eat(b',')?;
         }
+    }
+
+    /// The string that comes next; `None` for any other value.
+    pub fn string_value(&mut self) -> Option<RawStr<'a>> {
+        self.whitespace();
+        let (span, escaped) = self.string()?;
+        Some(RawStr {
+            raw: span.of(self.text)?,
+            escaped,
+        })
     }
 
     /// Skips the value that comes next; its span.

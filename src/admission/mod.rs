@@ -134,9 +134,12 @@ pub fn evaluate_with(payload: &[u8], reader: &dyn ClusterReader) -> Verdict {
         return Verdict::accept();
     }
     let text = raw_object.get();
-    let object = match pod_text {
-        Some(pod) => pod.tree(),
-        None => serde_json::from_str::<Value>(text),
+    let (object, pod_maps) = match &pod_text {
+        Some(pod) => match pod.maps() {
+            Some(maps) => (pod.tree(), Some(maps)),
+            None => (serde_json::from_str::<Value>(text), None),
+        },
+        None => (serde_json::from_str::<Value>(text), None),
     };
     let object = match object {
         Ok(v) => v,
@@ -149,7 +152,7 @@ pub fn evaluate_with(payload: &[u8], reader: &dyn ClusterReader) -> Verdict {
             .and_then(|raw| serde_json::from_str(raw.get()).ok())
     };
     let result = match route {
-        Route::PodCreate => pod::admit(object, text, &settings),
+        Route::PodCreate => pod::admit(object, pod_maps, text, &settings),
         Route::JobSetCreate => {
             let cluster = jobset::Cluster {
                 namespace: &request.namespace,

@@ -5,6 +5,7 @@ use crate::error::InputError;
 use crate::mutate::pod_patch;
 use crate::pods::{self, pod_plan::PodPlan};
 use crate::settings::Settings;
+use crate::views::pod_text::PodMaps;
 use crate::views::pod_view::PodView;
 use serde::de::IgnoredAny;
 use serde::Deserialize;
@@ -47,14 +48,20 @@ pub(super) fn is_served(raw: &RawValue) -> bool {
 }
 
 /// Admits a pod the policy serves, editing it in place when something is missing. `object`
-/// may hold only the parts the pod's view reads; `text` is the whole pod as the request has it.
+/// is the pod read whole, or, with `maps` (its labels and annotations, read from the text),
+/// only the other parts its view reads; `text` is the whole pod as the request has it.
 pub(super) fn admit(
     mut object: Value,
+    maps: Option<PodMaps>,
     text: &str,
     settings: &Settings,
 ) -> Result<Verdict, InputError> {
     let plan = {
-        let pod = PodView::parse(&object, &settings.tpu_resource)?;
+        let tpu = &settings.tpu_resource;
+        let pod = match maps {
+            Some((labels, annotations)) => PodView::with_maps(&object, labels, annotations, tpu)?,
+            None => PodView::parse(&object, tpu)?,
+        };
         pods::plan(&pod, settings)?
     };
     if plan.is_empty() {

@@ -9,3 +9,4 @@ pub mod pod_spec;
 pub mod pod_template;
 pub mod pod_text;
 pub mod pod_view;
+pub mod str_map;

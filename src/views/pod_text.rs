@@ -1,45 +1,66 @@
-//! A pod read from the request's text (issue 30): whether the policy serves it, from two keys,
-//! and a tree of only the parts [`PodView`](super::pod_view::PodView) reads (the labels,
-//! annotations and owner references; the subdomain and containers). The rest of a pod (its
-//! volumes, affinity, tolerations, managed fields) is skipped, never built into a tree.
+//! A pod read from the request's text in one walk (issue 30): its labels and annotations as
+//! borrowed [`StrMap`]s, whether the policy serves it, and a tree of only the other parts
+//! [`PodView`](super::pod_view::PodView) reads (the owner references; the subdomain and
+//! containers). The rest of a pod (its volumes, affinity, tolerations, managed fields) is
+//! skipped, never built into a tree.
 //!
 //! A shape this reading does not expect (a key repeated on the way, `metadata` or `labels` of
-//! the wrong type) gives `None`: the caller then reads the pod whole, as before, so that its
-//! view names the problem in the same words.
-use crate::json_text::{Cursor, Span};
+//! the wrong type, a label that is not a string) gives `None`: the caller then reads the pod
+//! whole, as before, so that its view names the problem in the same words.
+use crate::json_text::{Cursor, RawStr, Span};
 use crate::keys;
+use crate::views::str_map::StrMap;
 use serde_json::{Map, Value};
 
 /// The members of `metadata` and of `spec` that the pod's view reads.
 const METADATA_READ: [&str; 3] = ["labels", "annotations", "ownerReferences"];
 const SPEC_READ: [&str; 3] = ["subdomain", "containers", "initContainers"];
+/// The members read into [`StrMap`]s rather than the tree.
+const MAPS: [&str; 2] = ["labels", "annotations"];
 
-/// A member that is there: `null`, or an object, with where the members read are.
+/// A member that is there: `null`, or an object, with where the members read are (in the
+/// order of its read list).
 enum Part {
     Null,
-    Object(Vec<(&'static str, Span)>),
+    Object([Option<Span>; 3]),
 }
 
 pub struct PodText<'a> {
     text: &'a str,
     metadata: Option<Part>,
     spec: Option<Part>,
+    /// Where the labels and annotations are, when they are objects.
+    labels: Option<Span>,
+    annotations: Option<Span>,
     served: bool,
 }
+
+/// A pod's labels and annotations.
+pub type PodMaps<'a> = (Option<StrMap<'a>>, Option<StrMap<'a>>);
 
 impl<'a> PodText<'a> {
     /// One walk over the pod's text.
     pub fn read(text: &'a str) -> Option<Self> {
         let mut cursor = Cursor::new(text);
-        let (mut metadata, mut spec, mut served) = (None, None, false);
+        let (mut metadata, mut spec) = (None, None);
+        let (mut labels, mut annotations) = (None, None);
         if cursor.next_byte()? != b'{' {
             return None;
         }
+        let mut served = false;
         cursor.object(|c, key| match key {
             _ if key.is("metadata") && metadata.is_none() => {
-                metadata = Some(part(c, &METADATA_READ, |c, key| match key {
-                    "labels" => map_having(c, keys::JOBSET_NAME, &mut served),
-                    "annotations" => map_having(c, keys::FACTS, &mut served),
+                metadata = Some(part(c, &METADATA_READ, |c, name| match name {
+                    "labels" => {
+                        let span = string_map(c, keys::JOBSET_NAME, &mut served)?;
+                        labels = (!span.is_null(text)).then_some(span);
+                        Some(span)
+                    }
+                    "annotations" => {
+                        let span = string_map(c, keys::FACTS, &mut served)?;
+                        annotations = (!span.is_null(text)).then_some(span);
+                        Some(span)
+                    }
                     _ => c.skip(),
                 })?);
                 Some(())
@@ -56,6 +77,8 @@ impl<'a> PodText<'a> {
             text,
             metadata,
             spec,
+            labels,
+            annotations,
             served,
         })
     }
@@ -66,18 +89,42 @@ impl<'a> PodText<'a> {
         self.served
     }
 
-    /// The pod with only the members its view reads.
+    /// The labels and annotations, read again from their spans: only a served pod needs them.
+    pub fn maps(&self) -> Option<PodMaps<'a>> {
+        let read = |span: Option<Span>| -> Option<Option<StrMap<'a>>> {
+            let Some(span) = span else {
+                return Some(None);
+            };
+            let mut written: Vec<(RawStr<'a>, RawStr<'a>)> = Vec::new();
+            Cursor::at(self.text, span.start).object(|c, key| {
+                written.push((key, c.string_value()?));
+                Some(())
+            })?;
+            Some(Some(StrMap::from_text(&written)?))
+        };
+        Some((read(self.labels)?, read(self.annotations)?))
+    }
+
+    /// The pod with only the members its view reads from a tree: all but the two maps.
     pub fn tree(&self) -> Result<Value, serde_json::Error> {
         let mut root = Map::new();
         for (key, part) in [("metadata", &self.metadata), ("spec", &self.spec)] {
             let value = match part {
                 None => continue,
                 Some(Part::Null) => Value::Null,
-                Some(Part::Object(read)) => {
+                Some(Part::Object(spans)) => {
+                    let names = if key == "metadata" {
+                        &METADATA_READ
+                    } else {
+                        &SPEC_READ
+                    };
                     let mut map = Map::new();
-                    for (key, span) in read {
+                    for (name, span) in names.iter().zip(spans) {
+                        let Some(span) = span.filter(|_| !MAPS.contains(name)) else {
+                            continue;
+                        };
                         let text = span.of(self.text).unwrap_or_default();
-                        map.insert(key.to_string(), serde_json::from_str(text)?);
+                        map.insert(name.to_string(), serde_json::from_str(text)?);
                     }
                     Value::Object(map)
                 }
@@ -90,47 +137,39 @@ impl<'a> PodText<'a> {
 
 /// The member that comes next: `null`, or an object of which the members named in `read` are
 /// walked by `walk` and kept; `None` for anything else, or when one of them is repeated.
-fn part(
-    c: &mut Cursor,
-    read: &'static [&'static str],
-    mut walk: impl FnMut(&mut Cursor, &'static str) -> Option<Span>,
+fn part<'a>(
+    c: &mut Cursor<'a>,
+    read: &'static [&'static str; 3],
+    mut walk: impl FnMut(&mut Cursor<'a>, &'static str) -> Option<Span>,
 ) -> Option<Part> {
     if c.next_byte()? != b'{' {
         let span = c.skip()?;
         return span.is_null(c.text()).then_some(Part::Null);
     }
-    let mut kept: Vec<(&'static str, Span)> = Vec::new();
+    let mut kept = [None; 3];
     c.object(|c, found| {
-        let Some(name) = read.iter().find(|r| found.is(r)) else {
+        let Some(i) = read.iter().position(|r| found.is(r)) else {
             return c.skip().map(drop);
         };
-        if kept.iter().any(|(k, _)| k == name) {
+        if kept[i].is_some() {
             return None;
         }
-        kept.push((name, walk(c, name)?));
+        kept[i] = Some(walk(c, read[i])?);
         Some(())
     })?;
     Some(Part::Object(kept))
 }
 
-/// Labels or annotations: `null`, or an object, noting in `has` whether `key` is set (and not
-/// `null`); `None` for anything else, or when `key` is repeated. Its span.
-fn map_having(c: &mut Cursor, key: &str, has: &mut bool) -> Option<Span> {
+/// Labels or annotations: `null`, or an object of strings, noting in `has` whether `key` is
+/// among them; `None` for anything else. Its span.
+fn string_map(c: &mut Cursor, key: &str, has: &mut bool) -> Option<Span> {
     if c.next_byte()? != b'{' {
         let span = c.skip()?;
         return span.is_null(c.text()).then_some(span);
     }
-    let mut seen = false;
     c.object(|c, found| {
-        if !found.is(key) {
-            return c.skip().map(drop);
-        }
-        if seen {
-            return None;
-        }
-        seen = true;
-        let value = c.skip()?;
-        *has |= !value.is_null(c.text());
+        c.string_value()?;
+        *has |= found.is(key);
         Some(())
     })
 }
@@ -154,10 +193,13 @@ mod tests {
         assert_eq!(
             pod.tree().unwrap(),
             json!({
-                "metadata": {"labels": {"jobset.sigs.k8s.io/jobset-name": "js"},
-                             "ownerReferences": [{"kind": "Job"}]},
+                "metadata": {"ownerReferences": [{"kind": "Job"}]},
                 "spec": {"subdomain": "s", "containers": [{"name": "c"}]}
             })
+        );
+        assert_eq!(
+            pod.maps().unwrap().0.unwrap().to_value(),
+            json!({"jobset.sigs.k8s.io/jobset-name": "js"})
         );
     }
 
@@ -171,7 +213,7 @@ mod tests {
             json!({"annotations": {"multislice.kubewarden.io/facts": "{}"}})
         ));
         assert!(!served(
-            json!({"labels": {"jobset.sigs.k8s.io/jobset-name": null}, "annotations": null})
+            json!({"labels": {"app": "x"}, "annotations": null})
         ));
         assert!(!served(json!({"labels": {"app": "x"}})));
         assert!(!served(Value::Null));
@@ -184,7 +226,7 @@ mod tests {
             r#"{"metadata": "x"}"#,
             r#"{"metadata": {"labels": []}}"#,
             r#"{"metadata": {}, "metadata": {}}"#,
-            r#"{"metadata": {"labels": {"jobset.sigs.k8s.io/jobset-name": "a", "jobset.sigs.k8s.io/jobset-name": "b"}}}"#,
+            r#"{"metadata": {"labels": {"jobset.sigs.k8s.io/jobset-name": null}}}"#,
             r#"{"spec": {"containers": [], "containers": []}}"#,
             r#"{"spec": 1}"#,
         ] {
