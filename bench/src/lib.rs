@@ -3,4 +3,5 @@
 pub mod floor;
 pub mod host_work;
 pub mod responses;
+pub mod server_floor;
 pub mod workloads;

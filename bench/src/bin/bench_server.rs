@@ -1,6 +1,7 @@
-//! make bench-server: the annotated policy and the accept-all baseline in one policy-server,
-//! loaded with wrk (short runs, the two alternating so that the box's noise falls on both),
-//! then the same requests through `kwctl bench`. Prints markdown tables of medians and ratios.
+//! make bench-server: the annotated policy, the accept-all baseline and, per case, the floor
+//! (a module holding the policy's own answer, [`server_floor`]) in one policy-server, loaded
+//! with wrk (short runs, the three in turn so that the box's noise falls on all), then the
+//! same requests through `kwctl bench`. Prints markdown tables of medians and ratios.
 //!
 //! usage: bench-server [--quick]
 //!
@@ -9,6 +10,7 @@
 // Shared with `make bench`; this binary uses only some of its requests.
 #[allow(dead_code)]
 use anyhow::{anyhow, bail, Context, Result};
+use multislice_bench::server_floor::{self, Floors};
 use multislice_bench::workloads::*;
 use multislice_host::policy_server_client::{self, find_on_path, PolicyServer, ServedPolicy};
 use multislice_host::review::ReviewResponse;
@@ -31,7 +33,14 @@ struct Case {
     request: Value,
     body: PathBuf,
     script: PathBuf,
+    /// The annotated floor module, served as [`server_floor::id`].
+    floor: PathBuf,
+    /// The least policy / floor throughput issue 30 asks for.
+    target: Option<f64>,
 }
+
+/// The bar issue 30 sets the mutation paths: within 10 % of the floor's throughput.
+const FLOOR_TARGET: f64 = 0.9;
 
 /// One wrk run: requests per second and the median latency in ms.
 #[derive(Clone, Copy)]
@@ -176,13 +185,36 @@ fn main() -> Result<()> {
         &multislice_host::fixtures::pod_request_path("not-a-jobset-pod"),
     )?;
     let named = [
-        ("plain pod (not a JobSet's)", not_jobset_pod),
-        ("TPU JobSet pod", pod_request(&tpu_pod_with_containers(1)?)),
-        ("JobSet CREATE, 1 rjob × 4 slices", create(&tpu_jobset()?)),
-        ("JobSet CREATE, 64 rjobs", create(&jobset_with_rjobs(64)?)),
+        ("plain pod (not a JobSet's)", not_jobset_pod, None),
+        (
+            "opted-in Job pod",
+            pod_request(&job_pod("jax-gpu-4")?),
+            Some(FLOOR_TARGET),
+        ),
+        (
+            "opted-in Job CREATE",
+            job_create("jax-gpu-4")?,
+            Some(FLOOR_TARGET),
+        ),
+        (
+            "TPU JobSet pod",
+            pod_request(&tpu_pod_with_containers(1)?),
+            Some(FLOOR_TARGET),
+        ),
+        (
+            "JobSet CREATE, 1 rjob × 4 slices",
+            create(&tpu_jobset()?),
+            Some(FLOOR_TARGET),
+        ),
+        (
+            "JobSet CREATE, 64 rjobs",
+            create(&jobset_with_rjobs(64)?),
+            Some(FLOOR_TARGET),
+        ),
     ];
+    let floors = Floors::new(&dir)?;
     let mut cases = Vec::new();
-    for (i, (name, request)) in named.into_iter().enumerate() {
+    for (i, (name, request, target)) in named.into_iter().enumerate() {
         let body = dir.join(format!("review-{i}.json"));
         std::fs::write(&body, PolicyServer::review_body(&request))?;
         let script = dir.join(format!("post-{i}.lua"));
@@ -194,38 +226,52 @@ fn main() -> Result<()> {
                 body.display().to_string()
             ),
         )?;
+        let floor = floors.annotated(i, &request)?;
         cases.push(Case {
             name,
             request,
             body,
             script,
+            floor,
+            target,
         });
     }
 
-    let server = PolicyServer::start(
-        &[
-            ServedPolicy {
-                id: "policy".into(),
-                module: policy.clone(),
-                settings: json!({}),
-                allowed_to_mutate: true,
-            },
-            ServedPolicy {
-                id: "baseline".into(),
-                module: baseline.clone(),
-                settings: json!({}),
-                allowed_to_mutate: true,
-            },
-        ],
-        None,
-    )?;
-    // Every request is accepted by both, so the figures are of real evaluations, not errors.
-    for case in &cases {
-        for id in ["policy", "baseline"] {
+    let served = |id: String, module: PathBuf| ServedPolicy {
+        id,
+        module,
+        settings: json!({}),
+        allowed_to_mutate: true,
+    };
+    let mut policies = vec![
+        served("policy".into(), policy.clone()),
+        served("baseline".into(), baseline.clone()),
+    ];
+    for (i, case) in cases.iter().enumerate() {
+        policies.push(served(server_floor::id(i), case.floor.clone()));
+    }
+    let server = PolicyServer::start(&policies, None)?;
+    // Every request is accepted by all three, so the figures are of real evaluations, not
+    // errors; and the floor's answer is the policy's, patch and all, so the server does the
+    // same work on it.
+    for (i, case) in cases.iter().enumerate() {
+        let floor = server_floor::id(i);
+        let mut verdicts = Vec::new();
+        for id in ["policy", "baseline", &floor] {
             let verdict = ReviewResponse::from_response(&server.review(id, &case.request)?)?;
             if !verdict.allowed {
                 bail!("{} was rejected by {id}: {:?}", case.name, verdict.message);
             }
+            verdicts.push(verdict);
+        }
+        if verdicts[2] != verdicts[0] {
+            bail!(
+                "{}: {floor} answered {:?}, the policy {:?}; is annotated-policy.wasm older \
+                 than policy.wasm (make annotated-policy.wasm)?",
+                case.name,
+                verdicts[2],
+                verdicts[0]
+            );
         }
     }
 
@@ -238,30 +284,46 @@ fn main() -> Result<()> {
         }
     );
     println!(
-        "wrk -t1 -c{} against one policy-server (default workers), {} alternating runs of {} s \
+        "wrk -t1 -c{} against one policy-server (default workers), {} runs in turn of {} s \
          per module and case; medians.\n",
         plan.connections, plan.rounds, plan.seconds
     );
-    println!("| case | review bytes | policy req/s | baseline req/s | throughput ratio | policy p50 ms | baseline p50 ms | p50 ratio |");
-    println!("|---|---|---|---|---|---|---|---|");
-    for case in &cases {
-        let (mut p, mut b) = (Vec::new(), Vec::new());
+    println!(
+        "A case's floor holds the policy's own answer to it and returns it without reading the \
+         request: what is left is policy-server's own work, patch included. Target: the policy \
+         at ≥ {}× the floor's throughput on the mutation paths (issue 30).\n",
+        FLOOR_TARGET
+    );
+    println!("| case | review bytes | policy req/s | baseline req/s | floor req/s | policy / baseline | policy / floor | target | policy p50 ms | baseline p50 ms | policy / baseline p50 |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    for (i, case) in cases.iter().enumerate() {
+        let urls = [
+            server.url("policy"),
+            server.url("baseline"),
+            server.url(&server_floor::id(i)),
+        ];
+        let mut runs: [Vec<Run>; 3] = Default::default();
         for round in 0..plan.rounds {
-            // Alternate which goes first, so neither always runs on a warmer or calmer box.
-            if round % 2 == 0 {
-                p.push(wrk(&plan, case, &server.url("policy"))?);
-                b.push(wrk(&plan, case, &server.url("baseline"))?);
-            } else {
-                b.push(wrk(&plan, case, &server.url("baseline"))?);
-                p.push(wrk(&plan, case, &server.url("policy"))?);
+            // Rotate which goes first, so none always runs on a warmer or calmer box.
+            for k in 0..urls.len() {
+                let m = (round + k) % urls.len();
+                runs[m].push(wrk(&plan, case, &urls[m])?);
             }
         }
-        let p_rps = median(p.iter().map(|r| r.rps).collect());
-        let b_rps = median(b.iter().map(|r| r.rps).collect());
-        let p_lat = median(p.iter().map(|r| r.p50_ms).collect());
-        let b_lat = median(b.iter().map(|r| r.p50_ms).collect());
+        let [p_rps, b_rps, f_rps] = runs
+            .each_ref()
+            .map(|r| median(r.iter().map(|r| r.rps).collect()));
+        let p_lat = median(runs[0].iter().map(|r| r.p50_ms).collect());
+        let b_lat = median(runs[1].iter().map(|r| r.p50_ms).collect());
+        let to_floor = p_rps / f_rps;
+        let verdict = match case.target {
+            Some(t) if to_floor >= t => format!("≥ {t}× ✓"),
+            Some(t) => format!("≥ {t}× ✗ MISSED"),
+            None => "-".into(),
+        };
         println!(
-            "| {} | {} | {p_rps:.0} | {b_rps:.0} | {:.2}× | {p_lat:.2} | {b_lat:.2} | {:.2}× |",
+            "| {} | {} | {p_rps:.0} | {b_rps:.0} | {f_rps:.0} | {:.2}× | {to_floor:.2}× | {verdict} \
+             | {p_lat:.2} | {b_lat:.2} | {:.2}× |",
             case.name,
             std::fs::metadata(&case.body)?.len(),
             p_rps / b_rps,
@@ -275,14 +337,20 @@ fn main() -> Result<()> {
         "`kwctl bench` (warm-up {} s, measurement {} s), median of `validate`:\n",
         plan.kwctl_warm_up, plan.kwctl_measure
     );
-    println!("| case | policy µs | baseline µs | ratio |");
-    println!("|---|---|---|---|");
+    println!("| case | policy µs | baseline µs | floor µs | policy / baseline | policy / floor |");
+    println!("|---|---|---|---|---|---|");
     for (i, case) in cases.iter().enumerate() {
         let request_file = dir.join(format!("request-{i}.json"));
         std::fs::write(&request_file, serde_json::to_vec(&case.request)?)?;
         let p = kwctl_bench(&plan, &policy, &request_file)?;
         let b = kwctl_bench(&plan, &baseline, &request_file)?;
-        println!("| {} | {p:.1} | {b:.1} | {:.2}× |", case.name, p / b);
+        let f = kwctl_bench(&plan, &case.floor, &request_file)?;
+        println!(
+            "| {} | {p:.1} | {b:.1} | {f:.1} | {:.2}× | {:.2}× |",
+            case.name,
+            p / b,
+            p / f
+        );
     }
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
