@@ -73,6 +73,14 @@ impl<'a> Cursor<'a> {
         self.text
     }
 
+    /// Runs `read` on the value that comes next; with the value's span.
+    pub fn spanned<T>(&mut self, read: impl FnOnce(&mut Self) -> Option<T>) -> Option<(T, Span)> {
+        self.whitespace();
+        let start = self.pos;
+        let value = read(self)?;
+        Some((value, self.span_from(start)))
+    }
+
     /// The first byte of the next value: `{`, `[`, `"`, or that of a number or literal.
     pub fn next_byte(&mut self) -> Option<u8> {
         self.whitespace();

@@ -90,7 +90,7 @@ pub(super) fn admit_create(
         return Ok(Verdict::with(None, warnings));
     };
     let written = mutate::stamp_job::apply(&mut object, annotation);
-    Verdict::mutated(text, &object, &written, warnings)
+    Verdict::mutated(text, &[], &object, &written, warnings)
 }
 
 /// The verdict half of Job CREATE: the violations, and the references that can never resolve.

@@ -75,7 +75,7 @@ pub(super) fn admit_create(
     }
     let mut written = mutate::stamp_jobset::apply(&mut object, stamps);
     written.extend(mutate::affinity::apply(&mut object, narrowings));
-    Verdict::mutated(text, &object, &written, warnings)
+    Verdict::mutated(text, &[], &object, &written, warnings)
 }
 
 /// Where the request's JobSet lives, and how to read the cluster's objects.

@@ -134,9 +134,15 @@ pub fn evaluate_with(payload: &[u8], reader: &dyn ClusterReader) -> Verdict {
         return Verdict::accept();
     }
     let text = raw_object.get();
-    let (object, pod_maps) = match &pod_text {
+    let (object, pod_read) = match &pod_text {
         Some(pod) => match pod.maps() {
-            Some(maps) => (pod.tree(), Some(maps)),
+            Some(maps) => (
+                pod.tree(),
+                Some(pod::FromText {
+                    maps,
+                    roots: pod.roots(),
+                }),
+            ),
             None => (serde_json::from_str::<Value>(text), None),
         },
         None => (serde_json::from_str::<Value>(text), None),
@@ -152,7 +158,7 @@ pub fn evaluate_with(payload: &[u8], reader: &dyn ClusterReader) -> Verdict {
             .and_then(|raw| serde_json::from_str(raw.get()).ok())
     };
     let result = match route {
-        Route::PodCreate => pod::admit(object, pod_maps, text, &settings),
+        Route::PodCreate => pod::admit(object, pod_read, text, &settings),
         Route::JobSetCreate => {
             let cluster = jobset::Cluster {
                 namespace: &request.namespace,

@@ -2,6 +2,7 @@
 use super::heads::LabelsHead;
 use super::verdict::Verdict;
 use crate::error::InputError;
+use crate::json_text::Span;
 use crate::mutate::pod_patch;
 use crate::pods::{self, pod_plan::PodPlan};
 use crate::settings::Settings;
@@ -47,15 +48,25 @@ pub(super) fn is_served(raw: &RawValue) -> bool {
     }
 }
 
+/// What `PodText` read of a pod: its labels and annotations, and where its root members are.
+pub(super) struct FromText<'t> {
+    pub(super) maps: PodMaps<'t>,
+    pub(super) roots: &'t [(&'static str, Span)],
+}
+
 /// Admits a pod the policy serves, editing it in place when something is missing. `object`
-/// is the pod read whole, or, with `maps` (its labels and annotations, read from the text),
-/// only the other parts its view reads; `text` is the whole pod as the request has it.
+/// is the pod read whole, or, with `from_text`, only the parts its view reads besides the
+/// labels and annotations; `text` is the whole pod as the request has it.
 pub(super) fn admit(
     mut object: Value,
-    maps: Option<PodMaps>,
+    from_text: Option<FromText>,
     text: &str,
     settings: &Settings,
 ) -> Result<Verdict, InputError> {
+    let (maps, roots) = match from_text {
+        Some(read) => (Some(read.maps), read.roots),
+        None => (None, &[][..]),
+    };
     let plan = {
         let tpu = &settings.tpu_resource;
         let pod = match maps {
@@ -73,5 +84,5 @@ pub(super) fn admit(
         warnings,
     } = plan;
     let written = pod_patch::apply(&mut object, metadata_adds, env_changes);
-    Verdict::mutated(text, &object, &written, warnings)
+    Verdict::mutated(text, roots, &object, &written, warnings)
 }

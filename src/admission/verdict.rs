@@ -1,5 +1,6 @@
 //! The decision for one request, and how it becomes the host's `ValidationResponse`.
 use crate::error::InputError;
+use crate::json_text::Span;
 use crate::mutate::splice::{self, Written};
 use crate::violation::{self, Violation};
 use kubewarden_policy_sdk::response::ValidationResponse;
@@ -45,14 +46,16 @@ impl Verdict {
     }
 
     /// Accepted, mutated from `text` (the request's object) to `tree`, which may hold only the
-    /// parts the policy read, and which the mutation edited under `written`.
+    /// parts the policy read, and which the mutation edited under `written`; `roots` are where
+    /// members of the object's root already found are ([`splice::splice`]).
     pub(super) fn mutated(
         text: &str,
+        roots: &[(&str, Span)],
         tree: &Value,
         written: &Written,
         warnings: Vec<String>,
     ) -> Result<Self, InputError> {
-        let json = splice::splice(text, tree, written).ok_or_else(|| {
+        let json = splice::splice(text, tree, written, roots).ok_or_else(|| {
             InputError::Malformed("the object could not be read again to write the mutation".into())
         })?;
         Ok(Verdict::with(Some(json), warnings))

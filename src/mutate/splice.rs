@@ -14,15 +14,26 @@ pub type Written = Vec<Vec<String>>;
 /// and the rest is the text's own bytes, skipped unread. Members of the text that the tree
 /// lacks are kept: the tree may hold only the parts the policy read, and the policy's
 /// mutations only add (docs/spec.md §4.5). One walk over the text; `None` when it is not one
-/// JSON value.
-pub fn splice(text: &str, tree: &Value, written: &Written) -> Option<Vec<u8>> {
-    let mut cursor = Cursor::new(text);
+/// JSON value. `roots` are members of the root already found (their key and where their value
+/// is): when every path starts at one of them, the walk starts there, and the rest of the
+/// object, read once already, is not read again.
+pub fn splice(
+    text: &str,
+    tree: &Value,
+    written: &Written,
+    roots: &[(&str, Span)],
+) -> Option<Vec<u8>> {
     let mut edits = Vec::new();
     let paths: Vec<&[String]> = written.iter().map(Vec::as_slice).collect();
-    let span = walk(&mut cursor, tree, &paths, &mut edits)?;
-    if !cursor.at_end() {
-        return None;
-    }
+    let span = match from_roots(text, tree, &paths, roots, &mut edits) {
+        Some(span) => span,
+        None => {
+            edits.clear();
+            let mut cursor = Cursor::new(text);
+            let span = walk(&mut cursor, tree, &paths, &mut edits)?;
+            cursor.at_end().then_some(span)?
+        }
+    };
     let mut out = Vec::with_capacity(text.len().saturating_add(1024));
     let mut copied = span.start;
     for edit in edits {
@@ -32,6 +43,41 @@ pub fn splice(text: &str, tree: &Value, written: &Written) -> Option<Vec<u8>> {
     }
     out.extend_from_slice(text.as_bytes().get(copied..span.end)?);
     Some(out)
+}
+
+/// The edits under `roots`, walked from where they are; `None` when a path starts elsewhere.
+/// The whole text's span.
+fn from_roots(
+    text: &str,
+    tree: &Value,
+    paths: &[&[String]],
+    roots: &[(&str, Span)],
+    edits: &mut Vec<Edit>,
+) -> Option<Span> {
+    let starts_at_a_root =
+        |p: &&[String]| p.first().is_some_and(|s| roots.iter().any(|(k, _)| k == s));
+    if paths.is_empty() || !paths.iter().all(starts_at_a_root) {
+        return None;
+    }
+    let mut roots = roots.to_vec();
+    roots.sort_by_key(|(_, span)| span.start);
+    for (key, span) in roots {
+        let below = rest_after(paths, |step| step == key);
+        if below.is_empty() {
+            continue;
+        }
+        walk(
+            &mut Cursor::at(text, span.start),
+            tree.get(key)?,
+            &below,
+            edits,
+        )?;
+    }
+    let start = text.len() - text.trim_start().len();
+    Some(Span {
+        start,
+        end: text.trim_end().len(),
+    })
 }
 
 /// Bytes that take the place of `at` (an empty span for an insertion).
@@ -241,7 +287,27 @@ mod tests {
             path(&["spec", "containers", "0", "env"]),
             path(&["spec", "containers", "1", "env"]),
         ];
-        let out = String::from_utf8(splice(text, &tree, &written).unwrap()).unwrap();
+        let out = String::from_utf8(splice(text, &tree, &written, &[]).unwrap()).unwrap();
+        let metadata = text.find(r#"{"labels""#).unwrap();
+        let spec = text.find(r#"{"containers""#).unwrap();
+        let roots = [
+            (
+                "metadata",
+                Span {
+                    start: metadata,
+                    end: spec - 8,
+                },
+            ),
+            (
+                "spec",
+                Span {
+                    start: spec,
+                    end: text.len() - 1,
+                },
+            ),
+        ];
+        let from_roots = splice(text, &tree, &written, &roots).unwrap();
+        assert_eq!(String::from_utf8(from_roots).unwrap(), out);
         assert_eq!(
             out,
             r#"{"kind":"Pod","metadata":{"labels":{"a":"1","b":"2"},"annotations":{"x":"y"}},"spec":{"containers":[{"name":"c","env":[{"name":"A"}]},{"name":"d","env":[{"name":"B"}]}]}}"#
@@ -249,7 +315,7 @@ mod tests {
     }
 
     fn spliced(text: &str, tree: Value) -> String {
-        let out = String::from_utf8(splice(text, &tree, &whole()).unwrap()).unwrap();
+        let out = String::from_utf8(splice(text, &tree, &whole(), &[]).unwrap()).unwrap();
         assert_eq!(serde_json::from_str::<Value>(&out).unwrap(), tree, "{out}");
         out
     }
@@ -287,8 +353,8 @@ mod tests {
     #[test]
     fn members_the_tree_lacks_are_kept_and_a_repeated_key_is_written_each_time() {
         let text = r#"{"kind":"Pod","a":{"x":1},"a":{"x":2}}"#;
-        let out =
-            String::from_utf8(splice(text, &json!({"a": {"x": 3}}), &whole()).unwrap()).unwrap();
+        let out = String::from_utf8(splice(text, &json!({"a": {"x": 3}}), &whole(), &[]).unwrap())
+            .unwrap();
         assert_eq!(out, r#"{"kind":"Pod","a":{"x":3},"a":{"x":3}}"#);
     }
 
@@ -310,7 +376,10 @@ mod tests {
             "{} x",
             r#"{"a":1,}"#,
         ] {
-            assert!(splice(text, &json!({}), &whole()).is_none(), "{text:?}");
+            assert!(
+                splice(text, &json!({}), &whole(), &[]).is_none(),
+                "{text:?}"
+            );
         }
     }
 }

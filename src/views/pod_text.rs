@@ -7,7 +7,7 @@
 //! A shape this reading does not expect (a key repeated on the way, `metadata` or `labels` of
 //! the wrong type, a label that is not a string) gives `None`: the caller then reads the pod
 //! whole, as before, so that its view names the problem in the same words.
-use crate::json_text::{Cursor, RawStr, Span};
+use crate::json_text::{Cursor, Span};
 use crate::keys;
 use crate::views::str_map::StrMap;
 use serde_json::{Map, Value};
@@ -29,6 +29,8 @@ pub struct PodText<'a> {
     text: &'a str,
     metadata: Option<Part>,
     spec: Option<Part>,
+    /// Where `metadata` and `spec` are, for the splice to start there.
+    roots: Vec<(&'static str, Span)>,
     /// Where the labels and annotations are, when they are objects.
     labels: Option<Span>,
     annotations: Option<Span>,
@@ -43,6 +45,7 @@ impl<'a> PodText<'a> {
     pub fn read(text: &'a str) -> Option<Self> {
         let mut cursor = Cursor::new(text);
         let (mut metadata, mut spec) = (None, None);
+        let mut roots = Vec::new();
         let (mut labels, mut annotations) = (None, None);
         if cursor.next_byte()? != b'{' {
             return None;
@@ -50,23 +53,29 @@ impl<'a> PodText<'a> {
         let mut served = false;
         cursor.object(|c, key| match key {
             _ if key.is("metadata") && metadata.is_none() => {
-                metadata = Some(part(c, &METADATA_READ, |c, name| match name {
-                    "labels" => {
-                        let span = string_map(c, keys::JOBSET_NAME, &mut served)?;
-                        labels = (!span.is_null(text)).then_some(span);
-                        Some(span)
-                    }
-                    "annotations" => {
-                        let span = string_map(c, keys::FACTS, &mut served)?;
-                        annotations = (!span.is_null(text)).then_some(span);
-                        Some(span)
-                    }
-                    _ => c.skip(),
-                })?);
+                let (read, span) = c.spanned(|c| {
+                    part(c, &METADATA_READ, |c, name| match name {
+                        "labels" => {
+                            let span = string_map(c, keys::JOBSET_NAME, &mut served)?;
+                            labels = (!span.is_null(text)).then_some(span);
+                            Some(span)
+                        }
+                        "annotations" => {
+                            let span = string_map(c, keys::FACTS, &mut served)?;
+                            annotations = (!span.is_null(text)).then_some(span);
+                            Some(span)
+                        }
+                        _ => c.skip(),
+                    })
+                })?;
+                metadata = Some(read);
+                roots.push(("metadata", span));
                 Some(())
             }
             _ if key.is("spec") && spec.is_none() => {
-                spec = Some(part(c, &SPEC_READ, |c, _| c.skip())?);
+                let (read, span) = c.spanned(|c| part(c, &SPEC_READ, |c, _| c.skip()))?;
+                spec = Some(read);
+                roots.push(("spec", span));
                 Some(())
             }
             // A repeated `metadata` or `spec`.
@@ -77,6 +86,7 @@ impl<'a> PodText<'a> {
             text,
             metadata,
             spec,
+            roots,
             labels,
             annotations,
             served,
@@ -89,18 +99,16 @@ impl<'a> PodText<'a> {
         self.served
     }
 
+    /// Where the pod's `metadata` and `spec` are.
+    pub fn roots(&self) -> &[(&'static str, Span)] {
+        &self.roots
+    }
+
     /// The labels and annotations, read again from their spans: only a served pod needs them.
     pub fn maps(&self) -> Option<PodMaps<'a>> {
-        let read = |span: Option<Span>| -> Option<Option<StrMap<'a>>> {
-            let Some(span) = span else {
-                return Some(None);
-            };
-            let mut written: Vec<(RawStr<'a>, RawStr<'a>)> = Vec::new();
-            Cursor::at(self.text, span.start).object(|c, key| {
-                written.push((key, c.string_value()?));
-                Some(())
-            })?;
-            Some(Some(StrMap::from_text(&written)?))
+        let read = |span: Option<Span>| match span {
+            Some(span) => StrMap::read(self.text, span).map(Some),
+            None => Some(None),
         };
         Some((read(self.labels)?, read(self.annotations)?))
     }

@@ -3,7 +3,7 @@
 //! dozen of its keys; building them into a `serde_json` map cost a TPU pod's admission a
 //! quarter of its time in wasm, every key and value a copy out of the module (issue 30).
 use crate::json::Object;
-use crate::json_text::RawStr;
+use crate::json_text::{Cursor, Span};
 use serde_json::Value;
 use std::borrow::Cow;
 
@@ -23,12 +23,13 @@ impl<'a> StrMap<'a> {
         StrMap { entries }
     }
 
-    /// A map read from the text; `None` when a key or value does not unescape.
-    pub fn from_text(written: &[(RawStr<'a>, RawStr<'a>)]) -> Option<Self> {
-        let entries = written
-            .iter()
-            .map(|(k, v)| Some((k.unescaped()?, v.unescaped()?)))
-            .collect::<Option<_>>()?;
+    /// The object of strings at `span` of `text`; `None` when it is not one.
+    pub fn read(text: &'a str, span: Span) -> Option<Self> {
+        let mut entries = Vec::with_capacity(16);
+        Cursor::at(text, span.start).object(|c, key| {
+            entries.push((key.unescaped()?, c.string_value()?.unescaped()?));
+            Some(())
+        })?;
         Some(StrMap { entries })
     }
 
@@ -58,20 +59,17 @@ pub fn get<'m>(map: Option<&'m StrMap>, key: &str) -> Option<&'m str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::json_text::Cursor;
     use serde_json::json;
 
     #[test]
     fn the_text_and_the_tree_give_the_same_map() {
         let text = r#"{"a": "1", "k\u0065y": "v\"w", "a": "2"}"#;
-        let mut written = Vec::new();
-        Cursor::new(text)
-            .object(|c, key| {
-                written.push((key, c.string_value()?));
-                Some(())
-            })
-            .unwrap();
-        let from_text = StrMap::from_text(&written).unwrap();
+        let whole = Span {
+            start: 0,
+            end: text.len(),
+        };
+        let from_text = StrMap::read(text, whole).unwrap();
+        assert!(StrMap::read(r#"{"a": 1}"#, whole).is_none());
         let tree: Value = serde_json::from_str(text).unwrap();
         let from_tree = StrMap::from_object(tree.as_object().unwrap());
         assert_eq!(from_text.get("a"), Some("2"));
