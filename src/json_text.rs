@@ -54,6 +54,7 @@ impl<'a> RawStr<'a> {
 }
 
 /// A position in a text, moving forward only.
+#[derive(Clone)]
 pub struct Cursor<'a> {
     text: &'a str,
     pos: usize,

@@ -168,6 +168,15 @@ fn rest_after<'p>(paths: &[&'p [String]], matches: impl Fn(&str) -> bool) -> Vec
         .collect()
 }
 
+/// `tree` written in place of `at`.
+fn rewrite(edits: &mut Vec<Edit>, at: Span, tree: &Value) -> Option<Span> {
+    edits.push(Edit {
+        at,
+        bytes: written(tree)?,
+    });
+    Some(at)
+}
+
 /// Walks the value that comes next, collecting, in the order of the text, the edits that turn
 /// it into `tree`. Its span.
 fn diff(cursor: &mut Cursor, tree: &Value, edits: &mut Vec<Edit>) -> Option<Span> {
@@ -209,22 +218,50 @@ fn diff(cursor: &mut Cursor, tree: &Value, edits: &mut Vec<Edit>) -> Option<Span
             Some(span)
         }
         (Value::Array(items), b'[') => {
-            let mark = edits.len();
-            let mut count = 0usize;
-            let span = cursor.array(|c, i| {
-                count = i + 1;
-                match items.get(i) {
-                    Some(item) => diff(c, item, edits).map(drop),
-                    None => c.skip().map(drop),
-                }
+            // The elements first, counted by a skim: only an array of the same length is
+            // compared element by element.
+            let mut elements = Vec::new();
+            let mut skim = cursor.clone();
+            let span = skim.array(|c, _| {
+                elements.push(c.skip()?);
+                Some(())
             })?;
-            if count != items.len() {
-                // Elements were added: the array is written anew.
-                edits.truncate(mark);
-                edits.push(Edit {
-                    at: span,
-                    bytes: written(tree)?,
-                });
+            *cursor = skim;
+            let Some(added) = items.len().checked_sub(elements.len()) else {
+                return rewrite(edits, span, tree);
+            };
+            // Elements put first (env entries, docs/spec.md §4.2): when the rest are the text's
+            // own, only the new ones are written, after `[`.
+            let mark = edits.len();
+            for (at, item) in elements.iter().zip(items.get(added..)?) {
+                diff(&mut Cursor::at(text, at.start), item, edits)?;
+            }
+            if added > 0 {
+                if edits.len() > mark {
+                    edits.truncate(mark);
+                    return rewrite(edits, span, tree);
+                }
+                let mut bytes = Vec::new();
+                for item in items.get(..added)? {
+                    if !bytes.is_empty() {
+                        bytes.push(b',');
+                    }
+                    bytes.extend(written(item)?);
+                }
+                if !elements.is_empty() {
+                    bytes.push(b',');
+                }
+                let after_bracket = span.start.checked_add(1)?;
+                edits.insert(
+                    mark,
+                    Edit {
+                        at: Span {
+                            start: after_bracket,
+                            end: after_bracket,
+                        },
+                        bytes,
+                    },
+                );
             }
             Some(span)
         }
@@ -341,12 +378,22 @@ mod tests {
     }
 
     #[test]
-    fn a_longer_array_is_rewritten_and_an_empty_object_gets_no_comma() {
-        let text = r#"{"env":[{"name":"U"}],"m":{}}"#;
-        let tree = json!({"env": [{"name": "A"}, {"name": "U"}], "m": {"k": "v"}});
+    fn entries_put_first_are_inserted_and_an_empty_object_gets_no_comma() {
+        let text = r#"{"env":[ {"name": "U"} ],"e":[],"m":{}}"#;
+        let tree = json!({"env": [{"name": "A"}, {"name": "U"}], "e": [1], "m": {"k": "v"}});
         assert_eq!(
             spliced(text, tree),
-            r#"{"env":[{"name":"A"},{"name":"U"}],"m":{"k":"v"}}"#
+            r#"{"env":[{"name":"A"}, {"name": "U"} ],"e":[1],"m":{"k":"v"}}"#
+        );
+    }
+
+    #[test]
+    fn an_array_changed_otherwise_is_written_anew() {
+        let text = r#"{"appended":[ 1 ],"shorter":[1, 2],"changed":[1, 2]}"#;
+        let tree = json!({"appended": [1, 2], "shorter": [1], "changed": [0, 1, 3]});
+        assert_eq!(
+            spliced(text, tree),
+            r#"{"appended":[1,2],"shorter":[1],"changed":[0,1,3]}"#
         );
     }
 
