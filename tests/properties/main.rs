@@ -1,5 +1,7 @@
 //! Property tests of validation on the native build of the policy (the same code the wasm
 //! module runs; `tests/wasm/properties.rs` runs a share of the cases through the module).
+mod splice;
+
 use jobset_multislice_policy::admission::{evaluate, Verdict};
 use multislice_gen as gen;
 use multislice_host::request::{admission_request, Kind};
