@@ -51,7 +51,7 @@ pub(super) fn is_served(raw: &RawValue) -> bool {
 /// What `PodText` read of a pod: its labels and annotations, and where its root members are.
 pub(super) struct FromText<'t> {
     pub(super) maps: PodMaps<'t>,
-    pub(super) roots: &'t [(&'static str, Span)],
+    pub(super) roots: Vec<(&'static str, Span)>,
 }
 
 /// Admits a pod the policy serves, editing it in place when something is missing. `object`
@@ -65,7 +65,7 @@ pub(super) fn admit(
 ) -> Result<Verdict, InputError> {
     let (maps, roots) = match from_text {
         Some(read) => (Some(read.maps), read.roots),
-        None => (None, &[][..]),
+        None => (None, Vec::new()),
     };
     let plan = {
         let tpu = &settings.tpu_resource;
@@ -84,5 +84,5 @@ pub(super) fn admit(
         warnings,
     } = plan;
     let written = pod_patch::apply(&mut object, metadata_adds, env_changes);
-    Verdict::mutated(text, roots, &object, &written, warnings)
+    Verdict::mutated(text, &roots, &object, &written, warnings)
 }

@@ -30,7 +30,7 @@ pub struct PodText<'a> {
     metadata: Option<Part>,
     spec: Option<Part>,
     /// Where `metadata` and `spec` are, for the splice to start there.
-    roots: Vec<(&'static str, Span)>,
+    roots: [Option<(&'static str, Span)>; 2],
     /// Where the labels and annotations are, when they are objects.
     labels: Option<Span>,
     annotations: Option<Span>,
@@ -45,7 +45,8 @@ impl<'a> PodText<'a> {
     pub fn read(text: &'a str) -> Option<Self> {
         let mut cursor = Cursor::new(text);
         let (mut metadata, mut spec) = (None, None);
-        let mut roots = Vec::new();
+        // A fixed array: a pod outside any JobSet is read without allocating.
+        let mut roots = [None; 2];
         let (mut labels, mut annotations) = (None, None);
         if cursor.next_byte()? != b'{' {
             return None;
@@ -69,13 +70,13 @@ impl<'a> PodText<'a> {
                     })
                 })?;
                 metadata = Some(read);
-                roots.push(("metadata", span));
+                roots[0] = Some(("metadata", span));
                 Some(())
             }
             _ if key.is("spec") && spec.is_none() => {
                 let (read, span) = c.spanned(|c| part(c, &SPEC_READ, |c, _| c.skip()))?;
                 spec = Some(read);
-                roots.push(("spec", span));
+                roots[1] = Some(("spec", span));
                 Some(())
             }
             // A repeated `metadata` or `spec`.
@@ -100,8 +101,8 @@ impl<'a> PodText<'a> {
     }
 
     /// Where the pod's `metadata` and `spec` are.
-    pub fn roots(&self) -> &[(&'static str, Span)] {
-        &self.roots
+    pub fn roots(&self) -> Vec<(&'static str, Span)> {
+        self.roots.iter().flatten().copied().collect()
     }
 
     /// The labels and annotations, read again from their spans: only a served pod needs them.
