@@ -86,6 +86,9 @@ impl Verdict {
         let Some(json) = &self.mutated_json else {
             return serde_json::to_writer(out, &self.to_response());
         };
+        // One allocation for the answer: the object is most of it.
+        let warnings_len: usize = self.warnings.iter().map(|w| w.len() + 8).sum();
+        out.reserve(json.len().saturating_add(warnings_len).saturating_add(160));
         out.extend_from_slice(br#"{"accepted":"#);
         serde_json::to_writer(&mut *out, &self.accepted)?;
         out.extend_from_slice(br#","message":"#);

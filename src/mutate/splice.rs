@@ -145,13 +145,35 @@ fn walk(
             }
             Some(span)
         }
-        (Value::Array(items), b'[') => cursor.array(|c, i| {
-            let below = rest_after(paths, |step| step.parse::<usize>() == Ok(i));
-            match items.get(i) {
-                Some(item) if !below.is_empty() => walk(c, item, &below, edits).map(drop),
-                _ => c.skip().map(drop),
-            }
-        }),
+        (Value::Array(items), b'[') => {
+            // The paths by the index they go through, read once: a JobSet of thousands of
+            // replicated jobs has a path through each.
+            let mut by_index: Vec<(usize, &[String])> = paths
+                .iter()
+                .filter_map(|p| {
+                    let (first, rest) = p.split_first()?;
+                    Some((first.parse().ok()?, rest))
+                })
+                .collect();
+            by_index.sort_by_key(|(i, _)| *i);
+            let mut next = 0;
+            cursor.array(|c, i| {
+                let from = next;
+                while by_index.get(next).is_some_and(|(j, _)| *j <= i) {
+                    next += 1;
+                }
+                let below: Vec<&[String]> = by_index
+                    .get(from..next)?
+                    .iter()
+                    .filter(|(j, _)| *j == i)
+                    .map(|(_, rest)| *rest)
+                    .collect();
+                match items.get(i) {
+                    Some(item) if !below.is_empty() => walk(c, item, &below, edits).map(drop),
+                    _ => c.skip().map(drop),
+                }
+            })
+        }
         // The mutation made a value of another kind here (an object where there was `null`).
         _ => diff(cursor, tree, edits),
     }
