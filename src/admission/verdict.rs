@@ -87,7 +87,11 @@ impl Verdict {
             return serde_json::to_writer(out, &self.to_response());
         };
         // One allocation for the answer: the object is most of it.
-        let warnings_len: usize = self.warnings.iter().map(|w| w.len() + 8).sum();
+        let warnings_len = self
+            .warnings
+            .iter()
+            .map(|w| w.len().saturating_add(8))
+            .fold(0usize, usize::saturating_add);
         out.reserve(json.len().saturating_add(warnings_len).saturating_add(160));
         out.extend_from_slice(br#"{"accepted":"#);
         serde_json::to_writer(&mut *out, &self.accepted)?;
@@ -116,5 +120,28 @@ pub(super) fn rejection(violations: &[Violation], warnings: Vec<String>) -> Verd
     Verdict {
         warnings,
         ..Verdict::reject(violation::message(violations), 400)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_answer_written_around_the_bytes_is_the_sdks() {
+        for warnings in [vec![], vec!["a \"quoted\" warning".to_string()]] {
+            let verdict = || {
+                Verdict::with(
+                    Some(br#"{"kind": "Pod", "n": [1]}"#.to_vec()),
+                    warnings.clone(),
+                )
+            };
+            let mut written = Vec::new();
+            verdict().write_response(&mut written).unwrap();
+            let by_sdk = serde_json::to_value(verdict().to_response()).unwrap();
+            assert_eq!(serde_json::from_slice::<Value>(&written).unwrap(), by_sdk);
+            assert_eq!(by_sdk["mutated_object"], json!({"kind": "Pod", "n": [1]}));
+        }
     }
 }
