@@ -88,12 +88,6 @@ impl<'a> Cursor<'a> {
         self.peek()
     }
 
-    /// The whole text as one value, skipped: its span, when nothing but whitespace follows.
-    pub fn whole(mut self) -> Option<Span> {
-        let span = self.skip()?;
-        self.at_end().then_some(span)
-    }
-
     /// Whether nothing but whitespace is left.
     pub fn at_end(&mut self) -> bool {
         self.whitespace();
@@ -303,6 +297,13 @@ fn quote_or_backslash(bytes: &[u8], from: usize) -> Option<usize> {
 mod tests {
     use super::*;
 
+    /// The whole text as one value, skipped: its span, when nothing but whitespace follows.
+    fn whole(text: &str) -> Option<Span> {
+        let mut cursor = Cursor::new(text);
+        let span = cursor.skip()?;
+        cursor.at_end().then_some(span)
+    }
+
     /// Every member, depth first, as `path = value`.
     fn walk(cursor: &mut Cursor, path: &str, out: &mut Vec<String>) -> Option<()> {
         match cursor.next_byte()? {
@@ -334,7 +335,7 @@ mod tests {
                 ".n = null"
             ]
         );
-        let span = Cursor::new(text).whole().unwrap();
+        let span = whole(text).unwrap();
         assert_eq!(span.of(text), Some(text.trim()));
     }
 
@@ -359,7 +360,7 @@ mod tests {
     fn broken_texts_give_none_and_never_panic() {
         // Skipping checks brackets and quotes only: the texts are JSON that serde has read.
         for text in ["", "{", "[1,", r#""open"#, "{} x", r#"{"a\"#, "]", "}"] {
-            assert!(Cursor::new(text).whole().is_none(), "{text:?}");
+            assert!(whole(text).is_none(), "{text:?}");
         }
         for text in [r#"{"a":}"#, "{,}", r#"{"a" 1}"#, "[1 2]", r#"{"a":1,}"#] {
             assert!(

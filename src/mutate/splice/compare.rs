@@ -9,8 +9,35 @@ pub(super) struct Edit {
     pub(super) bytes: Vec<u8>,
 }
 
-pub(super) fn written(value: &impl serde::Serialize) -> Option<Vec<u8>> {
+fn written(value: &impl serde::Serialize) -> Option<Vec<u8>> {
     serde_json::to_vec(value).ok()
+}
+
+/// `members` added last to the object at `span`, which has `written_members` of its own:
+/// written before its closing brace, with a comma only between members.
+pub(super) fn add_members<'v>(
+    edits: &mut Vec<Edit>,
+    span: Span,
+    written_members: usize,
+    members: impl Iterator<Item = (&'v String, &'v Value)>,
+) -> Option<()> {
+    let mut bytes = Vec::new();
+    for (key, value) in members {
+        if written_members > 0 || !bytes.is_empty() {
+            bytes.push(b',');
+        }
+        bytes.extend(written(key)?);
+        bytes.push(b':');
+        bytes.extend(written(value)?);
+    }
+    if !bytes.is_empty() {
+        let at = span.end.checked_sub(1)?;
+        edits.push(Edit {
+            at: Span { start: at, end: at },
+            bytes,
+        });
+    }
+    Some(())
 }
 
 /// `tree` written in place of `at`.
@@ -43,23 +70,8 @@ pub(super) fn diff(cursor: &mut Cursor, tree: &Value, edits: &mut Vec<Edit>) -> 
                     None => c.skip().map(drop),
                 }
             })?;
-            if found.len() < map.len() {
-                let mut bytes = Vec::new();
-                for (key, value) in map.iter().filter(|(k, _)| !found.contains(&k.as_str())) {
-                    if written_members > 0 || !bytes.is_empty() {
-                        bytes.push(b',');
-                    }
-                    bytes.extend(written(key)?);
-                    bytes.push(b':');
-                    bytes.extend(written(value)?);
-                }
-                // Before the closing brace.
-                let at = span.end.checked_sub(1)?;
-                edits.push(Edit {
-                    at: Span { start: at, end: at },
-                    bytes,
-                });
-            }
+            let missing = map.iter().filter(|(k, _)| !found.contains(&k.as_str()));
+            add_members(edits, span, written_members, missing)?;
             Some(span)
         }
         (Value::Array(items), b'[') => {
@@ -143,14 +155,10 @@ fn scalar_is(text: &str, span: Span, scalar: &Value) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{splice, Written};
+    use super::super::splice;
+    use super::super::tests::whole;
     use super::*;
     use serde_json::json;
-
-    /// The root: the whole tree is compared.
-    fn whole() -> Written {
-        vec![vec![]]
-    }
 
     fn spliced(text: &str, tree: Value) -> String {
         let out = String::from_utf8(splice(text, &tree, &whole(), &[]).unwrap()).unwrap();

@@ -6,7 +6,7 @@
 mod compare;
 
 use crate::json_text::{Cursor, Span};
-use compare::{diff, written, Edit};
+use compare::{add_members, diff, Edit};
 use serde_json::Value;
 
 /// Where a mutation wrote: the steps from the object's root (keys, and list indexes written
@@ -115,28 +115,18 @@ fn walk(
                 walk(c, value, &below, edits).map(drop)
             })?;
             // A path through a member the text lacks: the tree's member is added whole.
-            let mut bytes = Vec::new();
+            let mut missing = Vec::new();
             for path in paths {
                 let Some(step) = path.first() else { continue };
                 if found.contains(&step.as_str()) {
                     continue;
                 }
                 found.push(step);
-                let Some(value) = map.get(step) else { continue };
-                if written_members > 0 || !bytes.is_empty() {
-                    bytes.push(b',');
+                if let Some(member) = map.get_key_value(step) {
+                    missing.push(member);
                 }
-                bytes.extend(written(step)?);
-                bytes.push(b':');
-                bytes.extend(written(value)?);
             }
-            if !bytes.is_empty() {
-                let at = span.end.checked_sub(1)?;
-                edits.push(Edit {
-                    at: Span { start: at, end: at },
-                    bytes,
-                });
-            }
+            add_members(edits, span, written_members, missing.into_iter())?;
             Some(span)
         }
         (Value::Array(items), b'[') => {
@@ -190,7 +180,7 @@ mod tests {
     use serde_json::json;
 
     /// The root: the whole tree is compared.
-    fn whole() -> Written {
+    pub(super) fn whole() -> Written {
         vec![vec![]]
     }
 
