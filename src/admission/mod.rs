@@ -134,17 +134,15 @@ pub fn evaluate_with(payload: &[u8], reader: &dyn ClusterReader) -> Verdict {
         return Verdict::accept();
     }
     let text = raw_object.get();
-    let (object, pod_read) = match &pod_text {
-        Some(pod) => match pod.maps() {
-            Some(maps) => (
-                pod.tree(),
-                Some(pod::FromText {
-                    maps,
-                    roots: pod.roots(),
-                }),
-            ),
-            None => (serde_json::from_str::<Value>(text), None),
-        },
+    let read_from_text = pod_text.as_ref().and_then(|pod| Some((pod, pod.maps()?)));
+    let (object, pod_read) = match read_from_text {
+        Some((pod, maps)) => (
+            pod.tree(),
+            Some(pod::FromText {
+                maps,
+                roots: pod.roots(),
+            }),
+        ),
         None => (serde_json::from_str::<Value>(text), None),
     };
     let object = match object {
