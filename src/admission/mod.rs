@@ -173,7 +173,10 @@ pub fn evaluate_with(payload: &[u8], reader: &dyn ClusterReader) -> Verdict {
 
 fn parse_settings(raw: Option<&RawValue>) -> Result<Settings, Vec<String>> {
     match raw {
+        // What policy-server sends a policy deployed without settings, on every request: the
+        // defaults, which are valid, without a parse and a check of every key.
         None => Ok(Settings::default()),
+        Some(raw) if raw.get() == "{}" => Ok(Settings::default()),
         Some(raw) => {
             let value: Value = serde_json::from_str(raw.get()).map_err(|e| vec![e.to_string()])?;
             Settings::from_json(&value)
