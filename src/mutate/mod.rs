@@ -31,9 +31,7 @@ pub fn object_at<'a>(root: &'a mut Value, keys: &[&str]) -> Option<&'a mut Objec
     for key in keys {
         current = match current {
             Value::Object(m) => {
-                let slot = m
-                    .entry(key.to_string())
-                    .or_insert_with(|| Value::Object(Map::new()));
+                let slot = member(m, key)?;
                 if slot.is_null() {
                     *slot = Value::Object(Map::new());
                 }
@@ -44,6 +42,16 @@ pub fn object_at<'a>(root: &'a mut Value, keys: &[&str]) -> Option<&'a mut Objec
         };
     }
     current.as_object_mut()
+}
+
+/// The member `key` of `parent`, an empty object added when absent. The key is copied only
+/// when it is added: the paths walked are there, most of them.
+fn member<'a>(parent: &'a mut Object, key: &str) -> Option<&'a mut Value> {
+    if parent.contains_key(key) {
+        parent.get_mut(key)
+    } else {
+        Some(parent.entry(key.to_string()).or_insert(Value::Object(Map::new())))
+    }
 }
 
 /// The steps from a JobSet to replicated job `index`'s pod template.
