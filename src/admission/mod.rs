@@ -14,6 +14,7 @@ pub use verdict::Verdict;
 
 use crate::error::InputError;
 use crate::settings::{Role, Settings};
+use crate::views::lean_tree::{self, JOBSET_POD_SPECS, JOB_POD_SPEC, POD_SPEC};
 use crate::views::pod_text::PodText;
 use heads::{Envelope, RequestHead};
 use kubewarden_policy_sdk::settings::SettingsValidationResponse;
@@ -143,7 +144,7 @@ pub fn evaluate_with(payload: &[u8], reader: &dyn ClusterReader) -> Verdict {
                 roots: pod.roots(),
             }),
         ),
-        None => (serde_json::from_str::<Value>(text), None),
+        None => (read_tree(route, text), None),
     };
     let object = match object {
         Ok(v) => v,
@@ -153,7 +154,7 @@ pub fn evaluate_with(payload: &[u8], reader: &dyn ClusterReader) -> Verdict {
     let old = || -> Option<Value> {
         request
             .old_object
-            .and_then(|raw| serde_json::from_str(raw.get()).ok())
+            .and_then(|raw| read_tree(route, raw.get()).ok())
     };
     let result = match route {
         Route::PodCreate => pod::admit(object, pod_read, text, &settings),
@@ -169,6 +170,15 @@ pub fn evaluate_with(payload: &[u8], reader: &dyn ClusterReader) -> Verdict {
         Route::JobUpdate => Ok(job::admit_update(&object, old().as_ref(), &settings)),
     };
     result.unwrap_or_else(Verdict::from)
+}
+
+/// The object as a tree, of its containers only what the views read ([`lean_tree`]).
+fn read_tree(route: Route, text: &str) -> Result<Value, serde_json::Error> {
+    match route {
+        Route::JobSetCreate | Route::JobSetUpdate => lean_tree::read(text, &JOBSET_POD_SPECS),
+        Route::JobCreate | Route::JobUpdate => lean_tree::read(text, &JOB_POD_SPEC),
+        Route::PodCreate => lean_tree::read(text, &POD_SPEC),
+    }
 }
 
 fn parse_settings(raw: Option<&RawValue>) -> Result<Settings, Vec<String>> {

@@ -4,6 +4,7 @@ pub mod container_env;
 pub mod job_view;
 pub mod jobset_view;
 pub mod kueue_queue;
+pub mod lean_tree;
 pub mod node_pins;
 pub mod pod_spec;
 pub mod pod_template;

@@ -12,6 +12,10 @@ use serde_json::Value;
 /// policy lists them in warnings.
 pub const CONTAINER_LISTS: [&str; 2] = ["initContainers", "containers"];
 
+/// Every member of a container that [`ContainerView`] reads. A pod read from its text builds
+/// only these into its tree (`pod_text`), so a new read here must be added to the list.
+pub const CONTAINER_READ: [&str; 3] = ["name", "resources", "env"];
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ContainerView<'a> {
     /// `initContainers` or `containers`.

@@ -1,7 +1,8 @@
 //! A pod read from the request's text in one walk (issue 30): its labels and annotations as
 //! borrowed [`StrMap`]s, whether the policy serves it, and a tree of only the other parts
-//! [`PodView`](super::pod_view::PodView) reads (the owner references; the subdomain and
-//! containers). The rest of a pod (its volumes, affinity, tolerations, managed fields) is
+//! [`PodView`](super::pod_view::PodView) reads (the owner references; the subdomain, and of
+//! each container its name, resources and env). The rest of a pod (its volumes, affinity,
+//! tolerations, managed fields, each container's image, command, probes and mounts) is
 //! skipped, never built into a tree.
 //!
 //! A shape this reading does not expect (a key repeated on the way, `metadata` or `labels` of
@@ -9,6 +10,7 @@
 //! whole, as before, so that its view names the problem in the same words.
 use crate::json_text::{Cursor, Span};
 use crate::keys;
+use crate::views::lean_tree::container_list;
 use crate::views::str_map::StrMap;
 use serde_json::{Map, Value};
 
@@ -133,7 +135,11 @@ impl<'a> PodText<'a> {
                             continue;
                         };
                         let text = span.of(self.text).unwrap_or_default();
-                        map.insert(name.to_string(), serde_json::from_str(text)?);
+                        let value = match *name {
+                            "containers" | "initContainers" => container_list(text)?,
+                            _ => serde_json::from_str(text)?,
+                        };
+                        map.insert(name.to_string(), value);
                     }
                     Value::Object(map)
                 }
