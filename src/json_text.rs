@@ -152,6 +152,17 @@ impl<'a> Cursor<'a> {
         })
     }
 
+    /// The value that comes next, parsed by serde as it reads past it: one pass, where a skip
+    /// and a parse of the span were two. `None` where serde refuses it.
+    pub fn parse<T: serde::de::DeserializeOwned>(&mut self) -> Option<T> {
+        self.whitespace();
+        let rest = self.text.get(self.pos..)?;
+        let mut values = serde_json::Deserializer::from_str(rest).into_iter::<T>();
+        let value = values.next()?.ok()?;
+        self.pos = self.pos.checked_add(values.byte_offset())?;
+        Some(value)
+    }
+
     /// Skips the value that comes next; its span.
     pub fn skip(&mut self) -> Option<Span> {
         self.whitespace();
@@ -337,6 +348,34 @@ mod tests {
         );
         let span = whole(text).unwrap();
         assert_eq!(span.of(text), Some(text.trim()));
+    }
+
+    #[test]
+    fn a_parse_reads_one_value_and_stops_after_it() {
+        let text = r#"{"a": 12, "b": [true, "x"], "c": null}"#;
+        let mut values = Vec::new();
+        Cursor::new(text)
+            .object(|c, _| {
+                values.push(c.parse::<serde_json::Value>()?);
+                Some(())
+            })
+            .unwrap();
+        assert_eq!(
+            values,
+            [
+                serde_json::json!(12),
+                serde_json::json!([true, "x"]),
+                serde_json::Value::Null
+            ]
+        );
+        for broken in [r#"{"a": tru}"#, r#"{"a": "\q"}"#, r#"{"a": 1x}"#] {
+            assert!(
+                Cursor::new(broken)
+                    .object(|c, _| c.parse::<serde_json::Value>().map(drop))
+                    .is_none(),
+                "{broken}"
+            );
+        }
     }
 
     #[test]

@@ -87,8 +87,8 @@ fn per_call_pair(
     (sa[sa.len() / 2], sb[sb.len() / 2])
 }
 
-/// `--against OTHER.wasm`: this build against another, in one process: the fast paths, and
-/// the two mutations with targets.
+/// `--against OTHER.wasm`: this build against another, in one process: the fast paths, the
+/// mutations with targets, and an xpk JobSet as xpk writes its command.
 fn against(other: &Path, timing: &Timing) -> Result<()> {
     let root = workspace_root();
     let this = Policy::from_bytes(&std::fs::read(root.join("policy.wasm"))?)?.instance()?;
@@ -115,7 +115,21 @@ fn against(other: &Path, timing: &Timing) -> Result<()> {
             "JobSet TPU pod (mutation)",
             pod_request(&tpu_pod_with_containers(1)?),
         ),
+        (
+            "JobSet TPU pod, as the API server defaults it",
+            pod_request(&defaulted_tpu_pod()?),
+        ),
+        (
+            "opted-in Job pod (mutation)",
+            pod_request(&job_pod("jax-gpu-4")?),
+        ),
+        ("opted-in Job CREATE", job_create("jax-gpu-4")?),
+        ("JobSet CREATE, 1 rjob × 4 slices", create(&tpu_jobset()?)),
         ("JobSet CREATE, 64 rjobs", create(&jobset_with_rjobs(64)?)),
+        (
+            "JobSet CREATE, xpk v6e with a 2 KB launch script",
+            create(&xpk_jobset_with_script()?),
+        ),
     ];
     for (name, request) in cases {
         let payload = payload(&request);

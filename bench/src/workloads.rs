@@ -35,6 +35,28 @@ pub fn jobset_with_rjobs(n: usize) -> Result<Value> {
     Ok(js)
 }
 
+/// xpk's v6e multislice JobSet as xpk writes it: its container's command is a launch script
+/// of about 2 KB (xpk wraps the user's command in one that prints and exports its
+/// environment), and it mounts a volume, as most training containers do.
+pub fn xpk_jobset_with_script() -> Result<Value> {
+    let mut js = fixtures::load_json(&fixtures::jobset_request_path(
+        "xpk-v6e-multislice",
+        JobSetApi::V09,
+    ))?["object"]
+        .clone();
+    let line =
+        "echo XPK Start: $(date); _sigterm() { kill -SIGTERM $PID; }; trap _sigterm SIGTERM; ";
+    let script = format!(
+        "{}python3 -m MaxText.train MaxText/configs/base.yml",
+        line.repeat(24)
+    );
+    let container = &mut js["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+        ["containers"][0];
+    container["command"] = json!(["bash", "-c", script]);
+    container["volumeMounts"] = json!([{"name": "shared-data", "mountPath": "/dev/shm"}]);
+    Ok(js)
+}
+
 /// A JobSet with `n` T2 violations (parallelism 2, completions 4).
 pub fn jobset_with_violations(n: usize) -> Result<Value> {
     let mut js = jobset_with_rjobs(n)?;
@@ -59,6 +81,23 @@ pub fn tpu_pod_with_containers(n: usize) -> Result<Value> {
             c
         })
         .collect::<Vec<_>>());
+    Ok(pod)
+}
+
+/// The TPU pod as a webhook sees it: after the API server's defaults and the ServiceAccount
+/// plugin, which give each container a pull policy, a termination message path and policy,
+/// and the mount of the service account token.
+pub fn defaulted_tpu_pod() -> Result<Value> {
+    let mut pod = tpu_pod_with_containers(1)?;
+    let container = &mut pod["spec"]["containers"][0];
+    container["imagePullPolicy"] = json!("IfNotPresent");
+    container["terminationMessagePath"] = json!("/dev/termination-log");
+    container["terminationMessagePolicy"] = json!("File");
+    container["volumeMounts"] = json!([{
+        "name": "kube-api-access-7xk2p",
+        "readOnly": true,
+        "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"
+    }]);
     Ok(pod)
 }
 

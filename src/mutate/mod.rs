@@ -50,7 +50,11 @@ fn member<'a>(parent: &'a mut Object, key: &str) -> Option<&'a mut Value> {
     if parent.contains_key(key) {
         parent.get_mut(key)
     } else {
-        Some(parent.entry(key.to_string()).or_insert(Value::Object(Map::new())))
+        Some(
+            parent
+                .entry(key.to_string())
+                .or_insert(Value::Object(Map::new())),
+        )
     }
 }
 

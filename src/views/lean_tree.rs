@@ -79,12 +79,12 @@ fn value(c: &mut Cursor, steps: &[Step], lean: Lean) -> Option<Value> {
             })?;
             Some(Value::Array(items))
         }
-        (None, b'{') if lean == Lean::PodSpec => object(c, |c, key| {
-            match CONTAINER_LISTS.contains(&key) {
+        (None, b'{') if lean == Lean::PodSpec => {
+            object(c, |c, key| match CONTAINER_LISTS.contains(&key) {
                 true => value(c, &[Step::Each], Lean::Container).map(Some),
                 false => parsed(c).map(Some),
-            }
-        }),
+            })
+        }
         (None, b'{') => object(c, |c, key| match CONTAINER_READ.contains(&key) {
             true => parsed(c).map(Some),
             false => c.skip().map(|_| None),
@@ -113,8 +113,7 @@ fn object(
 
 /// The value that comes next, parsed by serde.
 fn parsed(c: &mut Cursor) -> Option<Value> {
-    let span = c.skip()?;
-    serde_json::from_str(span.of(c.text())?).ok()
+    c.parse()
 }
 
 #[cfg(test)]
@@ -149,7 +148,8 @@ mod tests {
                                                 "not a container"]}}}}},
                     "not a replicated job"]}})
         );
-        let job = r#"{"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "x"}]}}}}"#;
+        let job =
+            r#"{"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "x"}]}}}}"#;
         assert_eq!(
             read(job, &JOB_POD_SPEC).unwrap(),
             json!({"spec": {"template": {"spec": {"containers": [{"name": "c"}]}}}})
@@ -158,7 +158,8 @@ mod tests {
 
     #[test]
     fn a_repeated_step_is_the_last_as_serde_reads_it() {
-        let text = r#"{"spec": {"template": 1, "template": {"spec": {"containers": [{"image": "x"}]}}}}"#;
+        let text =
+            r#"{"spec": {"template": 1, "template": {"spec": {"containers": [{"image": "x"}]}}}}"#;
         assert_eq!(
             read(text, &JOB_POD_SPEC).unwrap(),
             json!({"spec": {"template": {"spec": {"containers": [{}]}}}})
