@@ -14,10 +14,11 @@ pub struct EnvPlan {
 
 /// Each wanted variable is judged on its own: one the container already sets, by `value` or
 /// `valueFrom`, is left exactly as it is; one whose value resolves (see [`container_env`]) to
-/// something else earns a warning. `lookup` answers `fieldRef` paths of the pod.
+/// something else earns a warning, which names the container by `label` (written only then).
+/// `lookup` answers `fieldRef` paths of the pod.
 pub fn plan_env(
     user: &[UserEntry],
-    label: &str,
+    label: impl Fn() -> String,
     wanted: &[WantedVar],
     lookup: &dyn Fn(&str) -> Option<String>,
 ) -> EnvPlan {
@@ -42,8 +43,10 @@ pub fn plan_env(
         if let Some(Some(value)) = last.map(|i| &resolved[i]) {
             if *value != var.value {
                 plan.warnings.push(format!(
-                    "{label}: {} resolves to {value:?} but the policy computed {:?}; the container's value is kept",
-                    var.name, var.value
+                    "{}: {} resolves to {value:?} but the policy computed {:?}; the container's value is kept",
+                    label(),
+                    var.name,
+                    var.value
                 ));
             }
         }
@@ -73,7 +76,7 @@ mod tests {
         let entries = env_entries(c.as_object().unwrap(), "spec.containers[0]");
         let plan = plan_env(
             &user_entries(&entries).unwrap(),
-            "container \"w\"",
+            || "container \"w\"".to_string(),
             &[var("A", "1"), var("B", "2"), var("C", "3"), var("D", "4")],
             &|_| None,
         );
