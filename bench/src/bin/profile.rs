@@ -1,7 +1,7 @@
 //! make profile: one bench case in a loop, for a profiler (BENCHMARKS.md "Where the time goes").
 //!
 //! usage: profile CASE CALLS [native|wasm|baseline|OTHER.wasm]
-//!   CASE: plain-pod, tpu-pod, job-pod, job-create, create-1x4, create-64
+//!   CASE: plain-pod, tpu-pod, job-pod, job-create, create-1x4, create-N (N replicated jobs)
 //! `wasm` runs policy.wasm with wasmtime's perf map (/tmp/perf-PID.map), so `perf report`
 //! names the module's functions where the module keeps its names (a build with
 //! `CARGO_PROFILE_RELEASE_STRIP=false`, given as OTHER.wasm).
@@ -19,8 +19,11 @@ fn request(case: &str) -> Result<Value> {
         "job-pod" => pod_request(&job_pod("jax-gpu-4")?),
         "job-create" => job_create("jax-gpu-4")?,
         "create-1x4" => create(&tpu_jobset()?),
-        "create-64" => create(&jobset_with_rjobs(64)?),
-        other => bail!("unknown case {other}"),
+        other => match other.strip_prefix("create-").map(str::parse) {
+            // create-N: a JobSet of N replicated jobs (create-64 is the bench's).
+            Some(Ok(n)) => create(&jobset_with_rjobs(n)?),
+            _ => bail!("unknown case {other}"),
+        },
     })
 }
 
