@@ -1,11 +1,12 @@
-//! A Job or JobSet read into a tree as serde reads it, except its containers, of which only
-//! what the views read is built (issue 30). A container's image, command (often a whole
-//! script in a training JobSet), probes and mounts are most of an object that the policy
-//! never reads; building them into a tree, and dropping it, was a third of a JobSet CREATE.
+//! A JobSet, Job or pod read into a tree as serde reads it, except its containers, of which
+//! only what the views read is built (issue 30). Building the tree and dropping it is a third of
+//! a JobSet CREATE, and a container's image, command (often a whole script in a training
+//! JobSet), probes and mounts (a defaulted pod's token mount) are nodes the policy never reads.
 //!
-//! Every other member is parsed by serde from its span, so the tree reads as it did. A text of
-//! a shape the walk does not expect, or a value serde refuses, is read whole by serde, which
-//! then names the problem in its own words.
+//! Every other member is parsed by serde where the walk reads it, so the tree reads as it did
+//! (serde's nesting limit of 128 then counts from that member, at most ten levels below the
+//! root: a JobSet container's). A text of a shape the walk does not expect, or a value serde
+//! refuses, is read whole by serde, which then names the problem in its own words.
 use crate::json_text::Cursor;
 use crate::views::pod_spec::{CONTAINER_LISTS, CONTAINER_READ};
 use serde_json::{Map, Value};
