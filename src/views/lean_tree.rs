@@ -52,10 +52,11 @@ pub fn container_list(text: &str) -> Result<Value, serde_json::Error> {
 }
 
 /// What is read lean at the end of the steps.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy)]
 enum Lean {
     /// A pod spec: its container lists.
     PodSpec,
+    /// A container: only [`CONTAINER_READ`].
     Container,
 }
 
@@ -80,16 +81,16 @@ fn value(c: &mut Cursor, steps: &[Step], lean: Lean) -> Option<Value> {
             })?;
             Some(Value::Array(items))
         }
-        (None, b'{') if lean == Lean::PodSpec => {
-            object(c, |c, key| match CONTAINER_LISTS.contains(&key) {
+        (None, b'{') => match lean {
+            Lean::PodSpec => object(c, |c, key| match CONTAINER_LISTS.contains(&key) {
                 true => value(c, &[Step::Each], Lean::Container).map(Some),
                 false => parsed(c).map(Some),
-            })
-        }
-        (None, b'{') => object(c, |c, key| match CONTAINER_READ.contains(&key) {
-            true => parsed(c).map(Some),
-            false => c.skip().map(|_| None),
-        }),
+            }),
+            Lean::Container => object(c, |c, key| match CONTAINER_READ.contains(&key) {
+                true => parsed(c).map(Some),
+                false => c.skip().map(|_| None),
+            }),
+        },
         // Anything else (a `null` pod spec, a string where a container was): as serde reads it.
         _ => parsed(c),
     }

@@ -12,8 +12,8 @@ use serde_json::Value;
 /// policy lists them in warnings.
 pub const CONTAINER_LISTS: [&str; 2] = ["initContainers", "containers"];
 
-/// Every member of a container that [`ContainerView`] reads. A pod read from its text builds
-/// only these into its tree (`pod_text`), so a new read here must be added to the list.
+/// Every member of a container that [`ContainerView`] reads. Pods, Jobs and JobSets build
+/// only these into their trees (`lean_tree`), so a new read here must be added to the list.
 pub const CONTAINER_READ: [&str; 3] = ["name", "resources", "env"];
 
 #[derive(Debug, Clone, PartialEq, Eq)]
