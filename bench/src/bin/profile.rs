@@ -1,6 +1,6 @@
 //! make profile: one bench case in a loop, for a profiler (BENCHMARKS.md "Where the time goes").
 //!
-//! usage: profile CASE CALLS [native|wasm|baseline|OTHER.wasm]
+//! usage: profile CASE CALLS [native|native-baseline|wasm|baseline|OTHER.wasm]
 //!   CASE: plain-pod, tpu-pod, job-pod, job-create, create-1x4, create-N (N replicated jobs)
 //! `wasm` runs policy.wasm with wasmtime's perf map (/tmp/perf-PID.map), so `perf report`
 //! names the module's functions where the module keeps its names (a build with
@@ -38,6 +38,15 @@ fn main() -> Result<()> {
         "native" => {
             for _ in 0..calls {
                 black_box(validate(black_box(&payload))?);
+            }
+            return Ok(());
+        }
+        // What the baseline module does, natively: the whole request into a tree.
+        "native-baseline" => {
+            for _ in 0..calls {
+                let request: kubewarden_policy_sdk::request::ValidationRequest<Value> =
+                    serde_json::from_slice(black_box(&payload))?;
+                black_box(request);
             }
             return Ok(());
         }
