@@ -1,6 +1,7 @@
 //! Plain `batch/v1` Jobs (docs/spec.md §4.6): the cheap opt-in check, Job CREATE and Job UPDATE.
 use super::contradictions;
 use super::heads::LabelsHead;
+use super::read::Read;
 use super::references;
 use super::verdict::{rejection, Verdict};
 use crate::error::InputError;
@@ -59,13 +60,9 @@ pub(super) fn is_opted_in(raw: &RawValue) -> bool {
 /// need. `jaxEnv: never` turns the JAX env off for Jobs too, and with it J1–J4; N2 and the
 /// references that can never resolve are about the pods, whoever sets their env. The role
 /// decides which half runs (docs/spec.md §5).
-pub(super) fn admit_create(
-    mut object: Value,
-    text: &str,
-    settings: &Settings,
-) -> Result<Verdict, InputError> {
+pub(super) fn admit_create(mut object: Read, settings: &Settings) -> Result<Verdict, InputError> {
     let (annotation, warnings) = {
-        let view = JobView::parse(&object, &settings.tpu_resource)?;
+        let view = JobView::parse(&object.tree, &settings.tpu_resource)?;
         let (violations, references) = judge(&view, settings);
         if !violations.is_empty() {
             return Ok(rejection(&violations, references));
@@ -89,8 +86,8 @@ pub(super) fn admit_create(
     let Some(annotation) = annotation else {
         return Ok(Verdict::with(None, warnings));
     };
-    let written = mutate::stamp_job::apply(&mut object, annotation);
-    Verdict::mutated(text, &[], &object, &written, warnings)
+    let written = mutate::stamp_job::apply(&mut object.tree, annotation);
+    object.mutated(&written, warnings)
 }
 
 /// The verdict half of Job CREATE: the violations, and the references that can never resolve.

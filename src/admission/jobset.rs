@@ -2,6 +2,7 @@
 //! what it changed.
 use super::contradictions;
 use super::queue_lookup::{self, ClusterReader};
+use super::read::Read;
 use super::references;
 use super::verdict::{rejection, Verdict};
 use crate::error::InputError;
@@ -23,14 +24,13 @@ use serde_json::Value;
 /// which half runs (docs/spec.md §5): `mutate` stamps and judges nothing, `validate` judges and stamps
 /// nothing, `both` does both.
 pub(super) fn admit_create(
-    mut object: Value,
-    text: &str,
+    mut object: Read,
     settings: &Settings,
     cluster: &Cluster,
 ) -> Result<Verdict, InputError> {
     let role = settings.role;
     let (changes, warnings) = {
-        let view = JobSetView::parse(&object, &settings.tpu_resource)?;
+        let view = JobSetView::parse(&object.tree, &settings.tpu_resource)?;
         let plan = JobSetPlan::new(&view, settings);
         let findings = if role.judges() {
             let mut findings = rules::judge(&plan, Moment::Create)?;
@@ -73,9 +73,9 @@ pub(super) fn admit_create(
     if stamps.is_empty() && narrowings.is_empty() {
         return Ok(Verdict::with(None, warnings));
     }
-    let mut written = mutate::stamp_jobset::apply(&mut object, stamps);
-    written.extend(mutate::affinity::apply(&mut object, narrowings));
-    Verdict::mutated(text, &[], &object, &written, warnings)
+    let mut written = mutate::stamp_jobset::apply(&mut object.tree, stamps);
+    written.extend(mutate::affinity::apply(&mut object.tree, narrowings));
+    object.mutated(&written, warnings)
 }
 
 /// Where the request's JobSet lives, and how to read the cluster's objects.

@@ -7,6 +7,7 @@ mod job;
 mod jobset;
 mod pod;
 pub mod queue_lookup;
+mod read;
 mod references;
 mod verdict;
 
@@ -14,11 +15,12 @@ pub use verdict::Verdict;
 
 use crate::error::InputError;
 use crate::settings::{Role, Settings};
-use crate::views::lean_tree::{self, JOBSET_POD_SPECS, JOB_POD_SPEC, POD_SPEC};
+use crate::views::lean_tree::{self, Templates, JOBSET_POD_SPECS, JOB_POD_SPEC, POD_SPEC};
 use crate::views::pod_text::PodText;
 use heads::{Envelope, RequestHead};
 use kubewarden_policy_sdk::settings::SettingsValidationResponse;
 use queue_lookup::ClusterReader;
+use read::Read;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
@@ -138,7 +140,7 @@ pub fn evaluate_with(payload: &[u8], reader: &dyn ClusterReader) -> Verdict {
     let read_from_text = pod_text.as_ref().and_then(|pod| Some((pod, pod.maps()?)));
     let (object, pod_read) = match read_from_text {
         Some((pod, maps)) => (
-            pod.tree(),
+            pod.tree().map(|tree| (tree, Templates::new())),
             Some(pod::FromText {
                 maps,
                 roots: pod.roots(),
@@ -146,38 +148,49 @@ pub fn evaluate_with(payload: &[u8], reader: &dyn ClusterReader) -> Verdict {
         ),
         None => (read_tree(route, text), None),
     };
-    let object = match object {
-        Ok(v) => v,
+    let (object, templates) = match object {
+        Ok(read) => read,
         Err(e) => return InputError::Malformed(e.to_string()).into(),
     };
     // The old object is only a baseline; one that cannot be read has nothing to compare.
     let old = || -> Option<Value> {
-        request
-            .old_object
-            .and_then(|raw| read_tree(route, raw.get()).ok())
+        let read = read_tree(route, request.old_object?.get()).ok();
+        read.map(|(tree, _)| tree)
+    };
+    let object = Read {
+        tree: object,
+        text,
+        templates,
     };
     let result = match route {
-        Route::PodCreate => pod::admit(object, pod_read, text, &settings),
+        Route::PodCreate => pod::admit(object.tree, pod_read, text, &settings),
         Route::JobSetCreate => {
             let cluster = jobset::Cluster {
                 namespace: &request.namespace,
                 reader,
             };
-            jobset::admit_create(object, text, &settings, &cluster)
+            jobset::admit_create(object, &settings, &cluster)
         }
-        Route::JobSetUpdate => Ok(jobset::admit_update(&object, old().as_ref(), &settings)),
-        Route::JobCreate => job::admit_create(object, text, &settings),
-        Route::JobUpdate => Ok(job::admit_update(&object, old().as_ref(), &settings)),
+        Route::JobSetUpdate => Ok(jobset::admit_update(
+            &object.tree,
+            old().as_ref(),
+            &settings,
+        )),
+        Route::JobCreate => job::admit_create(object, &settings),
+        Route::JobUpdate => Ok(job::admit_update(&object.tree, old().as_ref(), &settings)),
     };
     result.unwrap_or_else(Verdict::from)
 }
 
-/// The object as a tree, of its containers only what the views read ([`lean_tree`]).
-fn read_tree(route: Route, text: &str) -> Result<Value, serde_json::Error> {
+/// The object's tree, and where its pod templates are when it is created.
+fn read_tree(route: Route, text: &str) -> Result<(Value, Templates), serde_json::Error> {
+    let no_templates = |tree| (tree, Templates::new());
     match route {
-        Route::JobSetCreate | Route::JobSetUpdate => lean_tree::read(text, &JOBSET_POD_SPECS),
-        Route::JobCreate | Route::JobUpdate => lean_tree::read(text, &JOB_POD_SPEC),
-        Route::PodCreate => lean_tree::read(text, &POD_SPEC),
+        Route::JobSetCreate => lean_tree::read_with_templates(text, &JOBSET_POD_SPECS),
+        Route::JobCreate => lean_tree::read_with_templates(text, &JOB_POD_SPEC),
+        Route::JobSetUpdate => lean_tree::read(text, &JOBSET_POD_SPECS).map(no_templates),
+        Route::JobUpdate => lean_tree::read(text, &JOB_POD_SPEC).map(no_templates),
+        Route::PodCreate => lean_tree::read(text, &POD_SPEC).map(no_templates),
     }
 }
 
@@ -208,5 +221,75 @@ pub fn evaluate_settings(payload: &[u8]) -> SettingsValidationResponse {
             valid: false,
             message: Some(errors.join("; ")),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::json_text::PathStep;
+    use crate::mutate::splice::Written;
+    use crate::mutate::{object_at, path_to, pod_template_steps};
+    use serde_json::json;
+
+    /// Spliced from the pod templates found, or from the root: the same bytes, whether the
+    /// policy adds to a template's metadata, creates it, or writes deep in its spec.
+    #[test]
+    fn a_splice_from_the_pod_templates_is_the_splice_from_the_root() {
+        let text = r#"{"kind":"JobSet","metadata":{"name":"js"},
+          "spec": {"replicatedJobs": [
+            {"name":"a","template":{"spec":{"template":
+              {"metadata": {"annotations": {"k": "v"}}, "spec": {"containers": [{"name": "c"}]}}}}},
+            {"name":"b","template":{"spec":{"parallelism":2,"template":
+              {"spec":{"affinity":null,"containers":[{"name":"c","env":[{"name":"A","value":"\u0031"}]}]}}}}}
+          ]}}"#;
+        let (mut tree, templates) = read_tree(Route::JobSetCreate, text).unwrap();
+        assert_eq!(templates.len(), 2);
+        let [a, b] = [pod_template_steps(0), pod_template_steps(1)];
+        let mut written = Written::new();
+        for (template, labels) in [(&a, json!({"g": "a"})), (&b, json!({"g": "b"}))] {
+            let metadata = object_at(&mut tree, &path_to(template, &["metadata"])).unwrap();
+            metadata.insert("labels".into(), labels);
+            written.push(path_to(template, &["metadata", "labels"]));
+        }
+        let env =
+            tree.pointer_mut("/spec/replicatedJobs/1/template/spec/template/spec/containers/0/env");
+        let env = env.and_then(Value::as_array_mut).unwrap();
+        env.insert(0, json!({"name": "B", "value": "2"}));
+        let mut to_env = path_to(&b, &["spec", "containers"]);
+        to_env.extend([PathStep::Index(0), PathStep::Key("env")]);
+        written.push(to_env);
+        let spec = object_at(&mut tree, &path_to(&b, &["spec"])).unwrap();
+        spec.insert("affinity".into(), json!({"nodeAffinity": {}}));
+        written.push(path_to(&b, &["spec", "affinity"]));
+
+        let spliced = |templates| {
+            let read = Read {
+                tree: tree.clone(),
+                text,
+                templates,
+            };
+            let verdict = read.mutated(&written, Vec::new()).unwrap();
+            String::from_utf8(verdict.mutated_json.unwrap()).unwrap()
+        };
+        let from_templates = spliced(templates);
+        assert_eq!(from_templates, spliced(Templates::new()));
+        let mut expected: Value = serde_json::from_str(text).unwrap();
+        let at = |i: usize| format!("/spec/replicatedJobs/{i}/template/spec/template");
+        let a_template = expected.pointer_mut(&at(0)).unwrap();
+        a_template["metadata"]["labels"] = json!({"g": "a"});
+        let b_template = expected.pointer_mut(&at(1)).unwrap();
+        b_template["metadata"] = json!({"labels": {"g": "b"}});
+        b_template["spec"]["affinity"] = json!({"nodeAffinity": {}});
+        let b_env = b_template["spec"]["containers"][0]["env"]
+            .as_array_mut()
+            .unwrap();
+        b_env.insert(0, json!({"name": "B", "value": "2"}));
+        assert_eq!(
+            serde_json::from_str::<Value>(&from_templates).unwrap(),
+            expected
+        );
+        // Of the text, only what was written changed.
+        assert!(from_templates.contains(r#"{"name":"A","value":"\u0031"}"#));
     }
 }

@@ -2,7 +2,7 @@
 use super::heads::LabelsHead;
 use super::verdict::Verdict;
 use crate::error::InputError;
-use crate::json_text::Span;
+use crate::json_text::Root;
 use crate::mutate::pod_patch;
 use crate::pods::{self, pod_plan::PodPlan};
 use crate::settings::Settings;
@@ -51,7 +51,7 @@ pub(super) fn is_served(raw: &RawValue) -> bool {
 /// What `PodText` read of a pod: its labels and annotations, and where its root members are.
 pub(super) struct FromText<'t> {
     pub(super) maps: PodMaps<'t>,
-    pub(super) roots: Vec<(&'static str, Span)>,
+    pub(super) roots: Vec<Root<'static>>,
 }
 
 /// Admits a pod the policy serves, editing it in place when something is missing. `object`

@@ -1,7 +1,6 @@
 //! The decision for one request, and how it becomes the host's `ValidationResponse`.
 use crate::error::InputError;
-use crate::json_text::Span;
-use crate::mutate::splice::{self, Written};
+use crate::mutate::splice::{self, Root, Written};
 use crate::violation::{self, Violation};
 use kubewarden_policy_sdk::response::ValidationResponse;
 use serde_json::Value;
@@ -46,11 +45,11 @@ impl Verdict {
     }
 
     /// Accepted, mutated from `text` (the request's object) to `tree`, which may hold only the
-    /// parts the policy read, and which the mutation edited under `written`; `roots` are where
-    /// members of the object's root already found are ([`splice::splice`]).
+    /// parts the policy read, and which the mutation edited under `written`; `roots` are
+    /// values of the text already found, where the splice can start ([`splice::splice`]).
     pub(super) fn mutated(
         text: &str,
-        roots: &[(&str, Span)],
+        roots: &[Root],
         tree: &Value,
         written: &Written,
         warnings: Vec<String>,

@@ -3,7 +3,7 @@
 //! each is repeated once per pair, with the pair's two expressions appended, so that Kueue,
 //! which drops an affinity that a term leaves empty after its label filter, keeps it.
 use super::splice::Written;
-use super::{object_at, pod_template_steps};
+use super::{object_at, path_to, pod_template_steps};
 use crate::affinity_mark::AffinityMark;
 use crate::keys;
 use crate::views::jobset_view::{JobSetView, ReplicatedJob};
@@ -65,30 +65,29 @@ pub fn changes(view: &JobSetView, marks: Vec<Option<AffinityMark>>) -> Vec<Narro
 /// Writes the narrowings into the JobSet in place; where it wrote.
 pub fn apply(object: &mut Value, changes: Vec<Narrowing>) -> Written {
     let mut written = Written::new();
-    let owned = |path: &[&str]| path.iter().map(|s| s.to_string()).collect::<Vec<String>>();
     for n in changes {
-        let index = n.index.to_string();
-        let template = pod_template_steps(&index);
-        let mut annotations_path = template.to_vec();
-        annotations_path.extend(["metadata", "annotations"]);
+        let template = pod_template_steps(n.index);
+        let annotations_path = path_to(&template, &["metadata", "annotations"]);
         // The view has checked every step of these paths, so they resolve.
         if let Some(annotations) = object_at(object, &annotations_path) {
             annotations.insert(
                 keys::AFFINITY_MARK.to_string(),
                 Value::String(n.mark.to_annotation()),
             );
-            written.push(owned(&annotations_path));
+            written.push(annotations_path);
         }
-        let mut required = template.to_vec();
-        required.extend([
-            "spec",
-            "affinity",
-            "nodeAffinity",
-            "requiredDuringSchedulingIgnoredDuringExecution",
-        ]);
+        let required = path_to(
+            &template,
+            &[
+                "spec",
+                "affinity",
+                "nodeAffinity",
+                "requiredDuringSchedulingIgnoredDuringExecution",
+            ],
+        );
         if let Some(at) = object_at(object, &required) {
             at.insert("nodeSelectorTerms".into(), Value::Array(n.terms));
-            written.push(owned(&required));
+            written.push(required);
         }
     }
     written

@@ -9,6 +9,7 @@ pub mod stamp_jobset;
 
 use crate::json::Object;
 use serde_json::{Map, Value};
+use splice::PathStep;
 
 /// The object under `key`, created when absent or null. Callers only reach fields the view
 /// has checked, so a non-object here is only ever an absent or null one.
@@ -25,19 +26,19 @@ pub fn object_entry<'a>(parent: &'a mut Object, key: &str) -> &'a mut Object {
     }
 }
 
-/// Walks `keys` down from `root`, creating objects on the way; an array step takes an index.
-pub fn object_at<'a>(root: &'a mut Value, keys: &[&str]) -> Option<&'a mut Object> {
+/// Walks `path` down from `root`, creating objects on the way.
+pub fn object_at<'a>(root: &'a mut Value, path: &[PathStep]) -> Option<&'a mut Object> {
     let mut current = root;
-    for key in keys {
-        current = match current {
-            Value::Object(m) => {
+    for step in path {
+        current = match (current, step) {
+            (Value::Object(m), PathStep::Key(key)) => {
                 let slot = member(m, key)?;
                 if slot.is_null() {
                     *slot = Value::Object(Map::new());
                 }
                 slot
             }
-            Value::Array(a) => a.get_mut(key.parse::<usize>().ok()?)?,
+            (Value::Array(a), PathStep::Index(i)) => a.get_mut(*i)?,
             _ => return None,
         };
     }
@@ -59,13 +60,22 @@ fn member<'a>(parent: &'a mut Object, key: &str) -> Option<&'a mut Value> {
 }
 
 /// The steps from a JobSet to replicated job `index`'s pod template.
-pub fn pod_template_steps(index: &str) -> [&str; 6] {
+pub fn pod_template_steps(index: usize) -> [PathStep<'static>; 6] {
+    use PathStep::{Index, Key};
     [
-        "spec",
-        "replicatedJobs",
-        index,
-        "template",
-        "spec",
-        "template",
+        Key("spec"),
+        Key("replicatedJobs"),
+        Index(index),
+        Key("template"),
+        Key("spec"),
+        Key("template"),
     ]
+}
+
+/// `path` followed by `more` keys.
+pub fn path_to(path: &[PathStep<'static>], more: &[&'static str]) -> splice::Path<'static> {
+    let mut to = Vec::with_capacity(path.len().saturating_add(more.len()));
+    to.extend_from_slice(path);
+    to.extend(more.iter().map(|k| PathStep::Key(k)));
+    to
 }

@@ -1,7 +1,7 @@
 //! Pod CREATE: the group keys and env entries pod admission planned, written into the pod, the
 //! env entries before the container's own (docs/spec.md §4.2).
 use super::object_entry;
-use super::splice::Written;
+use super::splice::{PathStep, Written};
 use crate::json::Object;
 use crate::pods::pod_plan::{EnvChange, MetadataAdd};
 use serde_json::Value;
@@ -20,7 +20,7 @@ pub fn apply(
     let metadata = object_entry(root, "metadata");
     for add in metadata_adds {
         object_entry(metadata, add.map).insert(add.key.to_string(), Value::String(add.value));
-        written.push(vec!["metadata".into(), add.map.into()]);
+        written.push(vec![PathStep::Key("metadata"), PathStep::Key(add.map)]);
     }
     let spec = object_entry(root, "spec");
     for change in env_changes {
@@ -31,10 +31,10 @@ pub fn apply(
         if let Some(container) = container {
             prepend_env(container, change.entries);
             written.push(vec![
-                "spec".into(),
-                change.list.into(),
-                change.index.to_string(),
-                "env".into(),
+                PathStep::Key("spec"),
+                PathStep::Key(change.list),
+                PathStep::Index(change.index),
+                PathStep::Key("env"),
             ]);
         }
     }

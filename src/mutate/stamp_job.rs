@@ -1,7 +1,7 @@
 //! Job CREATE: stamp an opted-in plain Indexed Job's pod template with its [`Facts`] (docs/spec.md §4.6),
 //! which `job_plan` computes.
-use super::object_at;
 use super::splice::Written;
+use super::{object_at, path_to};
 use crate::facts::Facts;
 use crate::json::map_str;
 use crate::keys;
@@ -17,11 +17,11 @@ pub fn change(job: &JobView, facts: &Facts) -> Option<String> {
 /// Writes the facts into the Job in place; where it wrote. The view has checked every step of
 /// the path.
 pub fn apply(object: &mut Value, annotation: String) -> Written {
-    let path = ["spec", "template", "metadata", "annotations"];
+    let path = path_to(&[], &["spec", "template", "metadata", "annotations"]);
     match object_at(object, &path) {
         Some(annotations) => {
             annotations.insert(keys::FACTS.to_string(), Value::String(annotation));
-            vec![path.iter().map(|s| s.to_string()).collect()]
+            vec![path]
         }
         None => Written::new(),
     }

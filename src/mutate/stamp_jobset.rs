@@ -1,6 +1,6 @@
 //! JobSet CREATE: stamp each replicated job's pod template with its [`Facts`].
 use super::splice::Written;
-use super::{object_at, pod_template_steps};
+use super::{object_at, path_to, pod_template_steps};
 use crate::facts::Facts;
 use crate::json::map_str;
 use crate::keys;
@@ -40,13 +40,11 @@ pub fn changes(view: &JobSetView, facts: &[Facts]) -> Vec<(usize, String)> {
 pub fn apply(object: &mut Value, changes: Vec<(usize, String)>) -> Written {
     let mut written = Written::new();
     for (i, value) in changes {
-        let index = i.to_string();
-        let mut path = pod_template_steps(&index).to_vec();
-        path.extend(["metadata", "annotations"]);
+        let path = path_to(&pod_template_steps(i), &["metadata", "annotations"]);
         // The view has checked every step of this path, so it resolves.
         if let Some(annotations) = object_at(object, &path) {
             annotations.insert(keys::FACTS.to_string(), Value::String(value));
-            written.push(path.iter().map(|s| s.to_string()).collect());
+            written.push(path);
         }
     }
     written

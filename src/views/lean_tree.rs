@@ -7,7 +7,7 @@
 //! (serde's nesting limit of 128 then counts from that member, at most ten levels below the
 //! root: a JobSet container's). A text of a shape the walk does not expect, or a value serde
 //! refuses, is read whole by serde, which then names the problem in its own words.
-use crate::json_text::Cursor;
+use crate::json_text::{Cursor, Path, PathStep, Span};
 use crate::views::pod_spec::{CONTAINER_LISTS, CONTAINER_READ};
 use serde_json::{Map, Value};
 
@@ -42,13 +42,64 @@ pub const JOBSET_POD_SPECS: [Step; 7] = [
 /// `text` as a tree, with the containers of the pod specs at the end of `to_pod_specs` read
 /// lean, as [`container_list`] reads them.
 pub fn read(text: &str, to_pod_specs: &[Step]) -> Result<Value, serde_json::Error> {
-    read_lean(text, to_pod_specs, Lean::PodSpec)
+    read_lean(text, to_pod_specs, Lean::PodSpec, &mut Found::nothing()).map(|(tree, _)| tree)
+}
+
+/// Pod templates found in a text: the path to each, and where it is.
+pub type Templates = Vec<(Path<'static>, Span)>;
+
+/// [`read`], with where each pod template (one step above a pod spec) is: the policy writes
+/// only under them, and the splice starts there rather than walk the whole text again. None
+/// when the text repeats a key on the way, or is read whole.
+pub fn read_with_templates(
+    text: &str,
+    to_pod_specs: &[Step],
+) -> Result<(Value, Templates), serde_json::Error> {
+    let mut found = Found {
+        depth: to_pod_specs.len().checked_sub(1),
+        ..Found::nothing()
+    };
+    read_lean(text, to_pod_specs, Lean::PodSpec, &mut found)
 }
 
 /// A list of containers, each with only the members its view reads ([`CONTAINER_READ`]). A
 /// repeated member is read as serde reads it, the last one kept.
 pub fn container_list(text: &str) -> Result<Value, serde_json::Error> {
-    read_lean(text, &[Step::Each], Lean::Container)
+    read_lean(text, &[Step::Each], Lean::Container, &mut Found::nothing()).map(|(tree, _)| tree)
+}
+
+/// Where the values at one depth of the steps are, as the walk finds them.
+struct Found {
+    /// How many steps down; `None` when nothing is looked for.
+    depth: Option<usize>,
+    /// The path walked so far (only when something is looked for).
+    at: Path<'static>,
+    places: Templates,
+    /// A step's key met twice in one object: a splice from the places found would rewrite
+    /// one occurrence only.
+    repeated: bool,
+}
+
+impl Found {
+    fn nothing() -> Self {
+        Found {
+            depth: None,
+            at: Path::new(),
+            places: Templates::new(),
+            repeated: false,
+        }
+    }
+
+    /// `read` one step down, at `step`.
+    fn below<T>(&mut self, step: PathStep<'static>, read: impl FnOnce(&mut Self) -> T) -> T {
+        if self.depth.is_none() {
+            return read(self);
+        }
+        self.at.push(step);
+        let value = read(self);
+        self.at.pop();
+        value
+    }
 }
 
 /// What is read lean at the end of the steps.
@@ -60,30 +111,59 @@ enum Lean {
     Container,
 }
 
-fn read_lean(text: &str, steps: &[Step], lean: Lean) -> Result<Value, serde_json::Error> {
+fn read_lean(
+    text: &str,
+    steps: &[Step],
+    lean: Lean,
+    found: &mut Found,
+) -> Result<(Value, Templates), serde_json::Error> {
     let mut cursor = Cursor::new(text);
-    let read = value(&mut cursor, steps, lean).filter(|_| cursor.at_end());
-    read.map_or_else(|| serde_json::from_str(text), Ok)
+    match value(&mut cursor, steps, lean, found).filter(|_| cursor.at_end()) {
+        Some(tree) if !found.repeated => Ok((tree, std::mem::take(&mut found.places))),
+        Some(tree) => Ok((tree, Templates::new())),
+        None => serde_json::from_str(text).map(|tree| (tree, Templates::new())),
+    }
 }
 
-/// The value that comes next, read down `steps`; `None` when the walk or serde fails.
-fn value(c: &mut Cursor, steps: &[Step], lean: Lean) -> Option<Value> {
+/// The value that comes next, read down `steps`, noting where it is when it is at the depth
+/// looked for; `None` when the walk or serde fails.
+fn value(c: &mut Cursor, steps: &[Step], lean: Lean, found: &mut Found) -> Option<Value> {
+    if found.depth.is_some_and(|depth| depth == found.at.len()) {
+        let (tree, span) = c.spanned(|c| value_below(c, steps, lean, found))?;
+        found.places.push((found.at.clone(), span));
+        return Some(tree);
+    }
+    value_below(c, steps, lean, found)
+}
+
+fn value_below(c: &mut Cursor, steps: &[Step], lean: Lean, found: &mut Found) -> Option<Value> {
     match (steps.split_first(), c.next_byte()?) {
-        (Some((Step::Member(name), rest)), b'{') => object(c, |c, key| match key == *name {
-            true => value(c, rest, lean).map(Some),
-            false => parsed(c).map(Some),
-        }),
+        (Some((Step::Member(name), rest)), b'{') => {
+            let mut seen = false;
+            object(c, |c, key| match key == *name {
+                true => {
+                    found.repeated |= seen;
+                    seen = true;
+                    let step = PathStep::Key(name);
+                    found
+                        .below(step, |found| value(c, rest, lean, found))
+                        .map(Some)
+                }
+                false => parsed(c).map(Some),
+            })
+        }
         (Some((Step::Each, rest)), b'[') => {
             let mut items = Vec::new();
-            c.array(|c, _| {
-                items.push(value(c, rest, lean)?);
+            c.array(|c, i| {
+                let step = PathStep::Index(i);
+                items.push(found.below(step, |found| value(c, rest, lean, found))?);
                 Some(())
             })?;
             Some(Value::Array(items))
         }
         (None, b'{') => match lean {
             Lean::PodSpec => object(c, |c, key| match CONTAINER_LISTS.contains(&key) {
-                true => value(c, &[Step::Each], Lean::Container).map(Some),
+                true => value(c, &[Step::Each], Lean::Container, &mut Found::nothing()).map(Some),
                 false => parsed(c).map(Some),
             }),
             Lean::Container => object(c, |c, key| match CONTAINER_READ.contains(&key) {
@@ -166,6 +246,55 @@ mod tests {
             read(text, &JOB_POD_SPEC).unwrap(),
             json!({"spec": {"template": {"spec": {"containers": [{}]}}}})
         );
+    }
+
+    #[test]
+    fn each_pod_template_is_found_with_its_path_and_span_and_none_when_a_step_repeats() {
+        let template =
+            |n| format!(r#"{{"metadata": {{}}, "spec": {{"containers": [{{"name": "c{n}"}}]}}}}"#);
+        let (a, b) = (template(0), template(1));
+        let text = format!(
+            r#"{{"spec": {{"replicatedJobs": [{{"template": {{"spec": {{"template": {a}}}}}}},
+                {{"name": "r", "template": {{"spec": {{"parallelism": 1, "template": {b} }}}}}}]}}}}"#
+        );
+        let (tree, templates) = read_with_templates(&text, &JOBSET_POD_SPECS).unwrap();
+        assert_eq!(tree, serde_json::from_str::<Value>(&text).unwrap());
+        let expected = |i: usize, template: &str| {
+            let start = text.find(template).unwrap();
+            let at = [
+                PathStep::Key("spec"),
+                PathStep::Key("replicatedJobs"),
+                PathStep::Index(i),
+                PathStep::Key("template"),
+                PathStep::Key("spec"),
+                PathStep::Key("template"),
+            ];
+            let span = Span {
+                start,
+                end: start + template.len(),
+            };
+            (at.to_vec(), span)
+        };
+        assert_eq!(templates, vec![expected(0, &a), expected(1, &b)]);
+        let job = r#"{"spec": {"template": {"spec": {}}}}"#;
+        let (_, templates) = read_with_templates(job, &JOB_POD_SPEC).unwrap();
+        let span = Span { start: 22, end: 34 };
+        assert_eq!(
+            templates,
+            vec![(vec![PathStep::Key("spec"), PathStep::Key("template")], span)]
+        );
+        // A splice from one of two `template`s would leave the other as it was.
+        for repeated in [
+            r#"{"spec": {"template": {}, "template": {"spec": {}}}}"#,
+            r#"{"spec": {"template": {"spec": {}}}, "spec": {"template": {"spec": {}}}}"#,
+        ] {
+            let (tree, templates) = read_with_templates(repeated, &JOB_POD_SPEC).unwrap();
+            assert_eq!(tree, serde_json::from_str::<Value>(repeated).unwrap());
+            assert_eq!(templates, Templates::new(), "{repeated}");
+        }
+        // Read whole by serde: nothing found.
+        let (_, templates) = read_with_templates("[1]", &JOB_POD_SPEC).unwrap();
+        assert_eq!(templates, Templates::new());
     }
 
     #[test]

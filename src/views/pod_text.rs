@@ -8,7 +8,7 @@
 //! A shape this reading does not expect (a key repeated on the way, `metadata` or `labels` of
 //! the wrong type, a label that is not a string) gives `None`: the caller then reads the pod
 //! whole, as before, so that its view names the problem in the same words.
-use crate::json_text::{Cursor, Span};
+use crate::json_text::{Cursor, PathStep, Root, Span};
 use crate::keys;
 use crate::views::lean_tree::container_list;
 use crate::views::str_map::StrMap;
@@ -17,6 +17,9 @@ use serde_json::{Map, Value};
 /// The members of `metadata` and of `spec` that the pod's view reads.
 const METADATA_READ: [&str; 3] = ["labels", "annotations", "ownerReferences"];
 const SPEC_READ: [&str; 3] = ["subdomain", "containers", "initContainers"];
+/// The paths to `metadata` and `spec`, where the splice starts.
+const METADATA: &[PathStep] = &[PathStep::Key("metadata")];
+const SPEC: &[PathStep] = &[PathStep::Key("spec")];
 /// The members read into [`StrMap`]s rather than the tree.
 const MAPS: [&str; 2] = ["labels", "annotations"];
 
@@ -32,7 +35,7 @@ pub struct PodText<'a> {
     metadata: Option<Part>,
     spec: Option<Part>,
     /// Where `metadata` and `spec` are, for the splice to start there.
-    roots: [Option<(&'static str, Span)>; 2],
+    roots: [Option<Root<'static>>; 2],
     /// Where the labels and annotations are, when they are objects.
     labels: Option<Span>,
     annotations: Option<Span>,
@@ -72,13 +75,13 @@ impl<'a> PodText<'a> {
                     })
                 })?;
                 metadata = Some(read);
-                roots[0] = Some(("metadata", span));
+                roots[0] = Some((METADATA, span));
                 Some(())
             }
             _ if key.is("spec") && spec.is_none() => {
                 let (read, span) = c.spanned(|c| part(c, &SPEC_READ, |c, _| c.skip()))?;
                 spec = Some(read);
-                roots[1] = Some(("spec", span));
+                roots[1] = Some((SPEC, span));
                 Some(())
             }
             // A repeated `metadata` or `spec`.
@@ -103,7 +106,7 @@ impl<'a> PodText<'a> {
     }
 
     /// Where the pod's `metadata` and `spec` are.
-    pub fn roots(&self) -> Vec<(&'static str, Span)> {
+    pub fn roots(&self) -> Vec<Root<'static>> {
         self.roots.iter().flatten().copied().collect()
     }
 

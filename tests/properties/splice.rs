@@ -3,7 +3,7 @@
 //! back as exactly the mutated tree. The mutations are those the policy makes: members added to
 //! an object (or created along a path, or put where there was `null`), entries put first in a
 //! list.
-use jobset_multislice_policy::mutate::splice::{splice, Written};
+use jobset_multislice_policy::mutate::splice::{splice, Path, PathStep};
 use proptest::prelude::*;
 use serde_json::{Map, Value};
 
@@ -149,13 +149,22 @@ proptest! {
             serde_json::to_string(&original).unwrap()
         };
         let mut mutated = original.clone();
-        let mut written = Written::new();
+        let mut written: Vec<Vec<String>> = Vec::new();
         for op in &ops {
             if let Some(path) = apply(&mut mutated, op) {
                 written.push(path);
             }
         }
-        let out = splice(&text, &mutated, &written, &[]).expect("a JSON text");
+        // A list's elements by number: the generated keys have no digits.
+        let typed: Vec<Path> = written
+            .iter()
+            .map(|p| {
+                p.iter()
+                    .map(|s| s.parse().map_or(PathStep::Key(s.as_str()), PathStep::Index))
+                    .collect()
+            })
+            .collect();
+        let out = splice(&text, &mutated, &typed, &[]).expect("a JSON text");
         let read: Value = serde_json::from_slice(&out).expect("valid JSON");
         prop_assert_eq!(read, mutated);
         if written.is_empty() {

@@ -6,29 +6,25 @@
 mod compare;
 
 use crate::json_text::{Cursor, Span};
+pub use crate::json_text::{Path, PathStep, Root};
 use compare::{add_members, diff, Edit};
 use serde_json::Value;
 
-/// Where a mutation wrote: the steps from the object's root (keys, and list indexes written
-/// as numbers) to each value it edited.
-pub type Written = Vec<Vec<String>>;
+/// Where a mutation wrote: the path to each value it edited.
+pub type Written = Vec<Path<'static>>;
 
 /// `tree` written as `text` with only what differs under `written` replaced: members the tree
 /// has and the text lacks are added last in their object, values that differ are written anew,
 /// and the rest is the text's own bytes, skipped unread. Members of the text that the tree
 /// lacks are kept: the tree may hold only the parts the policy read, and the policy's
 /// mutations only add (docs/spec.md §4.5). One walk over the text; `None` when it is not one
-/// JSON value. `roots` are members of the root already found (their key and where their value
-/// is): when every path starts at one of them, the walk starts there, and the rest of the
-/// object, read once already, is not read again.
-pub fn splice(
-    text: &str,
-    tree: &Value,
-    written: &Written,
-    roots: &[(&str, Span)],
-) -> Option<Vec<u8>> {
+/// JSON value. `roots` are values of the text already found, all as deep: when every path
+/// goes through one of them, the walk starts there, and the rest of the object, read once
+/// already, is not read again. The reader that finds them must find each value once only: of
+/// a repeated key, the splice rewrites every occurrence.
+pub fn splice(text: &str, tree: &Value, written: &[Path], roots: &[Root]) -> Option<Vec<u8>> {
     let mut edits = Vec::new();
-    let paths: Vec<&[String]> = written.iter().map(Vec::as_slice).collect();
+    let paths: Vec<&[PathStep]> = written.iter().map(Vec::as_slice).collect();
     let span = match from_roots(text, tree, &paths, roots, &mut edits) {
         Some(span) => span,
         None => {
@@ -49,30 +45,37 @@ pub fn splice(
     Some(out)
 }
 
-/// The edits under `roots`, walked from where they are; `None` when a path starts elsewhere.
-/// The whole text's span.
+/// The edits under `roots`, each walked from where it is; `None` when a path goes through
+/// none of them. The whole text's span.
 fn from_roots(
     text: &str,
     tree: &Value,
-    paths: &[&[String]],
-    roots: &[(&str, Span)],
+    paths: &[&[PathStep]],
+    roots: &[Root],
     edits: &mut Vec<Edit>,
 ) -> Option<Span> {
-    let starts_at_a_root =
-        |p: &&[String]| p.first().is_some_and(|s| roots.iter().any(|(k, _)| k == s));
-    if paths.is_empty() || !paths.iter().all(starts_at_a_root) {
+    let depth = roots.first()?.0.len();
+    if paths.is_empty() || roots.iter().any(|(at, _)| at.len() != depth) {
         return None;
     }
-    let mut roots = roots.to_vec();
-    roots.sort_by_key(|(_, span)| span.start);
-    for (key, span) in roots {
-        let below = rest_after(paths, |step| step == key);
-        if below.is_empty() {
-            continue;
-        }
+    // The roots by path, to find each path's in a JobSet of thousands of replicated jobs.
+    let mut by_path: Vec<&Root> = roots.iter().collect();
+    by_path.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    let mut under = Vec::with_capacity(paths.len());
+    for path in paths {
+        let (head, rest) = (path.get(..depth)?, path.get(depth..)?);
+        let found = by_path.binary_search_by(|(at, _)| (*at).cmp(head)).ok()?;
+        let (at, span) = *by_path.get(found)?;
+        under.push((span, at, rest));
+    }
+    // In the order of the text, as the edits must be; the paths under one root together.
+    under.sort_by_key(|(span, _, _)| span.start);
+    for group in under.chunk_by(|a, b| a.0 == b.0) {
+        let (span, at, _) = *group.first()?;
+        let below: Vec<&[PathStep]> = group.iter().map(|(_, _, rest)| *rest).collect();
         walk(
             &mut Cursor::at(text, span.start),
-            tree.get(key)?,
+            value_at(tree, at)?,
             &below,
             edits,
         )?;
@@ -84,13 +87,21 @@ fn from_roots(
     })
 }
 
+/// The tree's value at `path`.
+fn value_at<'t>(tree: &'t Value, path: &[PathStep]) -> Option<&'t Value> {
+    path.iter().try_fold(tree, |value, step| match step {
+        PathStep::Key(key) => value.as_object()?.get(*key),
+        PathStep::Index(i) => value.as_array()?.get(*i),
+    })
+}
+
 /// Walks the value that comes next down `paths` (what is left of each written path from here):
 /// the value at the end of a path is compared whole ([`diff`]), and whatever no path leads
 /// into is skipped. Its span.
 fn walk(
     cursor: &mut Cursor,
     tree: &Value,
-    paths: &[&[String]],
+    paths: &[&[PathStep]],
     edits: &mut Vec<Edit>,
 ) -> Option<Span> {
     if paths.iter().any(|p| p.is_empty()) {
@@ -102,7 +113,10 @@ fn walk(
             let mut written_members = 0usize;
             let span = cursor.object(|c, key| {
                 written_members += 1;
-                let below = rest_after(paths, |step| key.is(step));
+                let below = rest_after(paths, |step| match step {
+                    PathStep::Key(name) => key.is(name),
+                    PathStep::Index(_) => false,
+                });
                 if below.is_empty() {
                     return c.skip().map(drop);
                 }
@@ -117,12 +131,14 @@ fn walk(
             // A path through a member the text lacks: the tree's member is added whole.
             let mut missing = Vec::new();
             for path in paths {
-                let Some(step) = path.first() else { continue };
-                if found.contains(&step.as_str()) {
+                let Some(PathStep::Key(step)) = path.first() else {
+                    continue;
+                };
+                if found.contains(step) {
                     continue;
                 }
                 found.push(step);
-                if let Some(member) = map.get_key_value(step) {
+                if let Some(member) = map.get_key_value(*step) {
                     missing.push(member);
                 }
             }
@@ -132,11 +148,11 @@ fn walk(
         (Value::Array(items), b'[') => {
             // The paths by the index they go through, read once: a JobSet of thousands of
             // replicated jobs has a path through each.
-            let mut by_index: Vec<(usize, &[String])> = paths
+            let mut by_index: Vec<(usize, &[PathStep])> = paths
                 .iter()
-                .filter_map(|p| {
-                    let (first, rest) = p.split_first()?;
-                    Some((first.parse().ok()?, rest))
+                .filter_map(|p| match p.split_first()? {
+                    (PathStep::Index(i), rest) => Some((*i, rest)),
+                    _ => None,
                 })
                 .collect();
             by_index.sort_by_key(|(i, _)| *i);
@@ -146,7 +162,7 @@ fn walk(
                 while by_index.get(next).is_some_and(|(j, _)| *j <= i) {
                     next += 1;
                 }
-                let below: Vec<&[String]> = by_index
+                let below: Vec<&[PathStep]> = by_index
                     .get(from..next)?
                     .iter()
                     .filter(|(j, _)| *j == i)
@@ -164,7 +180,10 @@ fn walk(
 }
 
 /// What is left of the paths whose next step `matches`.
-fn rest_after<'p>(paths: &[&'p [String]], matches: impl Fn(&str) -> bool) -> Vec<&'p [String]> {
+fn rest_after<'p, 'k>(
+    paths: &[&'p [PathStep<'k>]],
+    matches: impl Fn(&PathStep) -> bool,
+) -> Vec<&'p [PathStep<'k>]> {
     paths
         .iter()
         .filter_map(|p| {
@@ -184,8 +203,12 @@ mod tests {
         vec![vec![]]
     }
 
-    fn path(steps: &[&str]) -> Vec<String> {
-        steps.iter().map(|s| s.to_string()).collect()
+    /// A path written as keys, a number for a list's element.
+    pub(crate) fn path(steps: &[&'static str]) -> Path<'static> {
+        steps
+            .iter()
+            .map(|s| s.parse().map_or(PathStep::Key(s), PathStep::Index))
+            .collect()
     }
 
     #[test]
@@ -207,14 +230,14 @@ mod tests {
         let spec = text.find(r#"{"containers""#).unwrap();
         let roots = [
             (
-                "metadata",
+                &path(&["metadata"])[..],
                 Span {
                     start: metadata,
                     end: spec - 8,
                 },
             ),
             (
-                "spec",
+                &path(&["spec"])[..],
                 Span {
                     start: spec,
                     end: text.len() - 1,
