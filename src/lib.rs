@@ -45,8 +45,10 @@ pub mod violation;
 // Patches: the plans written into the object, only where something differs.
 pub mod mutate;
 
-// The edge: kwctl's payload in, a verdict out, dispatched by kind and operation.
+// The edge: kwctl's payload in, a verdict out, dispatched by kind and operation; and the
+// module's memory, one region per call.
 pub mod admission;
+pub mod arena;
 
 use kubewarden_policy_sdk::protocol_version_guest;
 use wapc_guest::{register_function, CallResult};
@@ -59,9 +61,9 @@ pub extern "C" fn wapc_init() {
 }
 
 fn validate(payload: &[u8]) -> CallResult {
-    Ok(admission::validate(payload)?)
+    arena::per_call(|| Ok(admission::validate(payload)?))
 }
 
 fn validate_settings(payload: &[u8]) -> CallResult {
-    Ok(serde_json::to_vec(&admission::evaluate_settings(payload))?)
+    arena::per_call(|| Ok(serde_json::to_vec(&admission::evaluate_settings(payload))?))
 }

@@ -402,7 +402,7 @@ const LAYERS: [(&str, &[&str]); 6] = [
         ],
     ),
     ("patches", &["mutate"]),
-    ("the edge", &["admission"]),
+    ("the edge", &["admission", "arena"]),
 ];
 
 fn layer_of(module: &str) -> Option<usize> {
