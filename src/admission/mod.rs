@@ -15,7 +15,7 @@ pub use verdict::Verdict;
 
 use crate::error::InputError;
 use crate::settings::{Role, Settings};
-use crate::views::lean_tree::{self, Templates, JOBSET_POD_SPECS, JOB_POD_SPEC, POD_SPEC};
+use crate::views::lean_tree::{self, LeanRead, JOBSET_POD_SPECS, JOB_POD_SPEC, POD_SPEC};
 use crate::views::pod_text::PodText;
 use heads::{Envelope, RequestHead};
 use kubewarden_policy_sdk::settings::SettingsValidationResponse;
@@ -71,7 +71,10 @@ impl Route {
     fn serves(self, object: &RawValue, old_object: Option<&RawValue>) -> bool {
         match self {
             Route::PodCreate => pod::is_served(object),
-            Route::JobCreate | Route::JobUpdate => {
+            // Read to the first `metadata` only: `job::admit_create` reads again when the Job's
+            // root repeats a key.
+            Route::JobCreate => job::opts_in_at_first_metadata(object),
+            Route::JobUpdate => {
                 job::is_opted_in(object) || old_object.is_some_and(job::is_opted_in)
             }
             Route::JobSetCreate | Route::JobSetUpdate => true,
@@ -140,7 +143,7 @@ pub fn evaluate_with(payload: &[u8], reader: &dyn ClusterReader) -> Verdict {
     let read_from_text = pod_text.as_ref().and_then(|pod| Some((pod, pod.maps()?)));
     let (object, pod_read) = match read_from_text {
         Some((pod, maps)) => (
-            pod.tree().map(|tree| (tree, Templates::new())),
+            pod.tree().map(LeanRead::whole),
             Some(pod::FromText {
                 maps,
                 roots: pod.roots(),
@@ -148,19 +151,14 @@ pub fn evaluate_with(payload: &[u8], reader: &dyn ClusterReader) -> Verdict {
         ),
         None => (read_tree(route, text), None),
     };
-    let (object, templates) = match object {
-        Ok(read) => read,
+    let object = match object {
+        Ok(read) => Read::new(read, text),
         Err(e) => return InputError::Malformed(e.to_string()).into(),
     };
     // The old object is only a baseline; one that cannot be read has nothing to compare.
     let old = || -> Option<Value> {
         let read = read_tree(route, request.old_object?.get()).ok();
-        read.map(|(tree, _)| tree)
-    };
-    let object = Read {
-        tree: object,
-        text,
-        templates,
+        read.map(|read| read.tree)
     };
     let result = match route {
         Route::PodCreate => pod::admit(object.tree, pod_read, text, &settings),
@@ -183,14 +181,13 @@ pub fn evaluate_with(payload: &[u8], reader: &dyn ClusterReader) -> Verdict {
 }
 
 /// The object's tree, and where its pod templates are when it is created.
-fn read_tree(route: Route, text: &str) -> Result<(Value, Templates), serde_json::Error> {
-    let no_templates = |tree| (tree, Templates::new());
+fn read_tree(route: Route, text: &str) -> Result<LeanRead, serde_json::Error> {
     match route {
         Route::JobSetCreate => lean_tree::read_with_templates(text, &JOBSET_POD_SPECS),
         Route::JobCreate => lean_tree::read_with_templates(text, &JOB_POD_SPEC),
-        Route::JobSetUpdate => lean_tree::read(text, &JOBSET_POD_SPECS).map(no_templates),
-        Route::JobUpdate => lean_tree::read(text, &JOB_POD_SPEC).map(no_templates),
-        Route::PodCreate => lean_tree::read(text, &POD_SPEC).map(no_templates),
+        Route::JobSetUpdate => lean_tree::read(text, &JOBSET_POD_SPECS).map(LeanRead::whole),
+        Route::JobUpdate => lean_tree::read(text, &JOB_POD_SPEC).map(LeanRead::whole),
+        Route::PodCreate => lean_tree::read(text, &POD_SPEC).map(LeanRead::whole),
     }
 }
 
@@ -230,6 +227,7 @@ mod tests {
     use crate::json_text::PathStep;
     use crate::mutate::splice::Written;
     use crate::mutate::{object_at, path_to, pod_template_steps};
+    use crate::views::lean_tree::Templates;
     use serde_json::json;
 
     /// Spliced from the pod templates found, or from the root: the same bytes, whether the
@@ -243,7 +241,11 @@ mod tests {
             {"name":"b","template":{"spec":{"parallelism":2,"template":
               {"spec":{"affinity":null,"containers":[{"name":"c","env":[{"name":"A","value":"\u0031"}]}]}}}}}
           ]}}"#;
-        let (mut tree, templates) = read_tree(Route::JobSetCreate, text).unwrap();
+        let LeanRead {
+            mut tree,
+            templates,
+            ..
+        } = read_tree(Route::JobSetCreate, text).unwrap();
         assert_eq!(templates.len(), 2);
         let [a, b] = [pod_template_steps(0), pod_template_steps(1)];
         let mut written = Written::new();
@@ -268,6 +270,7 @@ mod tests {
                 tree: tree.clone(),
                 text,
                 templates,
+                root_may_repeat_a_key: false,
             };
             let verdict = read.mutated(&written, Vec::new()).unwrap();
             String::from_utf8(verdict.mutated_json.unwrap()).unwrap()

@@ -3,7 +3,7 @@ use super::verdict::Verdict;
 use crate::error::InputError;
 use crate::json_text::Root;
 use crate::mutate::splice::Written;
-use crate::views::lean_tree::Templates;
+use crate::views::lean_tree::{LeanRead, Templates};
 use serde_json::Value;
 
 /// The object as the policy read it: its tree, of its containers only what the views read
@@ -13,9 +13,20 @@ pub(super) struct Read<'t> {
     pub tree: Value,
     pub text: &'t str,
     pub templates: Templates,
+    /// Whether the root object may have a key twice ([`LeanRead`]).
+    pub root_may_repeat_a_key: bool,
 }
 
-impl Read<'_> {
+impl<'t> Read<'t> {
+    pub fn new(read: LeanRead, text: &'t str) -> Self {
+        Read {
+            tree: read.tree,
+            text,
+            templates: read.templates,
+            root_may_repeat_a_key: read.root_may_repeat_a_key,
+        }
+    }
+
     /// Accepted, with `written` (where the mutation edited `tree`) spliced into the text from
     /// the pod templates found.
     pub fn mutated(&self, written: &Written, warnings: Vec<String>) -> Result<Verdict, InputError> {

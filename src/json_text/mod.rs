@@ -172,7 +172,7 @@ impl<'a> Cursor<'a> {
 
     /// The value that comes next, parsed by serde as it reads past it: one pass, where a skip
     /// and a parse of the span were two. `None` where serde refuses it.
-    pub fn parse<T: serde::de::DeserializeOwned>(&mut self) -> Option<T> {
+    pub fn parse<T: serde::Deserialize<'a>>(&mut self) -> Option<T> {
         self.whitespace();
         let rest = self.text.get(self.pos..)?;
         let mut values = serde_json::Deserializer::from_str(rest).into_iter::<T>();

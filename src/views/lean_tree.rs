@@ -42,11 +42,34 @@ pub const JOBSET_POD_SPECS: [Step; 7] = [
 /// `text` as a tree, with the containers of the pod specs at the end of `to_pod_specs` read
 /// lean, as [`container_list`] reads them.
 pub fn read(text: &str, to_pod_specs: &[Step]) -> Result<Value, serde_json::Error> {
-    read_lean(text, to_pod_specs, Lean::PodSpec, &mut Found::nothing()).map(|(tree, _)| tree)
+    read_lean(text, to_pod_specs, Lean::PodSpec, &mut Found::nothing()).map(|read| read.tree)
 }
 
 /// Pod templates found in a text: the path to each, and where it is.
 pub type Templates = Vec<(Path<'static>, Span)>;
+
+/// A text read by [`read_with_templates`].
+#[derive(Debug)]
+pub struct LeanRead {
+    pub tree: Value,
+    pub templates: Templates,
+    /// Whether the root object may have a key twice: serde keeps the last, so a cheap read
+    /// that stopped at the first may have read the one the tree does not hold. False only
+    /// when the walk read every key of the root.
+    pub root_may_repeat_a_key: bool,
+}
+
+impl LeanRead {
+    /// A tree read whole, or without looking for templates: none found, and nothing known of
+    /// its keys.
+    pub fn whole(tree: Value) -> Self {
+        LeanRead {
+            tree,
+            templates: Templates::new(),
+            root_may_repeat_a_key: true,
+        }
+    }
+}
 
 /// [`read`], with where each pod template (one step above a pod spec) is: the policy writes
 /// only under them, and the splice starts there rather than walk the whole text again. None
@@ -54,7 +77,7 @@ pub type Templates = Vec<(Path<'static>, Span)>;
 pub fn read_with_templates(
     text: &str,
     to_pod_specs: &[Step],
-) -> Result<(Value, Templates), serde_json::Error> {
+) -> Result<LeanRead, serde_json::Error> {
     let mut found = Found {
         depth: to_pod_specs.len().checked_sub(1),
         ..Found::nothing()
@@ -65,7 +88,7 @@ pub fn read_with_templates(
 /// A list of containers, each with only the members its view reads ([`CONTAINER_READ`]). A
 /// repeated member is read as serde reads it, the last one kept.
 pub fn container_list(text: &str) -> Result<Value, serde_json::Error> {
-    read_lean(text, &[Step::Each], Lean::Container, &mut Found::nothing()).map(|(tree, _)| tree)
+    read_lean(text, &[Step::Each], Lean::Container, &mut Found::nothing()).map(|read| read.tree)
 }
 
 /// Where the values at one depth of the steps are, as the walk finds them.
@@ -78,6 +101,8 @@ struct Found {
     /// A step's key met twice in one object: a splice from the places found would rewrite
     /// one occurrence only.
     repeated: bool,
+    /// Any key met twice in the root object (only when something is looked for).
+    root_repeats: bool,
 }
 
 impl Found {
@@ -87,6 +112,7 @@ impl Found {
             at: Path::new(),
             places: Templates::new(),
             repeated: false,
+            root_repeats: false,
         }
     }
 
@@ -116,13 +142,21 @@ fn read_lean(
     steps: &[Step],
     lean: Lean,
     found: &mut Found,
-) -> Result<(Value, Templates), serde_json::Error> {
+) -> Result<LeanRead, serde_json::Error> {
     let mut cursor = Cursor::new(text);
-    match value(&mut cursor, steps, lean, found).filter(|_| cursor.at_end()) {
-        Some(tree) if !found.repeated => Ok((tree, std::mem::take(&mut found.places))),
-        Some(tree) => Ok((tree, Templates::new())),
-        None => serde_json::from_str(text).map(|tree| (tree, Templates::new())),
-    }
+    let walked = value(&mut cursor, steps, lean, found).filter(|_| cursor.at_end());
+    let Some(tree) = walked else {
+        return serde_json::from_str(text).map(LeanRead::whole);
+    };
+    let templates = match found.repeated {
+        false => std::mem::take(&mut found.places),
+        true => Templates::new(),
+    };
+    Ok(LeanRead {
+        tree,
+        templates,
+        root_may_repeat_a_key: found.depth.is_none() || found.root_repeats,
+    })
 }
 
 /// The value that comes next, read down `steps`, noting where it is when it is at the depth
@@ -139,18 +173,27 @@ fn value(c: &mut Cursor, steps: &[Step], lean: Lean, found: &mut Found) -> Optio
 fn value_below(c: &mut Cursor, steps: &[Step], lean: Lean, found: &mut Found) -> Option<Value> {
     match (steps.split_first(), c.next_byte()?) {
         (Some((Step::Member(name), rest)), b'{') => {
+            let at_root = found.depth.is_some() && found.at.is_empty();
             let mut seen = false;
-            object(c, |c, key| match key == *name {
-                true => {
-                    found.repeated |= seen;
-                    seen = true;
-                    let step = PathStep::Key(name);
-                    found
-                        .below(step, |found| value(c, rest, lean, found))
-                        .map(Some)
+            let mut members = 0usize;
+            let tree = object(c, |c, key| {
+                members += 1;
+                match key == *name {
+                    true => {
+                        found.repeated |= seen;
+                        seen = true;
+                        let step = PathStep::Key(name);
+                        found
+                            .below(step, |found| value(c, rest, lean, found))
+                            .map(Some)
+                    }
+                    false => parsed(c).map(Some),
                 }
-                false => parsed(c).map(Some),
-            })
+            })?;
+            // Every member is kept, so fewer in the map is a key met twice.
+            let kept = tree.as_object().map_or(0, Map::len);
+            found.root_repeats |= at_root && kept < members;
+            Some(tree)
         }
         (Some((Step::Each, rest)), b'[') => {
             let mut items = Vec::new();
@@ -257,8 +300,9 @@ mod tests {
             r#"{{"spec": {{"replicatedJobs": [{{"template": {{"spec": {{"template": {a}}}}}}},
                 {{"name": "r", "template": {{"spec": {{"parallelism": 1, "template": {b} }}}}}}]}}}}"#
         );
-        let (tree, templates) = read_with_templates(&text, &JOBSET_POD_SPECS).unwrap();
-        assert_eq!(tree, serde_json::from_str::<Value>(&text).unwrap());
+        let read = read_with_templates(&text, &JOBSET_POD_SPECS).unwrap();
+        assert_eq!(read.tree, serde_json::from_str::<Value>(&text).unwrap());
+        assert!(!read.root_may_repeat_a_key);
         let expected = |i: usize, template: &str| {
             let start = text.find(template).unwrap();
             let at = [
@@ -275,9 +319,9 @@ mod tests {
             };
             (at.to_vec(), span)
         };
-        assert_eq!(templates, vec![expected(0, &a), expected(1, &b)]);
+        assert_eq!(read.templates, vec![expected(0, &a), expected(1, &b)]);
         let job = r#"{"spec": {"template": {"spec": {}}}}"#;
-        let (_, templates) = read_with_templates(job, &JOB_POD_SPEC).unwrap();
+        let templates = read_with_templates(job, &JOB_POD_SPEC).unwrap().templates;
         let span = Span { start: 22, end: 34 };
         assert_eq!(
             templates,
@@ -288,13 +332,38 @@ mod tests {
             r#"{"spec": {"template": {}, "template": {"spec": {}}}}"#,
             r#"{"spec": {"template": {"spec": {}}}, "spec": {"template": {"spec": {}}}}"#,
         ] {
-            let (tree, templates) = read_with_templates(repeated, &JOB_POD_SPEC).unwrap();
-            assert_eq!(tree, serde_json::from_str::<Value>(repeated).unwrap());
-            assert_eq!(templates, Templates::new(), "{repeated}");
+            let read = read_with_templates(repeated, &JOB_POD_SPEC).unwrap();
+            assert_eq!(read.tree, serde_json::from_str::<Value>(repeated).unwrap());
+            assert_eq!(read.templates, Templates::new(), "{repeated}");
         }
         // Read whole by serde: nothing found.
-        let (_, templates) = read_with_templates("[1]", &JOB_POD_SPEC).unwrap();
-        assert_eq!(templates, Templates::new());
+        let read = read_with_templates("[1]", &JOB_POD_SPEC).unwrap();
+        assert_eq!(read.templates, Templates::new());
+    }
+
+    /// Whether the root object has a key twice, any key, however deep the walk went below it.
+    #[test]
+    fn a_key_the_root_object_repeats_is_noted_and_one_below_it_is_not() {
+        for (text, repeats) in [
+            (
+                r#"{"metadata": {}, "spec": {"template": {"spec": {}}}}"#,
+                false,
+            ),
+            (
+                r#"{"metadata": {}, "spec": {"template": {}}, "metadata": {}}"#,
+                true,
+            ),
+            (r#"{"metad\u0061ta": 1, "metadata": 2}"#, true),
+            (r#"{"spec": {"template": {}}, "spec": {}}"#, true),
+            (
+                r#"{"spec": {"a": 1, "a": 2, "template": {"spec": {}}}}"#,
+                false,
+            ),
+            ("[1]", false),
+        ] {
+            let read = read_with_templates(text, &JOB_POD_SPEC).unwrap();
+            assert_eq!(read.root_may_repeat_a_key, repeats, "{text}");
+        }
     }
 
     #[test]
