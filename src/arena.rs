@@ -1,10 +1,10 @@
 //! The module's memory during one `validate` call: a region it hands out by moving a pointer,
 //! and takes back whole when the next call begins.
 //!
-//! A call builds and drops thousands of small strings, vectors and maps (a 64-rjob JobSet
-//! CREATE about 30 thousand), and the module's default allocator (wasi-libc's dlmalloc)
-//! spent about a third of the call on them. Nothing a call allocates outlives it: the host
-//! copies the answer out before the next call. So during a call an allocation moves a pointer,
+//! A call builds and drops thousands of small strings, vectors and maps, and the module's
+//! default allocator (wasi-libc's dlmalloc) took 7–10% of a mutating call doing so
+//! (BENCHMARKS.md, issue 30). Nothing a call allocates outlives it: the host copies the
+//! answer out, and the waPC guest frees it, before the next call. So during a call an allocation moves a pointer,
 //! a free only counts, and the next call starts the region again.
 //!
 //! What keeps it safe without trusting that: the region is reused only when every block of it
@@ -103,8 +103,10 @@ impl Arena {
         let ptr = unsafe { System.alloc(region_layout(size)) };
         let start = ptr as usize;
         self.start.set(start);
-        self.end
-            .set(if ptr.is_null() { start } else { start + size });
+        self.end.set(match ptr.is_null() {
+            true => start,
+            false => start.saturating_add(size),
+        });
     }
 
     fn owns(&self, ptr: *mut u8) -> bool {
@@ -120,7 +122,7 @@ impl Arena {
         match aligned.checked_add(layout.size()) {
             Some(after) if after <= self.end.get() => {
                 self.next.set(after);
-                self.live.set(self.live.get() + 1);
+                self.live.set(self.live.get().saturating_add(1));
                 aligned as *mut u8
             }
             _ => std::ptr::null_mut(),
@@ -149,7 +151,7 @@ unsafe impl GlobalAlloc for Arena {
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         if self.owns(ptr) {
-            self.live.set(self.live.get() - 1);
+            self.live.set(self.live.get().saturating_sub(1));
         } else {
             System.dealloc(ptr, layout);
         }
@@ -163,7 +165,7 @@ unsafe impl GlobalAlloc for Arena {
             return ptr;
         }
         // The last block handed out grows where it is.
-        let last = ptr as usize + layout.size() == self.next.get();
+        let last = (ptr as usize).checked_add(layout.size()) == Some(self.next.get());
         if self.in_call.get() && last {
             if let Some(after) = (ptr as usize).checked_add(new_size) {
                 if after <= self.end.get() {
