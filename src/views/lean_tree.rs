@@ -73,7 +73,7 @@ impl LeanRead {
 
 /// [`read`], with where each pod template (one step above a pod spec) is: the policy writes
 /// only under them, and the splice starts there rather than walk the whole text again. None
-/// when the text repeats a key on the way, or is read whole.
+/// when the text repeats a key on the way or in a template, or is read whole.
 pub fn read_with_templates(
     text: &str,
     to_pod_specs: &[Step],
@@ -98,8 +98,8 @@ struct Found {
     /// The path walked so far (only when something is looked for).
     at: Path<'static>,
     places: Templates,
-    /// A step's key met twice in one object: a splice from the places found would rewrite
-    /// one occurrence only.
+    /// A step's key met twice in one object, or any key twice in a template: a splice from
+    /// the places found would rewrite one occurrence only.
     repeated: bool,
     /// Any key met twice in the root object (only when something is looked for).
     root_repeats: bool,
@@ -174,6 +174,7 @@ fn value_below(c: &mut Cursor, steps: &[Step], lean: Lean, found: &mut Found) ->
     match (steps.split_first(), c.next_byte()?) {
         (Some((Step::Member(name), rest)), b'{') => {
             let at_root = found.depth.is_some() && found.at.is_empty();
+            let at_template = found.depth == Some(found.at.len());
             let mut seen = false;
             let mut members = 0usize;
             let tree = object(c, |c, key| {
@@ -190,9 +191,12 @@ fn value_below(c: &mut Cursor, steps: &[Step], lean: Lean, found: &mut Found) ->
                     false => parsed(c).map(Some),
                 }
             })?;
-            // Every member is kept, so fewer in the map is a key met twice.
-            let kept = tree.as_object().map_or(0, Map::len);
-            found.root_repeats |= at_root && kept < members;
+            // Every member is kept, so fewer in the map is a key met twice. The splice stops
+            // walking a template once it has found what it writes, so a template with a key
+            // twice is no template.
+            let repeats = tree.as_object().map_or(0, Map::len) < members;
+            found.root_repeats |= at_root && repeats;
+            found.repeated |= at_template && repeats;
             Some(tree)
         }
         (Some((Step::Each, rest)), b'[') => {
@@ -327,10 +331,12 @@ mod tests {
             templates,
             vec![(vec![PathStep::Key("spec"), PathStep::Key("template")], span)]
         );
-        // A splice from one of two `template`s would leave the other as it was.
+        // A splice from one of two `template`s would leave the other as it was, and one that
+        // stops at a template's first `metadata` would leave its second.
         for repeated in [
             r#"{"spec": {"template": {}, "template": {"spec": {}}}}"#,
             r#"{"spec": {"template": {"spec": {}}}, "spec": {"template": {"spec": {}}}}"#,
+            r#"{"spec": {"template": {"metadata": {}, "spec": {}, "metadata": {}}}}"#,
         ] {
             let read = read_with_templates(repeated, &JOB_POD_SPEC).unwrap();
             assert_eq!(read.tree, serde_json::from_str::<Value>(repeated).unwrap());

@@ -8,7 +8,7 @@ mod compare;
 use crate::json_text::{Cursor, Span};
 pub use crate::json_text::{Path, PathStep, Root};
 use compare::{add_members, diff, Edit};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// Where a mutation wrote: the path to each value it edited.
 pub type Written = Vec<Path<'static>>;
@@ -20,8 +20,9 @@ pub type Written = Vec<Path<'static>>;
 /// mutations only add (docs/spec.md §4.5). One walk over the text; `None` when it is not one
 /// JSON value. `roots` are values of the text already found, all as deep: when every path
 /// goes through one of them, the walk starts there, and the rest of the object, read once
-/// already, is not read again. The reader that finds them must find each value once only: of
-/// a repeated key, the splice rewrites every occurrence.
+/// already, is not read again. The reader that finds them must find each value once only (of
+/// a repeated key, the splice rewrites every occurrence), and only roots that repeat no key:
+/// the walk of a root object stops once it has found the first step of every path.
 pub fn splice(text: &str, tree: &Value, written: &[Path], roots: &[Root]) -> Option<Vec<u8>> {
     let mut edits = Vec::new();
     let paths: Vec<&[PathStep]> = written.iter().map(Vec::as_slice).collect();
@@ -73,12 +74,7 @@ fn from_roots(
     for group in under.chunk_by(|a, b| a.0 == b.0) {
         let (span, at, _) = *group.first()?;
         let below: Vec<&[PathStep]> = group.iter().map(|(_, _, rest)| *rest).collect();
-        walk(
-            &mut Cursor::at(text, span.start),
-            value_at(tree, at)?,
-            &below,
-            edits,
-        )?;
+        walk_root(text, *span, value_at(tree, at)?, &below, edits)?;
     }
     let start = text.len() - text.trim_start().len();
     Some(Span {
@@ -95,6 +91,28 @@ fn value_at<'t>(tree: &'t Value, path: &[PathStep]) -> Option<&'t Value> {
     })
 }
 
+/// [`walk`] of a root, whose span the reader found: an object is walked only until every
+/// path's first step is found (a pod template's `metadata` comes before its `spec`, which is
+/// most of it and is then not read).
+fn walk_root(
+    text: &str,
+    span: Span,
+    tree: &Value,
+    paths: &[&[PathStep]],
+    edits: &mut Vec<Edit>,
+) -> Option<()> {
+    let mut cursor = Cursor::at(text, span.start);
+    match tree {
+        Value::Object(map) if paths.iter().all(|p| !p.is_empty()) => {
+            if cursor.next_byte()? != b'{' {
+                return walk(&mut cursor, tree, paths, edits).map(drop);
+            }
+            walk_object(&mut cursor, map, paths, edits, Some(span)).map(drop)
+        }
+        _ => walk(&mut cursor, tree, paths, edits).map(drop),
+    }
+}
+
 /// Walks the value that comes next down `paths` (what is left of each written path from here):
 /// the value at the end of a path is compared whole ([`diff`]), and whatever no path leads
 /// into is skipped. Its span.
@@ -108,43 +126,7 @@ fn walk(
         return diff(cursor, tree, edits);
     }
     match (tree, cursor.next_byte()?) {
-        (Value::Object(map), b'{') => {
-            let mut found: Vec<&str> = Vec::new();
-            let mut written_members = 0usize;
-            let span = cursor.object(|c, key| {
-                written_members += 1;
-                let below = rest_after(paths, |step| match step {
-                    PathStep::Key(name) => key.is(name),
-                    PathStep::Index(_) => false,
-                });
-                if below.is_empty() {
-                    return c.skip().map(drop);
-                }
-                let Some((name, value)) = map.get_key_value(key.unescaped()?.as_ref()) else {
-                    return c.skip().map(drop);
-                };
-                if !found.contains(&name.as_str()) {
-                    found.push(name);
-                }
-                walk(c, value, &below, edits).map(drop)
-            })?;
-            // A path through a member the text lacks: the tree's member is added whole.
-            let mut missing = Vec::new();
-            for path in paths {
-                let Some(PathStep::Key(step)) = path.first() else {
-                    continue;
-                };
-                if found.contains(step) {
-                    continue;
-                }
-                found.push(step);
-                if let Some(member) = map.get_key_value(*step) {
-                    missing.push(member);
-                }
-            }
-            add_members(edits, span, written_members, missing.into_iter())?;
-            Some(span)
-        }
+        (Value::Object(map), b'{') => walk_object(cursor, map, paths, edits, None),
         (Value::Array(items), b'[') => {
             // The paths by the index they go through, read once: a JobSet of thousands of
             // replicated jobs has a path through each.
@@ -177,6 +159,72 @@ fn walk(
         // The mutation made a value of another kind here (an object where there was `null`).
         _ => diff(cursor, tree, edits),
     }
+}
+
+/// The object that comes next, walked down `paths`. With its span `known`, the walk stops once
+/// every path's first step is found: the rest of the object holds none of them again.
+fn walk_object(
+    cursor: &mut Cursor,
+    map: &Map<String, Value>,
+    paths: &[&[PathStep]],
+    edits: &mut Vec<Edit>,
+    known: Option<Span>,
+) -> Option<Span> {
+    let wanted = known.map(|_| {
+        let mut keys: Vec<&str> = paths
+            .iter()
+            .filter_map(|p| match p.first()? {
+                PathStep::Key(key) => Some(*key),
+                PathStep::Index(_) => None,
+            })
+            .collect();
+        keys.sort_unstable();
+        keys.dedup();
+        keys.len()
+    });
+    let mut found: Vec<&str> = Vec::new();
+    let mut written_members = 0usize;
+    let mut stopped = false;
+    let walked = cursor.object(|c, key| {
+        written_members += 1;
+        let below = rest_after(paths, |step| match step {
+            PathStep::Key(name) => key.is(name),
+            PathStep::Index(_) => false,
+        });
+        if below.is_empty() {
+            return c.skip().map(drop);
+        }
+        let Some((name, value)) = map.get_key_value(key.unescaped()?.as_ref()) else {
+            return c.skip().map(drop);
+        };
+        if !found.contains(&name.as_str()) {
+            found.push(name);
+        }
+        walk(c, value, &below, edits)?;
+        stopped = wanted == Some(found.len());
+        (!stopped).then_some(())
+    });
+    let span = match (walked, known) {
+        (Some(span), _) => span,
+        (None, Some(span)) if stopped => span,
+        _ => return None,
+    };
+    // A path through a member the text lacks: the tree's member is added whole.
+    let mut missing = Vec::new();
+    for path in paths {
+        let Some(PathStep::Key(step)) = path.first() else {
+            continue;
+        };
+        if found.contains(step) {
+            continue;
+        }
+        found.push(step);
+        if let Some(member) = map.get_key_value(*step) {
+            missing.push(member);
+        }
+    }
+    add_members(edits, span, written_members, missing.into_iter())?;
+    Some(span)
 }
 
 /// What is left of the paths whose next step `matches`.
@@ -213,7 +261,7 @@ mod tests {
 
     #[test]
     fn only_the_written_paths_are_read_and_a_missing_member_on_one_is_added() {
-        let text = r#"{"kind":"Pod","metadata":{"labels":{"a":"1"}},"spec":{"containers":[{"name":"c"},{"name":"d","env":[]}]}}"#;
+        let text = r#"{"kind":"Pod","metadata":{"labels":{"a":"1"}},"spec":{"containers":[{"name":"c"},{"name":"d","env":[]}],"volumes":[{"name":"v"}]}}"#;
         // The tree holds only what was read: `kind` is absent, and `labels` was never read.
         let tree = json!({
             "metadata": {"labels": {"b": "2"}, "annotations": {"x": "y"}},
@@ -248,7 +296,47 @@ mod tests {
         assert_eq!(String::from_utf8(from_roots).unwrap(), out);
         assert_eq!(
             out,
-            r#"{"kind":"Pod","metadata":{"labels":{"a":"1","b":"2"},"annotations":{"x":"y"}},"spec":{"containers":[{"name":"c","env":[{"name":"A"}]},{"name":"d","env":[{"name":"B"}]}]}}"#
+            r#"{"kind":"Pod","metadata":{"labels":{"a":"1","b":"2"},"annotations":{"x":"y"}},"spec":{"containers":[{"name":"c","env":[{"name":"A"}]},{"name":"d","env":[{"name":"B"}]}],"volumes":[{"name":"v"}]}}"#
+        );
+    }
+
+    /// A root's walk stops once it has found every path's first step; what it has not read
+    /// is copied as it is, and a path through a member the root lacks is added at its end,
+    /// which the reader found.
+    #[test]
+    fn a_root_is_walked_until_every_path_is_found_and_its_end_is_where_the_reader_found_it() {
+        let text = r#"{"t":{"metadata":{"labels":{"a":"1"}},"spec":{"containers":[{"name":"c"}]},"x":[1]}}"#;
+        let start = text.find(r#"{"metadata""#).unwrap();
+        let root = [(
+            &path(&["t"])[..],
+            Span {
+                start,
+                end: text.len() - 1,
+            },
+        )];
+        let splices = |tree: &Value, written: &Written| {
+            let from_root = splice(text, tree, written, &root).unwrap();
+            let whole = splice(text, tree, written, &[]).unwrap();
+            assert_eq!(from_root, whole);
+            String::from_utf8(from_root).unwrap()
+        };
+        let labels = vec![path(&["t", "metadata", "labels"])];
+        let tree = json!({"t": {"metadata": {"labels": {"a": "1", "b": "2"}}}});
+        assert_eq!(
+            splices(&tree, &labels),
+            r#"{"t":{"metadata":{"labels":{"a":"1","b":"2"}},"spec":{"containers":[{"name":"c"}]},"x":[1]}}"#
+        );
+        // `affinity` in a `spec` the root has, `y` in none: both walked to the end.
+        let written = vec![
+            path(&["t", "metadata", "labels"]),
+            path(&["t", "spec", "affinity"]),
+            path(&["t", "y"]),
+        ];
+        let tree = json!({"t": {"metadata": {"labels": {"a": "1"}},
+            "spec": {"containers": [{"name": "c"}], "affinity": {}}, "y": 2}});
+        assert_eq!(
+            splices(&tree, &written),
+            r#"{"t":{"metadata":{"labels":{"a":"1"}},"spec":{"containers":[{"name":"c"}],"affinity":{}},"x":[1],"y":2}}"#
         );
     }
 
