@@ -99,7 +99,13 @@ pub fn evaluate(payload: &[u8]) -> Verdict {
 
 /// [`evaluate`], reading cluster objects through `reader`.
 pub fn evaluate_with(payload: &[u8], reader: &dyn ClusterReader) -> Verdict {
-    let envelope: Envelope = match serde_json::from_slice(payload) {
+    // Checked as UTF-8 once, the payload is read as text: serde then checks no string and no
+    // captured object again. A payload that is not UTF-8 is serde's to refuse, in its words.
+    let envelope = match std::str::from_utf8(payload) {
+        Ok(text) => serde_json::from_str::<Envelope>(text),
+        Err(_) => serde_json::from_slice(payload),
+    };
+    let envelope: Envelope = match envelope {
         Ok(e) => e,
         Err(e) if e.is_data() => return InputError::NotARequest(e.to_string()).into(),
         Err(e) => return InputError::Malformed(e.to_string()).into(),
@@ -229,6 +235,22 @@ mod tests {
     use crate::mutate::{object_at, path_to, pod_template_steps};
     use crate::views::lean_tree::Templates;
     use serde_json::json;
+
+    /// A payload that is not UTF-8 is read as serde reads bytes: refused in its words where
+    /// it reads the bad byte (in the object it captures), and let through where it skips it.
+    #[test]
+    fn a_payload_that_is_not_utf8_is_read_as_serde_reads_bytes() {
+        let in_object = b"{\"request\": {\"kind\": {\"kind\": \"Pod\"}, \"operation\": \"CREATE\", \"object\": {\"a\": \"\xc3\"}}}";
+        let serde = serde_json::from_slice::<Envelope>(in_object).err().unwrap();
+        assert!(
+            serde.to_string().contains("invalid unicode code point"),
+            "{serde}"
+        );
+        let refused: Verdict = InputError::Malformed(serde.to_string()).into();
+        assert_eq!(evaluate(in_object), refused);
+        let in_uid = b"{\"request\": {\"uid\": \"\xff\", \"kind\": {\"kind\": \"Pod\"}, \"operation\": \"CREATE\", \"object\": {\"metadata\": {}}}}";
+        assert_eq!(evaluate(in_uid), Verdict::accept());
+    }
 
     /// Spliced from the pod templates found, or from the root: the same bytes, whether the
     /// policy adds to a template's metadata, creates it, or writes deep in its spec.
