@@ -1,5 +1,6 @@
 //! Property tests of validation on the native build of the policy (the same code the wasm
 //! module runs; `tests/wasm/properties.rs` runs a share of the cases through the module).
+mod arena;
 mod splice;
 
 use jobset_multislice_policy::admission::{evaluate, Verdict};
