@@ -194,21 +194,32 @@ mod tests {
         let spec = r#""spec": {"completionMode": "Indexed", "completions": 4, "parallelism": 4,
             "template": {"spec": {"subdomain": "jax-train", "restartPolicy": "Never",
             "containers": [{"name": "jax", "resources": {"limits": {"nvidia.com/gpu": 8}}}]}}}"#;
-        let payload = |job: String| {
+        let payload_with = |job: String, settings: &str| {
             format!(
                 r#"{{"request": {{"kind": {{"group": "batch", "kind": "Job"}},
-                    "operation": "CREATE", "namespace": "ml", "object": {job}}}, "settings": {{}}}}"#
+                    "operation": "CREATE", "namespace": "ml", "object": {job}}}, "settings": {settings}}}"#
             )
         };
+        let payload = |job: String| payload_with(job, "{}");
         let once = super::super::evaluate(payload(format!("{{{metadata}, {spec}}}")).as_bytes());
         assert!(once.accepted && once.mutated_json.is_some(), "{once:?}");
         for twice in [
             format!(r#"{{{metadata}, {spec}, "metadata": {{"name": "jax-train"}}}}"#),
             format!(r#"{{{metadata}, "metadata": {{"name": "jax-train"}}, {spec}}}"#),
         ] {
-            let verdict = super::super::evaluate(payload(twice).as_bytes());
+            let verdict = super::super::evaluate(payload(twice.clone()).as_bytes());
             assert_eq!(verdict, Verdict::accept());
+            // Not served, so not refused for settings the policy never reads for it.
+            let bad_settings = payload_with(twice, r#"{"role": "mutating"}"#);
+            assert_eq!(
+                super::super::evaluate(bad_settings.as_bytes()),
+                Verdict::accept()
+            );
         }
+        let bad_settings =
+            payload_with(format!("{{{metadata}, {spec}}}"), r#"{"role": "mutating"}"#);
+        let refused = super::super::evaluate(bad_settings.as_bytes());
+        assert_eq!(refused.code, Some(500), "{refused:?}");
     }
 
     /// The opt-in read member by member says what serde's whole read of [`JobHead`] says, on
