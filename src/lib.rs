@@ -55,15 +55,19 @@ use wapc_guest::{register_function, CallResult};
 
 #[no_mangle]
 pub extern "C" fn wapc_init() {
+    // First, so that the region sits below everything the calls allocate.
+    arena::reserve();
     register_function("validate", validate);
     register_function("validate_settings", validate_settings);
     register_function("protocol_version", protocol_version_guest);
 }
 
 fn validate(payload: &[u8]) -> CallResult {
-    arena::per_call(|| Ok(admission::validate(payload)?))
+    arena::per_call(payload.len(), || Ok(admission::validate(payload)?))
 }
 
 fn validate_settings(payload: &[u8]) -> CallResult {
-    arena::per_call(|| Ok(serde_json::to_vec(&admission::evaluate_settings(payload))?))
+    arena::per_call(payload.len(), || {
+        Ok(serde_json::to_vec(&admission::evaluate_settings(payload))?)
+    })
 }

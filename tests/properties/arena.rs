@@ -2,9 +2,12 @@
 //! each allocating, growing, shrinking and freeing blocks of any size and alignment, every
 //! live block keeps its bytes, no two live blocks overlap, every block is aligned as asked,
 //! and a block kept past its call retires the region for good without losing its bytes.
-use jobset_multislice_policy::arena::{Arena, FIRST_REGION};
+use jobset_multislice_policy::arena::{Arena, MAX_BLOCK};
 use proptest::prelude::*;
 use std::alloc::{GlobalAlloc, Layout};
+
+/// A region small enough for the calls to outgrow.
+const REGION_IN_TEST: usize = 4 * MAX_BLOCK;
 
 #[derive(Debug, Clone)]
 enum Op {
@@ -15,12 +18,9 @@ enum Op {
 }
 
 fn op() -> impl Strategy<Value = Op> {
-    // Sizes from a byte to past the first region, so that calls outgrow it.
-    let size = prop_oneof![
-        1usize..64,
-        64usize..4096,
-        (FIRST_REGION / 4)..(FIRST_REGION + 1)
-    ];
+    // Sizes from a byte to past the largest block the region takes; a few of the largest
+    // outgrow a region of `REGION_IN_TEST`.
+    let size = prop_oneof![1usize..64, 64usize..4096, (MAX_BLOCK / 2)..(MAX_BLOCK * 2)];
     prop_oneof![
         4 => (size, 0u32..6).prop_map(|(size, align_log2)| Op::Alloc { size, align_log2 }),
         2 => (any::<usize>(), 1usize..2048).prop_map(|(which, by)| Op::Grow { which, by }),
@@ -149,7 +149,7 @@ proptest! {
         calls in prop::collection::vec(prop::collection::vec(op(), 0..40), 1..6),
         keep_after in prop::option::of(0usize..6),
     ) {
-        let arena = Arena::new();
+        let arena = Arena::new(REGION_IN_TEST);
         let mut byte = 0u8;
         let mut kept: Vec<Block> = Vec::new();
         for (n, ops) in calls.iter().enumerate() {
