@@ -25,6 +25,10 @@ use std::cell::Cell;
 pub const REGION: usize = 2 * 1024 * 1024;
 /// The largest block taken from the region.
 pub const MAX_BLOCK: usize = 64 * 1024;
+/// The largest request run in the region. A larger one allocates more than the region holds
+/// (its tree alone), and runs on the default allocator, which reuses memory within the call:
+/// its peak memory is what it was without the region.
+pub const MAX_REQUEST: usize = REGION / 4;
 
 /// A bump region over the default allocator. Its cells are plain: the module is one thread.
 pub struct Arena {
@@ -99,8 +103,12 @@ impl Arena {
         (self.start.get()..self.end.get()).contains(&(ptr as usize))
     }
 
-    /// A block from the region, or null when it does not fit.
+    /// A block from the region during a call, or null: between calls, over [`MAX_BLOCK`], or
+    /// when it does not fit.
     fn bump(&self, layout: Layout) -> *mut u8 {
+        if !self.in_call.get() || layout.size() > MAX_BLOCK {
+            return std::ptr::null_mut();
+        }
         let aligned = match self.next.get().checked_next_multiple_of(layout.align()) {
             Some(a) => a,
             None => return std::ptr::null_mut(),
@@ -120,23 +128,19 @@ impl Arena {
 // (the pointer only moves forward until every block is freed); other blocks are System's.
 unsafe impl GlobalAlloc for Arena {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if self.in_call.get() && layout.size() <= MAX_BLOCK {
-            let ptr = self.bump(layout);
-            if !ptr.is_null() {
-                return ptr;
-            }
+        let ptr = self.bump(layout);
+        if !ptr.is_null() {
+            return ptr;
         }
         System.alloc(layout)
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        if self.in_call.get() && layout.size() <= MAX_BLOCK {
-            let ptr = self.bump(layout);
-            if !ptr.is_null() {
-                // The region is reused: its bytes are the last call's.
-                std::ptr::write_bytes(ptr, 0, layout.size());
-                return ptr;
-            }
+        let ptr = self.bump(layout);
+        if !ptr.is_null() {
+            // The region is reused: its bytes are the last call's.
+            std::ptr::write_bytes(ptr, 0, layout.size());
+            return ptr;
         }
         // The default allocator knows which of its memory is still zero, and leaves it
         // untouched.
@@ -188,11 +192,6 @@ pub fn reserve() {
     #[cfg(target_arch = "wasm32")]
     MEMORY.reserve();
 }
-
-/// The largest request run in the region. A larger one allocates more than the region holds
-/// (its tree alone), and runs on the default allocator, which reuses memory within the call:
-/// its peak memory is what it was without the region.
-pub const MAX_REQUEST: usize = REGION / 4;
 
 /// Runs one call of the module on a request of `request_len` bytes, in the region when the
 /// request is small enough (on wasm; natively, as it is).

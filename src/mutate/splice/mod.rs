@@ -31,7 +31,7 @@ pub fn splice(text: &str, tree: &Value, written: &[Path], roots: &[Root]) -> Opt
         None => {
             edits.clear();
             let mut cursor = Cursor::new(text);
-            let span = walk(&mut cursor, tree, &paths, &mut edits)?;
+            let span = walk(&mut cursor, tree, &paths, &mut edits, None)?;
             cursor.at_end().then_some(span)?
         }
     };
@@ -74,7 +74,8 @@ fn from_roots(
     for group in under.chunk_by(|a, b| a.0 == b.0) {
         let (span, at, _) = *group.first()?;
         let below: Vec<&[PathStep]> = group.iter().map(|(_, _, rest)| *rest).collect();
-        walk_root(text, *span, value_at(tree, at)?, &below, edits)?;
+        let mut cursor = Cursor::at(text, span.start);
+        walk(&mut cursor, value_at(tree, at)?, &below, edits, Some(*span))?;
     }
     let start = text.len() - text.trim_start().len();
     Some(Span {
@@ -91,42 +92,23 @@ fn value_at<'t>(tree: &'t Value, path: &[PathStep]) -> Option<&'t Value> {
     })
 }
 
-/// [`walk`] of a root, whose span the reader found: an object is walked only until every
-/// path's first step is found (a pod template's `metadata` comes before its `spec`, which is
-/// most of it and is then not read).
-fn walk_root(
-    text: &str,
-    span: Span,
-    tree: &Value,
-    paths: &[&[PathStep]],
-    edits: &mut Vec<Edit>,
-) -> Option<()> {
-    let mut cursor = Cursor::at(text, span.start);
-    match tree {
-        Value::Object(map) if paths.iter().all(|p| !p.is_empty()) => {
-            if cursor.next_byte()? != b'{' {
-                return walk(&mut cursor, tree, paths, edits).map(drop);
-            }
-            walk_object(&mut cursor, map, paths, edits, Some(span)).map(drop)
-        }
-        _ => walk(&mut cursor, tree, paths, edits).map(drop),
-    }
-}
-
 /// Walks the value that comes next down `paths` (what is left of each written path from here):
 /// the value at the end of a path is compared whole ([`diff`]), and whatever no path leads
-/// into is skipped. Its span.
+/// into is skipped. Its span. `known` is that span when a reader found it already (a root): an
+/// object is then walked only until every path's first step is found (a pod template's
+/// `metadata` comes before its `spec`, which is most of it and is then not read).
 fn walk(
     cursor: &mut Cursor,
     tree: &Value,
     paths: &[&[PathStep]],
     edits: &mut Vec<Edit>,
+    known: Option<Span>,
 ) -> Option<Span> {
     if paths.iter().any(|p| p.is_empty()) {
         return diff(cursor, tree, edits);
     }
     match (tree, cursor.next_byte()?) {
-        (Value::Object(map), b'{') => walk_object(cursor, map, paths, edits, None),
+        (Value::Object(map), b'{') => walk_object(cursor, map, paths, edits, known),
         (Value::Array(items), b'[') => {
             // The paths by the index they go through, read once: a JobSet of thousands of
             // replicated jobs has a path through each.
@@ -151,7 +133,7 @@ fn walk(
                     .map(|(_, rest)| *rest)
                     .collect();
                 match items.get(i) {
-                    Some(item) if !below.is_empty() => walk(c, item, &below, edits).map(drop),
+                    Some(item) if !below.is_empty() => walk(c, item, &below, edits, None).map(drop),
                     _ => c.skip().map(drop),
                 }
             })
@@ -200,7 +182,7 @@ fn walk_object(
         if !found.contains(&name.as_str()) {
             found.push(name);
         }
-        walk(c, value, &below, edits)?;
+        walk(c, value, &below, edits, None)?;
         stopped = wanted == Some(found.len());
         (!stopped).then_some(())
     });
