@@ -327,5 +327,6 @@ fn quote_or_backslash(bytes: &[u8], from: usize) -> Option<usize> {
         .and_then(|i| at.checked_add(i))
 }
 
+mod plain;
 #[cfg(test)]
 mod tests;

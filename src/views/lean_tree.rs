@@ -240,9 +240,9 @@ fn object(
     Some(Value::Object(map))
 }
 
-/// The value that comes next, parsed by serde.
+/// The value that comes next, as serde reads it.
 fn parsed(c: &mut Cursor) -> Option<Value> {
-    c.parse()
+    c.value()
 }
 
 #[cfg(test)]
