@@ -13,7 +13,6 @@ use crate::settings::{JaxEnv, Settings};
 use crate::views::job_view::JobView;
 use crate::violation::Violation;
 use serde::Deserialize;
-use serde_json::value::RawValue;
 use serde_json::Value;
 use std::borrow::Cow;
 
@@ -42,15 +41,15 @@ struct OptInHead<'a> {
 /// An opted-in plain Job: the annotation says `"true"` and no JobSet owns it (a JobSet's
 /// child Jobs are served through their JobSet). A Job whose metadata cannot even be read this
 /// far is not opted in: it has nothing the policy could act on.
-pub(super) fn is_opted_in(raw: &RawValue) -> bool {
-    read_opt_in(raw.get(), Upto::TheEnd)
+pub(super) fn is_opted_in(text: &str) -> bool {
+    read_opt_in(text, Upto::TheEnd)
 }
 
 /// [`is_opted_in`], read no further than the first `metadata`: exact unless the Job's root
 /// object repeats a key, which the lean read of a Job CREATE notes, and
 /// [`admit_create`] then reads the opt-in whole.
-pub(super) fn opts_in_at_first_metadata(raw: &RawValue) -> bool {
-    read_opt_in(raw.get(), Upto::FirstMetadata)
+pub(super) fn opts_in_at_first_metadata(text: &str) -> bool {
+    read_opt_in(text, Upto::FirstMetadata)
 }
 
 /// How far [`read_opt_in`] reads once the first `metadata` opts in.
@@ -273,17 +272,16 @@ mod tests {
             ("7".to_string(), false),
         ];
         for (text, expected) in cases {
-            let raw = RawValue::from_string(text.clone()).unwrap();
             let serde = serde_json::from_str::<JobHead>(&text)
                 .is_ok_and(|head| head.metadata.is_some_and(|m| m.opts_in()));
             assert_eq!(serde, expected, "serde, {text}");
-            assert_eq!(is_opted_in(&raw), expected, "{text}");
+            assert_eq!(is_opted_in(&text), expected, "{text}");
             // Read to the first `metadata` only: the same, but where a second one follows a
             // first that opts in, which a Job CREATE learns from the lean read.
             let first_of_two_opts_in = text.starts_with(&format!(r#"{{"metadata": {{{yes}}}"#))
                 && text.matches(r#""metadata""#).count() == 2;
             assert_eq!(
-                opts_in_at_first_metadata(&raw),
+                opts_in_at_first_metadata(&text),
                 expected || first_of_two_opts_in,
                 "{text}"
             );

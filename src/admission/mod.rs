@@ -2,6 +2,7 @@
 //! with the cheap path that lets a pod outside any JobSet, or a Job that did not opt in, pass
 //! without being parsed. One file per kind: [`jobset`], [`job`] and [`pod`].
 mod contradictions;
+mod envelope;
 mod heads;
 mod job;
 mod jobset;
@@ -17,15 +18,11 @@ use crate::error::InputError;
 use crate::settings::{Role, Settings};
 use crate::views::lean_tree::{self, LeanRead, JOBSET_POD_SPECS, JOB_POD_SPEC, POD_SPEC};
 use crate::views::pod_text::PodText;
-use heads::{Envelope, RequestHead};
+use heads::{Envelope, Head, BATCH_GROUP, JOBSET_GROUP};
 use kubewarden_policy_sdk::settings::SettingsValidationResponse;
 use queue_lookup::ClusterReader;
 use read::Read;
-use serde_json::value::RawValue;
 use serde_json::Value;
-
-const JOBSET_GROUP: &str = "jobset.x-k8s.io";
-const BATCH_GROUP: &str = "batch";
 
 /// The requests the policy judges. DELETE and CONNECT, pod UPDATEs, and kinds the policy was
 /// not bound to, are none of them and pass untouched.
@@ -39,11 +36,10 @@ enum Route {
 }
 
 impl Route {
-    fn of(request: &RequestHead) -> Option<Route> {
-        let kind = &request.kind;
+    fn of(request: &Head) -> Option<Route> {
         match (
-            kind.group.as_ref(),
-            kind.kind.as_ref(),
+            request.group.as_ref(),
+            request.kind.as_ref(),
             request.operation.as_ref(),
         ) {
             ("", "Pod", "CREATE") => Some(Route::PodCreate),
@@ -68,7 +64,7 @@ impl Route {
     /// Whether the object is the policy's, from the cheap reads alone. A Job UPDATE is judged
     /// when either side opted in: dropping the annotation in the same UPDATE as a resize
     /// leaves the stamped template, which new pods copy, just as stale.
-    fn serves(self, object: &RawValue, old_object: Option<&RawValue>) -> bool {
+    fn serves(self, object: &str, old_object: Option<&str>) -> bool {
         match self {
             Route::PodCreate => pod::is_served(object),
             // Read to the first `metadata` only: `job::admit_create` reads again when the Job's
@@ -99,22 +95,47 @@ pub fn evaluate(payload: &[u8]) -> Verdict {
 
 /// [`evaluate`], reading cluster objects through `reader`.
 pub fn evaluate_with(payload: &[u8], reader: &dyn ClusterReader) -> Verdict {
+    let text = std::str::from_utf8(payload);
+    match text.ok().and_then(|text| fused(text, reader)) {
+        Some(verdict) => verdict,
+        None => by_serde(payload, reader),
+    }
+}
+
+/// The payload's envelope read by serde.
+fn by_serde(payload: &[u8], reader: &dyn ClusterReader) -> Verdict {
     // Checked as UTF-8 once, the payload is read as text: serde then checks no string and no
     // captured object again. A payload that is not UTF-8 is serde's to refuse, in its words.
     let envelope = match std::str::from_utf8(payload) {
         Ok(text) => serde_json::from_str::<Envelope>(text),
         Err(_) => serde_json::from_slice(payload),
     };
-    let envelope: Envelope = match envelope {
-        Ok(e) => e,
-        Err(e) if e.is_data() => return InputError::NotARequest(e.to_string()).into(),
-        Err(e) => return InputError::Malformed(e.to_string()).into(),
+    match envelope {
+        Ok(envelope) => admit(Head::from(envelope), None, reader),
+        Err(e) if e.is_data() => InputError::NotARequest(e.to_string()).into(),
+        Err(e) => InputError::Malformed(e.to_string()).into(),
+    }
+}
+
+/// The payload read by the cursor ([`envelope`]), a JobSet's object lean read there, once;
+/// `None` where serde must read the payload, and the answer is then serde's.
+fn fused(text: &str, reader: &dyn ClusterReader) -> Option<Verdict> {
+    let mut head = envelope::read(text)?;
+    let read = head.object_read.take();
+    let read = match Route::of(&head) {
+        Some(Route::JobSetCreate) => read,
+        Some(Route::JobSetUpdate) => read.map(|read| LeanRead::whole(read.tree)),
+        _ => None,
     };
-    let request = envelope.request;
+    Some(admit(head, read, reader))
+}
+
+/// The verdict on a payload read, `read` the object's lean read where it was read already.
+fn admit(request: Head, read: Option<LeanRead>, reader: &dyn ClusterReader) -> Verdict {
     let Some(route) = Route::of(&request) else {
         return Verdict::accept();
     };
-    let Some(raw_object) = request.object else {
+    let Some(text) = request.object else {
         return InputError::Missing {
             path: "request.object".into(),
         }
@@ -123,23 +144,21 @@ pub fn evaluate_with(payload: &[u8], reader: &dyn ClusterReader) -> Verdict {
     // A pod is read from its text: whether it is served, and then only the parts its view
     // reads. A pod of a shape that reading does not expect is read whole, as any object.
     let pod_text = match route {
-        Route::PodCreate => PodText::read(raw_object.get()),
+        Route::PodCreate => PodText::read(text),
         _ => None,
     };
     let served = match &pod_text {
         Some(pod) => pod.is_served(),
-        None => route.serves(raw_object, request.old_object),
+        None => route.serves(text, request.old_object),
     };
     if !served {
         return Verdict::accept();
     }
-    let settings = match parse_settings(envelope.settings) {
+    let settings = match parse_settings(request.settings) {
         Ok(s) => s,
         // A Job CREATE was served on its first `metadata`: one that serde's whole read does not
         // serve passes, as it did before its settings were read.
-        Err(_) if route == Route::JobCreate && !job::is_opted_in(raw_object) => {
-            return Verdict::accept()
-        }
+        Err(_) if route == Route::JobCreate && !job::is_opted_in(text) => return Verdict::accept(),
         Err(errors) => {
             return Verdict::reject(
                 format!("the policy settings are invalid: {}", errors.join("; ")),
@@ -150,7 +169,6 @@ pub fn evaluate_with(payload: &[u8], reader: &dyn ClusterReader) -> Verdict {
     if !route.in_role(settings.role) {
         return Verdict::accept();
     }
-    let text = raw_object.get();
     let read_from_text = pod_text.as_ref().and_then(|pod| Some((pod, pod.maps()?)));
     let (object, pod_read) = match read_from_text {
         Some((pod, maps)) => (
@@ -160,7 +178,7 @@ pub fn evaluate_with(payload: &[u8], reader: &dyn ClusterReader) -> Verdict {
                 roots: pod.roots(),
             }),
         ),
-        None => (read_tree(route, text), None),
+        None => (read.map_or_else(|| read_tree(route, text), Ok), None),
     };
     let object = match object {
         Ok(read) => Read::new(read, text),
@@ -168,7 +186,7 @@ pub fn evaluate_with(payload: &[u8], reader: &dyn ClusterReader) -> Verdict {
     };
     // The old object is only a baseline; one that cannot be read has nothing to compare.
     let old = || -> Option<Value> {
-        let read = read_tree(route, request.old_object?.get()).ok();
+        let read = read_tree(route, request.old_object?).ok();
         read.map(|read| read.tree)
     };
     let result = match route {
@@ -202,14 +220,14 @@ fn read_tree(route: Route, text: &str) -> Result<LeanRead, serde_json::Error> {
     }
 }
 
-fn parse_settings(raw: Option<&RawValue>) -> Result<Settings, Vec<String>> {
+fn parse_settings(raw: Option<&str>) -> Result<Settings, Vec<String>> {
     match raw {
         // What policy-server sends a policy deployed without settings, on every request: the
         // defaults, which are valid, without a parse and a check of every key.
         None => Ok(Settings::default()),
-        Some(raw) if raw.get() == "{}" => Ok(Settings::default()),
+        Some("{}") => Ok(Settings::default()),
         Some(raw) => {
-            let value: Value = serde_json::from_str(raw.get()).map_err(|e| vec![e.to_string()])?;
+            let value: Value = serde_json::from_str(raw).map_err(|e| vec![e.to_string()])?;
             Settings::from_json(&value)
         }
     }

@@ -10,7 +10,6 @@ use crate::views::pod_text::PodMaps;
 use crate::views::pod_view::PodView;
 use serde::de::IgnoredAny;
 use serde::Deserialize;
-use serde_json::value::RawValue;
 use serde_json::Value;
 
 /// Just enough of a pod to see whether the policy serves it: a JobSet pod (the `jobset-name`
@@ -36,10 +35,10 @@ struct FactsHead {
 }
 
 /// Whether the policy serves the pod: a JobSet pod, or a pod carrying the policy's facts.
-pub(super) fn is_served(raw: &RawValue) -> bool {
+pub(super) fn is_served(text: &str) -> bool {
     // A pod whose metadata cannot even be read this far is left to the full parse, which
     // names the problem.
-    match serde_json::from_str::<PodHead>(raw.get()) {
+    match serde_json::from_str::<PodHead>(text) {
         Ok(head) => head.metadata.is_some_and(|m| {
             m.labels.is_some_and(|l| l.jobset_name.is_some())
                 || m.annotations.is_some_and(|a| a.facts.is_some())

@@ -91,6 +91,26 @@ impl<'a> Cursor<'a> {
         self.text
     }
 
+    /// How far the cursor has read, in bytes.
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+
+    /// Runs `read` on the text from the value that comes next on (so that what it finds is
+    /// placed in the value's own text), which gives back how long the value is; with the
+    /// value's text.
+    pub fn apart<T>(
+        &mut self,
+        read: impl FnOnce(&'a str) -> Option<(T, usize)>,
+    ) -> Option<(T, &'a str)> {
+        self.whitespace();
+        let rest = self.text.get(self.pos..)?;
+        let (value, len) = read(rest)?;
+        let text = rest.get(..len)?;
+        self.pos = self.pos.checked_add(len)?;
+        Some((value, text))
+    }
+
     /// Runs `read` on the value that comes next; with the value's span.
     pub fn spanned<T>(&mut self, read: impl FnOnce(&mut Self) -> Option<T>) -> Option<(T, Span)> {
         self.whitespace();
@@ -251,7 +271,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// A string; the span of what is between the quotes, and whether it has an escape.
-    /// The cursor is on the opening quote.
+    /// The cursor is on the opening quote. `None` for one with a control character.
     fn string(&mut self) -> Option<(Span, bool)> {
         if self.peek()? != b'"' {
             return None;
@@ -261,7 +281,7 @@ impl<'a> Cursor<'a> {
         let mut escaped = false;
         self.pos = start;
         loop {
-            self.pos = quote_or_backslash(bytes, self.pos)?;
+            self.pos = string_stop(bytes, self.pos)?;
             match bytes.get(self.pos)? {
                 b'"' => {
                     let span = self.span_from(start);
@@ -269,10 +289,12 @@ impl<'a> Cursor<'a> {
                     return Some((span, escaped));
                 }
                 // The escaped byte is never the quote that ends the string.
-                _ => {
+                b'\\' => {
                     escaped = true;
                     self.pos = self.pos.checked_add(2)?;
                 }
+                // Not JSON, so never in a text serde has read.
+                _ => return None,
             }
         }
     }
@@ -301,9 +323,9 @@ impl<'a> Cursor<'a> {
     }
 }
 
-/// The first `"` or `\` at or after `from`, eight bytes at a time: strings are most of a
-/// Kubernetes object, and wasm has no faster way to look for a byte.
-fn quote_or_backslash(bytes: &[u8], from: usize) -> Option<usize> {
+/// The first `"`, `\\` or control character at or after `from`, eight bytes at a time:
+/// strings are most of a Kubernetes object, and wasm has no faster way to look for a byte.
+fn string_stop(bytes: &[u8], from: usize) -> Option<usize> {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
     let mut at = from;
@@ -311,10 +333,12 @@ fn quote_or_backslash(bytes: &[u8], from: usize) -> Option<usize> {
         let word = u64::from_le_bytes(chunk.try_into().ok()?);
         let quote = word ^ (ONES * u64::from(b'"'));
         let backslash = word ^ (ONES * u64::from(b'\\'));
-        // A byte is zero in `quote` or `backslash` where the word has that byte; the lowest
-        // flagged byte is always a true one.
+        // A byte is zero in `quote` or `backslash` where the word has that byte, and below
+        // 0x20 in `word` where it is a control character; the lowest flagged byte is always a
+        // true one.
         let found = ((quote.wrapping_sub(ONES) & !quote)
-            | (backslash.wrapping_sub(ONES) & !backslash))
+            | (backslash.wrapping_sub(ONES) & !backslash)
+            | (word.wrapping_sub(ONES * 0x20) & !word))
             & HIGH;
         if found != 0 {
             return at.checked_add((found.trailing_zeros() / 8) as usize);
@@ -323,10 +347,11 @@ fn quote_or_backslash(bytes: &[u8], from: usize) -> Option<usize> {
     }
     let rest = bytes.get(at..)?;
     rest.iter()
-        .position(|b| matches!(b, b'"' | b'\\'))
+        .position(|&b| matches!(b, b'"' | b'\\') || b < 0x20)
         .and_then(|i| at.checked_add(i))
 }
 
 mod plain;
 #[cfg(test)]
 mod tests;
+mod valid;

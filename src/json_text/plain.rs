@@ -2,7 +2,7 @@
 //! it keeps, and most of them are names, labels and small counts: setting up a deserializer for
 //! each cost more than reading it. What is read here is only what serde certainly reads the
 //! same way; anything else is left to serde, which also gives its errors.
-use super::Cursor;
+use super::{Cursor, RawStr};
 use serde_json::{Map, Number, Value};
 
 /// How deep a plain value nests at most: far under serde's limit of 128, so serde would refuse
@@ -32,10 +32,7 @@ impl Cursor<'_> {
                 let depth = depth.checked_sub(1)?;
                 let mut map = Map::new();
                 self.object(|c, key| {
-                    if key.escaped {
-                        return None;
-                    }
-                    let key = plain(key.raw)?.to_owned();
+                    let key = key.plain()?.to_owned();
                     map.insert(key, c.plain(depth)?);
                     Some(())
                 })?;
@@ -61,10 +58,8 @@ impl Cursor<'_> {
     /// A string without an escape, the cursor on its opening quote.
     fn plain_str(&mut self) -> Option<&str> {
         let (span, escaped) = self.string()?;
-        match escaped {
-            true => None,
-            false => plain(span.of(self.text)?),
-        }
+        let raw = span.of(self.text)?;
+        RawStr { raw, escaped }.plain()
     }
 
     fn literal(&mut self, word: &str, value: Value) -> Option<Value> {
@@ -90,11 +85,6 @@ impl Cursor<'_> {
         self.pos = self.pos.checked_add(digits)?;
         Some(Value::Number(Number::from(n)))
     }
-}
-
-/// `s` when it has no control character, which serde refuses in a string.
-fn plain(s: &str) -> Option<&str> {
-    s.bytes().all(|b| b >= 0x20).then_some(s)
 }
 
 #[cfg(test)]

@@ -64,19 +64,21 @@ fn a_parse_reads_one_value_and_stops_after_it() {
 }
 
 #[test]
-fn the_quote_search_finds_the_first_in_any_position() {
+fn the_string_stop_is_the_first_quote_backslash_or_control_character_in_any_position() {
     for len in 0..20 {
         for at in 0..len {
-            for byte in [b'"', b'\\'] {
+            for byte in [b'"', b'\\', b'\n', 0, 0x1f] {
                 let mut bytes = vec![b'a'; len];
                 bytes[at] = byte;
                 if at + 1 < len {
                     bytes[at + 1] = b'"';
                 }
-                assert_eq!(quote_or_backslash(&bytes, 0), Some(at), "{len} {at}");
+                assert_eq!(string_stop(&bytes, 0), Some(at), "{len} {at}");
             }
         }
-        assert_eq!(quote_or_backslash(&vec![b'\x7f'; len], 0), None);
+        for byte in [b'\x7f', b' ', 0x80, 0xff] {
+            assert_eq!(string_stop(&vec![byte; len], 0), None);
+        }
     }
 }
 

@@ -3,13 +3,20 @@
 //! a JobSet CREATE, and a container's image, command (often a whole script in a training
 //! JobSet), probes and mounts (a defaulted pod's token mount) are nodes the policy never reads.
 //!
-//! Every other member is parsed by serde where the walk reads it, so the tree reads as it did
-//! (serde's nesting limit of 128 then counts from that member, at most ten levels below the
-//! root: a JobSet container's). A text of a shape the walk does not expect, or a value serde
-//! refuses, is read whole by serde, which then names the problem in its own words.
-use crate::json_text::{Cursor, Path, PathStep, Span};
+//! Every other member is read as serde reads it where the walk meets it, plain values by the
+//! cursor (`json_text::plain`) and the rest by serde, so the tree reads as it did (serde's
+//! nesting limit of 128 then counts from that member, at most ten levels below the root: a
+//! JobSet container's). A text of a shape the walk does not expect, or a value serde refuses,
+//! is read whole by serde, which then names the problem in its own words. What the walk skips
+//! it checks as serde's skip would, so that a JobSet's object read where the envelope meets it
+//! (`admission::envelope`) is checked as serde would have checked it there.
+use crate::json_text::{Cursor, PathStep};
 use crate::views::pod_spec::{CONTAINER_LISTS, CONTAINER_READ};
 use serde_json::{Map, Value};
+
+mod found;
+use found::Found;
+pub use found::Templates;
 
 /// A step on the way from an object's root to its pod specs: a member, or every element.
 #[derive(Debug, Clone, Copy)]
@@ -42,11 +49,8 @@ pub const JOBSET_POD_SPECS: [Step; 7] = [
 /// `text` as a tree, with the containers of the pod specs at the end of `to_pod_specs` read
 /// lean, as [`container_list`] reads them.
 pub fn read(text: &str, to_pod_specs: &[Step]) -> Result<Value, serde_json::Error> {
-    read_lean(text, to_pod_specs, Lean::PodSpec, &mut Found::nothing()).map(|read| read.tree)
+    read_lean(text, to_pod_specs, Lean::PodSpec, Found::nothing()).map(|read| read.tree)
 }
-
-/// Pod templates found in a text: the path to each, and where it is.
-pub type Templates = Vec<(Path<'static>, Span)>;
 
 /// A text read by [`read_with_templates`].
 #[derive(Debug)]
@@ -78,54 +82,24 @@ pub fn read_with_templates(
     text: &str,
     to_pod_specs: &[Step],
 ) -> Result<LeanRead, serde_json::Error> {
-    let mut found = Found {
-        depth: to_pod_specs.len().checked_sub(1),
-        ..Found::nothing()
-    };
-    read_lean(text, to_pod_specs, Lean::PodSpec, &mut found)
+    let found = Found::at_depth(to_pod_specs.len().checked_sub(1));
+    read_lean(text, to_pod_specs, Lean::PodSpec, found)
+}
+
+/// [`read_with_templates`] of the value `text` starts with, which goes on after it: an
+/// envelope's object, read where the envelope meets it. With the value's length; `None` where
+/// the walk fails, and serde must read the whole payload.
+pub fn read_first_with_templates(text: &str, to_pod_specs: &[Step]) -> Option<(LeanRead, usize)> {
+    let mut found = Found::at_depth(to_pod_specs.len().checked_sub(1));
+    let mut cursor = Cursor::new(text);
+    let tree = value(&mut cursor, to_pod_specs, Lean::PodSpec, &mut found)?;
+    Some((finished(tree, found), cursor.position()))
 }
 
 /// A list of containers, each with only the members its view reads ([`CONTAINER_READ`]). A
 /// repeated member is read as serde reads it, the last one kept.
 pub fn container_list(text: &str) -> Result<Value, serde_json::Error> {
-    read_lean(text, &[Step::Each], Lean::Container, &mut Found::nothing()).map(|read| read.tree)
-}
-
-/// Where the values at one depth of the steps are, as the walk finds them.
-struct Found {
-    /// How many steps down; `None` when nothing is looked for.
-    depth: Option<usize>,
-    /// The path walked so far (only when something is looked for).
-    at: Path<'static>,
-    places: Templates,
-    /// A step's key met twice in one object, or any key twice in a template: a splice from
-    /// the places found would rewrite one occurrence only.
-    repeated: bool,
-    /// Any key met twice in the root object (only when something is looked for).
-    root_repeats: bool,
-}
-
-impl Found {
-    fn nothing() -> Self {
-        Found {
-            depth: None,
-            at: Path::new(),
-            places: Templates::new(),
-            repeated: false,
-            root_repeats: false,
-        }
-    }
-
-    /// `read` one step down, at `step`.
-    fn below<T>(&mut self, step: PathStep<'static>, read: impl FnOnce(&mut Self) -> T) -> T {
-        if self.depth.is_none() {
-            return read(self);
-        }
-        self.at.push(step);
-        let value = read(self);
-        self.at.pop();
-        value
-    }
+    read_lean(text, &[Step::Each], Lean::Container, Found::nothing()).map(|read| read.tree)
 }
 
 /// What is read lean at the end of the steps.
@@ -141,22 +115,24 @@ fn read_lean(
     text: &str,
     steps: &[Step],
     lean: Lean,
-    found: &mut Found,
+    mut found: Found,
 ) -> Result<LeanRead, serde_json::Error> {
     let mut cursor = Cursor::new(text);
-    let walked = value(&mut cursor, steps, lean, found).filter(|_| cursor.at_end());
-    let Some(tree) = walked else {
-        return serde_json::from_str(text).map(LeanRead::whole);
-    };
-    let templates = match found.repeated {
-        false => std::mem::take(&mut found.places),
-        true => Templates::new(),
-    };
-    Ok(LeanRead {
+    let walked = value(&mut cursor, steps, lean, &mut found).filter(|_| cursor.at_end());
+    match walked {
+        Some(tree) => Ok(finished(tree, found)),
+        None => serde_json::from_str(text).map(LeanRead::whole),
+    }
+}
+
+/// The read of `tree`, with what was found on the way.
+fn finished(tree: Value, found: Found) -> LeanRead {
+    let (templates, root_may_repeat_a_key) = found.finish();
+    LeanRead {
         tree,
         templates,
-        root_may_repeat_a_key: found.depth.is_none() || found.root_repeats,
-    })
+        root_may_repeat_a_key,
+    }
 }
 
 /// The value that comes next, read down `steps`, noting where it is when it is at the depth
@@ -213,9 +189,11 @@ fn value_below(c: &mut Cursor, steps: &[Step], lean: Lean, found: &mut Found) ->
                 true => value(c, &[Step::Each], Lean::Container, &mut Found::nothing()).map(Some),
                 false => parsed(c).map(Some),
             }),
+            // What is not read is skipped, and checked as serde would: the envelope read by
+            // the cursor leaves a JobSet CREATE's object to this read alone.
             Lean::Container => object(c, |c, key| match CONTAINER_READ.contains(&key) {
                 true => parsed(c).map(Some),
-                false => c.skip().map(|_| None),
+                false => c.skip_valid().map(|_| None),
             }),
         },
         // Anything else (a `null` pod spec, a string where a container was): as serde reads it.
@@ -231,7 +209,7 @@ fn object(
 ) -> Option<Value> {
     let mut map = Map::new();
     c.object(|c, key| {
-        let key = key.unescaped()?;
+        let key = key.checked()?;
         if let Some(value) = member(c, &key)? {
             map.insert(key.into_owned(), value);
         }
@@ -248,6 +226,7 @@ fn parsed(c: &mut Cursor) -> Option<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::json_text::Span;
     use serde_json::json;
 
     #[test]
