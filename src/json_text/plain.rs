@@ -9,6 +9,11 @@ use serde_json::{Map, Number, Value};
 /// nothing read here for its depth.
 const MAX_DEPTH: u8 = 16;
 
+/// The key by which serde reads an object as the JSON text of its value (serde_json's
+/// `raw_value`, which the policy turns on for its envelope): an object with it is left to
+/// serde.
+const RAW_VALUE_KEY: &str = "$serde_json::private::RawValue";
+
 /// Most digits of a count read here: any 19 digits fit in a `u64`, as serde reads them.
 const MAX_DIGITS: usize = 19;
 
@@ -32,7 +37,7 @@ impl Cursor<'_> {
                 let depth = depth.checked_sub(1)?;
                 let mut map = Map::new();
                 self.object(|c, key| {
-                    let key = key.plain()?.to_owned();
+                    let key = key.plain().filter(|k| *k != RAW_VALUE_KEY)?.to_owned();
                     map.insert(key, c.plain(depth)?);
                     Some(())
                 })?;
@@ -114,6 +119,9 @@ mod tests {
             r#"[tru, 1]"#,
             r#"{"a": 1,}"#,
             r#"{"a" 1}"#,
+            r#"{"n": {"$serde_json::private::RawValue": "2"}}"#,
+            r#"{"n": {"$serde_json::private::RawValue": "x"}}"#,
+            r#"{"n": {"a": 1, "$serde_json::private::RawValue": "2"}}"#,
             "",
         ];
         let nested = [15, 16, 17, 127, 128, 129].map(deep);
