@@ -1,6 +1,6 @@
 //! The edge: kwctl's payload in, a verdict out. Dispatch on kind and operation (docs/spec.md §5),
 //! with the cheap path that lets a pod outside any JobSet, or a Job that did not opt in, pass
-//! without being parsed. One file per kind: [`jobset`], [`job`] and [`pod`].
+//! without being parsed. One file per kind: `jobset`, `job` and `pod`.
 mod contradictions;
 mod envelope;
 mod heads;

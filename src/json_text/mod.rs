@@ -2,9 +2,11 @@
 //! is, so that a view parses only the parts it reads and `mutate::splice` rewrites only the
 //! parts that changed (issue 30).
 //!
-//! The texts come from the envelope's `RawValue`s, which serde has already checked as JSON, so
-//! this walker checks structure only. Nothing here panics or reads out of bounds on any input:
-//! a text that is not what it expects gives `None`.
+//! Most texts have been checked as JSON already, by serde or by [`Cursor::skip_valid`] in the
+//! envelope read by the cursor, so [`Cursor::skip`] checks structure only (and, as every
+//! string it finds, no control character in a string). What reads a text no one has checked
+//! reads it with `skip_valid` and [`Cursor::value`]. Nothing here panics or reads out of
+//! bounds on any input: a text that is not what it expects gives `None`.
 use std::borrow::Cow;
 
 /// A value's place in a text, in bytes: `text[start..end]`.

@@ -11,7 +11,7 @@ const MAX_DEPTH: u8 = 128;
 
 impl Cursor<'_> {
     /// Skips the value that comes next, checked as serde checks a value it skips: its
-    /// span; `None` where serde would refuse it or nests deeper than [`MAX_DEPTH`].
+    /// span; `None` where serde would refuse it or nests deeper than 128 (`MAX_DEPTH`).
     pub fn skip_valid(&mut self) -> Option<Span> {
         self.whitespace();
         let start = self.pos;

@@ -2,7 +2,7 @@
 //! (issue 30). Serialising the whole tree cost a TPU pod's admission a seventh of its time
 //! natively, and more in wasm, where every string written is a copy out of the module; and a
 //! pod's tree may now hold only the parts its view read. This file walks down the paths
-//! written; [`compare`] compares what is at the end of one with the tree.
+//! written; `compare` compares what is at the end of one with the tree.
 mod compare;
 
 use crate::json_text::{Cursor, Span};
