@@ -95,21 +95,21 @@ pub fn evaluate(payload: &[u8]) -> Verdict {
 
 /// [`evaluate`], reading cluster objects through `reader`.
 pub fn evaluate_with(payload: &[u8], reader: &dyn ClusterReader) -> Verdict {
-    let text = std::str::from_utf8(payload);
-    match text.ok().and_then(|text| fused(text, reader)) {
-        Some(verdict) => verdict,
-        None => by_serde(payload, reader),
-    }
-}
-
-/// The payload's envelope read by serde.
-fn by_serde(payload: &[u8], reader: &dyn ClusterReader) -> Verdict {
-    // Checked as UTF-8 once, the payload is read as text: serde then checks no string and no
-    // captured object again. A payload that is not UTF-8 is serde's to refuse, in its words.
+    // Checked as UTF-8 once, the payload is read as text, by the cursor where it can be and
+    // else by serde, which then checks no string and no captured object again. A payload that
+    // is not UTF-8 is serde's to refuse, in its words.
     let envelope = match std::str::from_utf8(payload) {
-        Ok(text) => serde_json::from_str::<Envelope>(text),
+        Ok(text) => match fused(text, reader) {
+            Some(verdict) => return verdict,
+            None => serde_json::from_str::<Envelope>(text),
+        },
         Err(_) => serde_json::from_slice(payload),
     };
+    by_serde(envelope, reader)
+}
+
+/// The payload's envelope as serde read it.
+fn by_serde(envelope: serde_json::Result<Envelope>, reader: &dyn ClusterReader) -> Verdict {
     match envelope {
         Ok(envelope) => admit(Head::from(envelope), None, reader),
         Err(e) if e.is_data() => InputError::NotARequest(e.to_string()).into(),

@@ -192,6 +192,13 @@ impl<'a> Cursor<'a> {
         })
     }
 
+    /// The string that comes next, as written, when that is what serde reads
+    /// ([`RawStr::plain`]); `None` for any other value.
+    #[inline]
+    pub fn plain_string(&mut self) -> Option<&'a str> {
+        self.string_value().and_then(RawStr::plain)
+    }
+
     /// The value that comes next, parsed by serde as it reads past it: one pass, where a skip
     /// and a parse of the span were two. `None` where serde refuses it.
     pub fn parse<T: serde::Deserialize<'a>>(&mut self) -> Option<T> {
@@ -245,6 +252,13 @@ impl<'a> Cursor<'a> {
         while matches!(self.peek(), Some(b' ' | b'\n' | b'\r' | b'\t')) {
             self.pos += 1;
         }
+    }
+
+    /// Consumes `word` (a literal: `true`, `false`, `null`) when it comes next.
+    #[inline]
+    fn word(&mut self, word: &str) -> Option<()> {
+        let end = self.pos.checked_add(word.len())?;
+        (self.text.get(self.pos..end)? == word).then(|| self.pos = end)
     }
 
     #[inline]

@@ -2,7 +2,7 @@
 //! it keeps, and most of them are names, labels and small counts: setting up a deserializer for
 //! each cost more than reading it. What is read here is only what serde certainly reads the
 //! same way; anything else is left to serde, which also gives its errors.
-use super::{Cursor, RawStr};
+use super::Cursor;
 use serde_json::{Map, Number, Value};
 
 /// How deep a plain value nests at most: far under serde's limit of 128, so serde would refuse
@@ -32,7 +32,7 @@ impl Cursor<'_> {
 
     fn plain(&mut self, depth: u8) -> Option<Value> {
         match self.next_byte()? {
-            b'"' => self.plain_str().map(|s| Value::String(s.to_owned())),
+            b'"' => self.plain_string().map(|s| Value::String(s.to_owned())),
             b'{' => {
                 let depth = depth.checked_sub(1)?;
                 let mut map = Map::new();
@@ -52,27 +52,12 @@ impl Cursor<'_> {
                 })?;
                 Some(Value::Array(items))
             }
-            b't' => self.literal("true", Value::Bool(true)),
-            b'f' => self.literal("false", Value::Bool(false)),
-            b'n' => self.literal("null", Value::Null),
+            b't' => self.word("true").map(|()| Value::Bool(true)),
+            b'f' => self.word("false").map(|()| Value::Bool(false)),
+            b'n' => self.word("null").map(|()| Value::Null),
             b'0'..=b'9' => self.count(),
             _ => None,
         }
-    }
-
-    /// A string without an escape, the cursor on its opening quote.
-    fn plain_str(&mut self) -> Option<&str> {
-        let (span, escaped) = self.string()?;
-        let raw = span.of(self.text)?;
-        RawStr { raw, escaped }.plain()
-    }
-
-    fn literal(&mut self, word: &str, value: Value) -> Option<Value> {
-        let end = self.pos.checked_add(word.len())?;
-        (self.text.get(self.pos..end)? == word).then(|| {
-            self.pos = end;
-            value
-        })
     }
 
     /// A whole number without a sign, fraction or exponent, as serde's `u64`.

@@ -23,13 +23,12 @@ impl Cursor<'_> {
         match self.next_byte()? {
             b'"' => {
                 let (span, escaped) = self.string()?;
-                let raw = span.of(self.text)?;
-                valid_string(raw, escaped).then_some(())
+                valid_string(span.of(self.text)?, escaped).then_some(())
             }
             b'{' => {
                 let depth = depth.checked_sub(1)?;
                 self.object(|c, key| {
-                    valid_string(key.raw, key.escaped).then_some(())?;
+                    key.is_valid().then_some(())?;
                     c.valid_value(depth)
                 })
                 .map(drop)
@@ -43,11 +42,6 @@ impl Cursor<'_> {
             b'n' => self.word("null"),
             _ => self.number(),
         }
-    }
-
-    fn word(&mut self, word: &str) -> Option<()> {
-        let end = self.pos.checked_add(word.len())?;
-        (self.text.get(self.pos..end)? == word).then(|| self.pos = end)
     }
 
     /// A number as JSON writes it: a sign, no leading zero, a fraction and an exponent each
@@ -89,6 +83,11 @@ impl<'a> RawStr<'a> {
     /// string the cursor finds, no control character).
     pub fn plain(self) -> Option<&'a str> {
         (!self.escaped).then_some(self.raw)
+    }
+
+    /// Whether serde's skip accepts the string ([`valid_string`]).
+    fn is_valid(self) -> bool {
+        valid_string(self.raw, self.escaped)
     }
 
     /// The string as serde reads it; `None` where serde refuses it (an escaped one is
