@@ -8,6 +8,7 @@
 //! escape or met twice, a kind that is not an object, a string where serde would take `null`)
 //! is `None`, and the payload goes to serde, which also gives every error in its words.
 use super::heads::{Head, JOBSET_GROUP};
+use crate::arena;
 use crate::json_text::Cursor;
 use crate::views::lean_tree::{self, JOBSET_POD_SPECS};
 use std::borrow::Cow;
@@ -40,8 +41,11 @@ fn read_request<'a>(c: &mut Cursor<'a>) -> Option<Head<'a>> {
         // A JobSet's object, lean read here, which checks it as serde would. The kind comes
         // first from the API server, and in any payload whose keys are sorted.
         "object" if is_jobset(&kind) => {
-            let (read, text) =
-                c.apart(|rest| lean_tree::read_first_with_templates(rest, &JOBSET_POD_SPECS))?;
+            let (read, text) = c.apart(|rest| {
+                arena::building_tree(|| {
+                    lean_tree::read_first_with_templates(rest, &JOBSET_POD_SPECS)
+                })
+            })?;
             let text = (text != "null").then_some(text);
             object_read = text.and(Some(read));
             once(&mut object, text)

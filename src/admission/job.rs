@@ -4,6 +4,7 @@ use super::heads::LabelsHead;
 use super::read::Read;
 use super::references;
 use super::verdict::{rejection, Verdict};
+use crate::arena;
 use crate::error::InputError;
 use crate::job_plan;
 use crate::json_text::Cursor;
@@ -130,12 +131,14 @@ pub(super) fn admit_create(mut object: Read, settings: &Settings) -> Result<Verd
             return Ok(Verdict::with(None, warnings));
         }
         let facts = job_plan::facts(&view, job);
-        (mutate::stamp_job::change(&view, &facts), warnings)
+        // What the stamp writes into the tree is made where the tree's blocks are.
+        let change = arena::building_tree(|| mutate::stamp_job::change(&view, &facts));
+        (change, warnings)
     };
     let Some(annotation) = annotation else {
         return Ok(Verdict::with(None, warnings));
     };
-    let written = mutate::stamp_job::apply(&mut object.tree, annotation);
+    let written = arena::building_tree(|| mutate::stamp_job::apply(&mut object.tree, annotation));
     object.mutated(&written, warnings)
 }
 

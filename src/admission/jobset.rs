@@ -5,6 +5,7 @@ use super::queue_lookup::{self, ClusterReader};
 use super::read::Read;
 use super::references;
 use super::verdict::{rejection, Verdict};
+use crate::arena;
 use crate::error::InputError;
 use crate::groups;
 use crate::jobset_plan::JobSetPlan;
@@ -59,22 +60,27 @@ pub(super) fn admit_create(
         if !role.mutates() {
             return Ok(Verdict::with(None, warnings));
         }
-        let narrowings =
-            mutate::affinity::changes(&view, narrowing::marks(plan.shapes(), settings));
+        // What the stamps write into the tree is made where the tree's blocks are.
+        let narrowings = arena::building_tree(|| {
+            mutate::affinity::changes(&view, narrowing::marks(plan.shapes(), settings))
+        });
         warnings.extend(
             narrowings
                 .iter()
                 .map(|n| narrowing::warning(&view.replicated_jobs[n.index], &n.mark.pairs)),
         );
-        let stamps = mutate::stamp_jobset::changes(&view, &facts);
+        let stamps = arena::building_tree(|| mutate::stamp_jobset::changes(&view, &facts));
         ((stamps, narrowings), warnings)
     };
     let (stamps, narrowings) = changes;
     if stamps.is_empty() && narrowings.is_empty() {
         return Ok(Verdict::with(None, warnings));
     }
-    let mut written = mutate::stamp_jobset::apply(&mut object.tree, stamps);
-    written.extend(mutate::affinity::apply(&mut object.tree, narrowings));
+    let written = arena::building_tree(|| {
+        let mut written = mutate::stamp_jobset::apply(&mut object.tree, stamps);
+        written.extend(mutate::affinity::apply(&mut object.tree, narrowings));
+        written
+    });
     object.mutated(&written, warnings)
 }
 

@@ -14,6 +14,7 @@ mod verdict;
 
 pub use verdict::Verdict;
 
+use crate::arena;
 use crate::error::InputError;
 use crate::settings::{Role, Settings};
 use crate::views::lean_tree::{self, LeanRead, JOBSET_POD_SPECS, JOB_POD_SPEC, POD_SPEC};
@@ -172,7 +173,7 @@ fn admit(request: Head, read: Option<LeanRead>, reader: &dyn ClusterReader) -> V
     let read_from_text = pod_text.as_ref().and_then(|pod| Some((pod, pod.maps()?)));
     let (object, pod_read) = match read_from_text {
         Some((pod, maps)) => (
-            pod.tree().map(LeanRead::whole),
+            arena::building_tree(|| pod.tree()).map(LeanRead::whole),
             Some(pod::FromText {
                 maps,
                 roots: pod.roots(),
@@ -180,7 +181,7 @@ fn admit(request: Head, read: Option<LeanRead>, reader: &dyn ClusterReader) -> V
         ),
         None => (read.map_or_else(|| read_tree(route, text), Ok), None),
     };
-    let object = match object {
+    let mut object = match object {
         Ok(read) => Read::new(read, text),
         Err(e) => return InputError::Malformed(e.to_string()).into(),
     };
@@ -190,7 +191,7 @@ fn admit(request: Head, read: Option<LeanRead>, reader: &dyn ClusterReader) -> V
         read.map(|read| read.tree)
     };
     let result = match route {
-        Route::PodCreate => pod::admit(object.tree, pod_read, text, &settings),
+        Route::PodCreate => pod::admit(std::mem::take(&mut object.tree), pod_read, text, &settings),
         Route::JobSetCreate => {
             let cluster = jobset::Cluster {
                 namespace: &request.namespace,
@@ -211,13 +212,13 @@ fn admit(request: Head, read: Option<LeanRead>, reader: &dyn ClusterReader) -> V
 
 /// The object's tree, and where its pod templates are when it is created.
 fn read_tree(route: Route, text: &str) -> Result<LeanRead, serde_json::Error> {
-    match route {
+    arena::building_tree(|| match route {
         Route::JobSetCreate => lean_tree::read_with_templates(text, &JOBSET_POD_SPECS),
         Route::JobCreate => lean_tree::read_with_templates(text, &JOB_POD_SPEC),
         Route::JobSetUpdate => lean_tree::read(text, &JOBSET_POD_SPECS).map(LeanRead::whole),
         Route::JobUpdate => lean_tree::read(text, &JOB_POD_SPEC).map(LeanRead::whole),
         Route::PodCreate => lean_tree::read(text, &POD_SPEC).map(LeanRead::whole),
-    }
+    })
 }
 
 fn parse_settings(raw: Option<&str>) -> Result<Settings, Vec<String>> {

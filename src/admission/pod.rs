@@ -1,6 +1,7 @@
 //! Pod CREATE (docs/spec.md §4): the view of a pod the cheap path kept, its plan, and the patch.
 use super::heads::LabelsHead;
 use super::verdict::Verdict;
+use crate::arena;
 use crate::error::InputError;
 use crate::json_text::Root;
 use crate::mutate::pod_patch;
@@ -55,9 +56,21 @@ pub(super) struct FromText<'t> {
 
 /// Admits a pod the policy serves, editing it in place when something is missing. `object`
 /// is the pod read whole, or, with `from_text`, only the parts its view reads besides the
-/// labels and annotations; `text` is the whole pod as the request has it.
+/// labels and annotations; `text` is the whole pod as the request has it. The tree is
+/// abandoned after ([`arena::abandon`]).
 pub(super) fn admit(
     mut object: Value,
+    from_text: Option<FromText>,
+    text: &str,
+    settings: &Settings,
+) -> Result<Verdict, InputError> {
+    let verdict = admit_tree(&mut object, from_text, text, settings);
+    arena::abandon(object);
+    verdict
+}
+
+fn admit_tree(
+    object: &mut Value,
     from_text: Option<FromText>,
     text: &str,
     settings: &Settings,
@@ -66,14 +79,15 @@ pub(super) fn admit(
         Some(read) => (Some(read.maps), read.roots),
         None => (None, Vec::new()),
     };
-    let plan = {
+    // What the patch writes into the tree is made where the tree's blocks are.
+    let plan = arena::building_tree(|| {
         let tpu = &settings.tpu_resource;
         let pod = match maps {
-            Some((labels, annotations)) => PodView::with_maps(&object, labels, annotations, tpu)?,
-            None => PodView::parse(&object, tpu)?,
+            Some((labels, annotations)) => PodView::with_maps(object, labels, annotations, tpu)?,
+            None => PodView::parse(object, tpu)?,
         };
-        pods::plan(&pod, settings)?
-    };
+        pods::plan(&pod, settings)
+    })?;
     if plan.is_empty() {
         return Ok(Verdict::with(None, plan.warnings));
     }
@@ -82,6 +96,6 @@ pub(super) fn admit(
         env_changes,
         warnings,
     } = plan;
-    let written = pod_patch::apply(&mut object, metadata_adds, env_changes);
-    Verdict::mutated(text, &roots, &object, &written, warnings)
+    let written = arena::building_tree(|| pod_patch::apply(object, metadata_adds, env_changes));
+    Verdict::mutated(text, &roots, object, &written, warnings)
 }

@@ -1,5 +1,6 @@
 //! The object of a request as the policy read it, and the answer written from it.
 use super::verdict::Verdict;
+use crate::arena;
 use crate::error::InputError;
 use crate::json_text::Root;
 use crate::mutate::splice::Written;
@@ -15,6 +16,14 @@ pub(super) struct Read<'t> {
     pub templates: Templates,
     /// Whether the root object may have a key twice ([`LeanRead`]).
     pub root_may_repeat_a_key: bool,
+}
+
+/// The tree is abandoned, not dropped: the next call takes its blocks back whole
+/// ([`arena::abandon`]).
+impl Drop for Read<'_> {
+    fn drop(&mut self) {
+        arena::abandon(std::mem::take(&mut self.tree));
+    }
 }
 
 impl<'t> Read<'t> {

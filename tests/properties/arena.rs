@@ -1,7 +1,10 @@
 //! `arena::Arena`, the module's memory on wasm, against a model: over any sequence of calls,
 //! each allocating, growing, shrinking and freeing blocks of any size and alignment, every
 //! live block keeps its bytes, no two live blocks overlap, every block is aligned as asked,
-//! and a block kept past its call retires the region for good without losing its bytes.
+//! and a block kept past its call retires the region for good without losing its bytes. Some
+//! of each call's blocks are made while it builds its tree (from the region's top), and some
+//! calls abandon their tree: those blocks are never freed, and the next call still runs in the
+//! region.
 use jobset_multislice_policy::arena::{Arena, MAX_BLOCK};
 use proptest::prelude::*;
 use std::alloc::{GlobalAlloc, Layout};
@@ -11,10 +14,23 @@ const REGION_IN_TEST: usize = 4 * MAX_BLOCK;
 
 #[derive(Debug, Clone)]
 enum Op {
-    Alloc { size: usize, align_log2: u32 },
-    Grow { which: usize, by: usize },
-    Shrink { which: usize, to_pct: usize },
-    Free { which: usize },
+    Alloc {
+        size: usize,
+        align_log2: u32,
+    },
+    Grow {
+        which: usize,
+        by: usize,
+    },
+    Shrink {
+        which: usize,
+        to_pct: usize,
+    },
+    Free {
+        which: usize,
+    },
+    /// Enters or leaves the tree's mode, as `arena::building_tree` does.
+    TreeMode(bool),
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -26,14 +42,17 @@ fn op() -> impl Strategy<Value = Op> {
         2 => (any::<usize>(), 1usize..2048).prop_map(|(which, by)| Op::Grow { which, by }),
         1 => (any::<usize>(), 0usize..100).prop_map(|(which, to_pct)| Op::Shrink { which, to_pct }),
         2 => any::<usize>().prop_map(|which| Op::Free { which }),
+        2 => any::<bool>().prop_map(Op::TreeMode),
     ]
 }
 
-/// A live block: where it is, its layout, and the byte it was filled with.
+/// A live block: where it is, its layout, the byte it was filled with, and whether it was made
+/// (or last moved) in the tree's mode.
 struct Block {
     ptr: *mut u8,
     layout: Layout,
     byte: u8,
+    tree: bool,
 }
 
 fn fill(block: &Block) {
@@ -68,6 +87,7 @@ fn run(
     blocks: &mut Vec<Block>,
     byte: &mut u8,
 ) -> Result<(), TestCaseError> {
+    let mut tree = false;
     for op in ops {
         *byte = byte.wrapping_add(1);
         match *op {
@@ -80,6 +100,7 @@ fn run(
                     ptr,
                     layout,
                     byte: *byte,
+                    tree,
                 };
                 fill(&block);
                 blocks.push(block);
@@ -98,12 +119,15 @@ fn run(
                     ptr,
                     layout: old.layout,
                     byte: old.byte,
+                    tree,
                 };
                 prop_assert!(holds_its_bytes(&before), "realloc lost the block's bytes");
+                // Grown in the tree's mode, a block moves to the top; out of it, to the bottom.
                 blocks[i] = Block {
                     ptr,
                     layout,
                     byte: *byte,
+                    tree,
                 };
                 fill(&blocks[i]);
             }
@@ -121,6 +145,7 @@ fn run(
                     ptr,
                     layout,
                     byte: old.byte,
+                    tree: old.tree,
                 };
                 prop_assert!(
                     holds_its_bytes(&blocks[i]),
@@ -135,6 +160,10 @@ fn run(
                 // SAFETY: a live block of the arena, with its layout.
                 unsafe { arena.dealloc(block.ptr, block.layout) };
             }
+            Op::TreeMode(on) => {
+                tree = on;
+                arena.set_tree_mode(on);
+            }
         }
         check(blocks)?;
     }
@@ -146,8 +175,9 @@ proptest! {
 
     #[test]
     fn every_live_block_keeps_its_bytes_across_calls_and_a_kept_block_retires_the_region(
-        calls in prop::collection::vec(prop::collection::vec(op(), 0..40), 1..6),
+        calls in prop::collection::vec(prop::collection::vec(op(), 0..60), 1..6),
         keep_after in prop::option::of(0usize..6),
+        abandons in prop::collection::vec(any::<bool>(), 6),
     ) {
         let arena = Arena::new(REGION_IN_TEST);
         let mut byte = 0u8;
@@ -158,6 +188,11 @@ proptest! {
             prop_assert!(in_region || !kept.is_empty());
             let mut blocks = Vec::new();
             run(&arena, ops, &mut blocks, &mut byte)?;
+            // A call that abandons its tree forgets the blocks made in the tree's mode, when
+            // the arena lets it: they are never freed.
+            if abandons[n] && arena.may_abandon() {
+                blocks.retain(|block| !block.tree);
+            }
             arena.end();
             // What the call leaves is freed after it, as the waPC guest frees the answer; or
             // one block is kept past it.
