@@ -368,6 +368,7 @@ fn string_stop(bytes: &[u8], from: usize) -> Option<usize> {
 }
 
 mod plain;
+pub use plain::value_of;
 #[cfg(test)]
 mod tests;
 mod valid;

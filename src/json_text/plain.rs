@@ -17,6 +17,16 @@ const RAW_VALUE_KEY: &str = "$serde_json::private::RawValue";
 /// Most digits of a count read here: any 19 digits fit in a `u64`, as serde reads them.
 const MAX_DIGITS: usize = 19;
 
+/// `text`, one JSON value, as serde reads it: read here when it is plain, else by serde, which
+/// gives its error.
+pub fn value_of(text: &str) -> Result<Value, serde_json::Error> {
+    let mut cursor = Cursor::new(text);
+    match cursor.plain(MAX_DEPTH).filter(|_| cursor.at_end()) {
+        Some(value) => Ok(value),
+        None => serde_json::from_str(text),
+    }
+}
+
 impl Cursor<'_> {
     /// The value that comes next, as serde reads it; `None` where serde refuses it. Strings
     /// without an escape, counts, literals, and objects and arrays of them are read here; a
@@ -117,6 +127,10 @@ mod tests {
         {
             let (ours, serde) = both(text);
             assert_eq!(ours, serde, "{text}");
+            // A whole text: the same value, or serde's own error.
+            let whole = value_of(text).map_err(|e| e.to_string());
+            let serde_whole = serde_json::from_str::<Value>(text).map_err(|e| e.to_string());
+            assert_eq!(whole, serde_whole, "{text}");
         }
     }
 
