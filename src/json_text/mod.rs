@@ -367,8 +367,7 @@ fn string_stop(bytes: &[u8], from: usize) -> Option<usize> {
         .and_then(|i| at.checked_add(i))
 }
 
-mod plain;
-pub use plain::value_of;
+pub mod plain;
 #[cfg(test)]
 mod tests;
 mod valid;

@@ -8,7 +8,8 @@
 //! A shape this reading does not expect (a key repeated on the way, `metadata` or `labels` of
 //! the wrong type, a label that is not a string) gives `None`: the caller then reads the pod
 //! whole, as before, so that its view names the problem in the same words.
-use crate::json_text::{value_of, Cursor, PathStep, Root, Span};
+use crate::json_text::plain::value_of;
+use crate::json_text::{Cursor, PathStep, Root, Span};
 use crate::keys;
 use crate::views::lean_tree::container_list;
 use crate::views::str_map::StrMap;
