@@ -110,13 +110,24 @@ pub fn plan<'g, 'v: 'g, 'a: 'v>(
         let Some((first, rest)) = judged.split_first() else {
             continue;
         };
-        let common = rest
+        // Copied once per member that has pairs, the last one taking it: most groups are one
+        // replicated job.
+        let mut common = Some(match rest.split_first() {
+            None => (*first).clone(),
+            Some((second, others)) => others
+                .iter()
+                .fold(intersect(first, second), |acc, p| intersect(&acc, p)),
+        });
+        let judged_members: Vec<usize> = members
             .iter()
-            .fold((*first).clone(), |acc, p| intersect(&acc, p));
-        for m in members {
-            if own[m.index].as_ref().and_then(Shapes::pairs).is_some() {
-                group[m.index] = Some(common.clone());
+            .map(|m| m.index)
+            .filter(|i| own[*i].as_ref().and_then(Shapes::pairs).is_some())
+            .collect();
+        if let Some((last, others)) = judged_members.split_last() {
+            for i in others {
+                group[*i] = common.clone();
             }
+            group[*last] = common.take();
         }
     }
     ShapePlan { own, group }
@@ -131,12 +142,12 @@ pub fn marks(shapes: &ShapePlan, settings: &Settings) -> Vec<Option<AffinityMark
     shapes
         .own
         .iter()
-        .zip(shapes.group.iter().cloned())
+        .zip(&shapes.group)
         .map(|(own, group)| match (own, group) {
             (Some(Shapes::Open(_)), Some(pairs)) if !pairs.is_empty() => Some(AffinityMark {
                 accelerator: settings.accelerator_label.clone(),
                 topology: settings.topology_label.clone(),
-                pairs,
+                pairs: pairs.clone(),
             }),
             _ => None,
         })
