@@ -11,16 +11,21 @@
 //! has been freed. If one has not (a trap in the middle of a call, or a block kept on purpose),
 //! the region is left as it is for good and every later call uses the default allocator.
 //!
-//! One exception, counted apart: the object's tree ([`building_tree`]). Dropping it walked
-//! every map of it, and took 7% of a JobSet CREATE's instructions to free blocks the next
-//! call takes back anyway. So the blocks allocated while the tree is read or stamped come
-//! from the region's other end, and when the call is done with the tree it is [`abandon`]ed,
-//! not dropped: the next call takes that end back whole, whether or not its blocks were
-//! freed. What this trusts is narrow: the code run in [`building_tree`], the lean read and
-//! the stamps, is the policy's own and keeps nothing past the call. A block of the tree's end
-//! that is still live at the next call, when nothing was abandoned, retires the region as any
-//! other; and a tree that holds a block of the default allocator is dropped as before, since
-//! forgetting it would leak it.
+//! One exception, at the region's other end: the object's tree. Dropping it walked every map
+//! of it, and took 7% of a JobSet CREATE's instructions to free blocks the next call takes
+//! back anyway. So what is allocated in [`building_tree`] comes from the region's top down,
+//! counted apart, and when the call is done with the tree it is [`abandon`]ed, not dropped.
+//! In a call that abandoned its tree, the next call takes the top back whole, whether or not
+//! its blocks were freed; in any other call, a block of the top still live retires the
+//! region as any other block does. What this trusts is the code run in [`building_tree`]:
+//! the reads of the object (the lean read, a pod's tree from its text, the old object of an
+//! UPDATE), the pod's view and plan, and what the stamps write and their writing. It is the
+//! policy's own, and keeps nothing past the call: its blocks end in the tree, or are freed
+//! before the call returns. Everything written into the tree must be made there: a block
+//! of the bottom in an abandoned tree is never freed, and retires the region (a lib test on
+//! wasm runs each route to catch one). A tree is dropped, not abandoned, when something made
+//! in [`building_tree`] came from the default allocator (over [`MAX_BLOCK`], or the region
+//! full), since forgetting it would leak that block.
 //!
 //! The region is one block of [`REGION`] bytes, taken when the module starts. A call that
 //! outgrows it takes the rest from the default allocator, and so do blocks over
@@ -56,8 +61,9 @@ pub struct Arena {
     tree_live: Cell<usize>,
     /// Whether the call is building the tree: its blocks come from the top.
     tree_mode: Cell<bool>,
-    /// The tree took a block from the default allocator (over [`MAX_BLOCK`], or the region
-    /// full): it must be dropped, not forgotten, or that block would never be freed.
+    /// Something made or grown in the tree's mode came from the default allocator (over
+    /// [`MAX_BLOCK`], or the region full): the tree may hold it, so it must be dropped, not
+    /// forgotten, or that block would never be freed.
     tree_spilled: Cell<bool>,
     /// The call abandoned its tree: the top's blocks are dead once it returns.
     abandoned: Cell<bool>,
@@ -135,8 +141,8 @@ impl Arena {
     }
 
     /// Whether the call's tree may be forgotten rather than dropped, and if so, records that
-    /// it was: the call runs in the region, and the tree took nothing from the default
-    /// allocator. The caller then forgets it.
+    /// it was: the call runs in the region, and nothing made in the tree's mode came from
+    /// the default allocator. The caller then forgets it.
     pub fn may_abandon(&self) -> bool {
         let may = self.in_call.get() && !self.tree_spilled.get();
         if may {
@@ -210,8 +216,10 @@ impl Arena {
     }
 }
 
-// SAFETY: a region block is handed out once, aligned as asked, and never overlaps another
-// (the pointer only moves forward until every block is freed); other blocks are System's.
+// SAFETY: a region block is handed out once, aligned as asked, and never overlaps another:
+// the bottom's pointer only moves up and the top's only down, neither past the other, until
+// the next call begins, which it does only when every block of the bottom is freed and the
+// top's are freed or abandoned with their tree; other blocks are System's.
 unsafe impl GlobalAlloc for Arena {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         let ptr = self.bump(layout);
@@ -245,6 +253,11 @@ unsafe impl GlobalAlloc for Arena {
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         if !self.owns(ptr) {
+            // Grown while the tree is built, a block of the default allocator may be the
+            // tree's: then the tree is dropped, not forgotten.
+            if self.in_call.get() && self.tree_mode.get() {
+                self.tree_spilled.set(true);
+            }
             return System.realloc(ptr, layout, new_size);
         }
         if new_size <= layout.size() {
@@ -310,8 +323,9 @@ pub fn building_tree<T>(build: impl FnOnce() -> T) -> T {
     out
 }
 
-/// Done with the call's tree: forgotten when the next call takes its blocks back anyway
-/// (a call in the region, that took nothing from the default allocator), else dropped.
+/// Done with the call's tree: forgotten when the next call takes its blocks back anyway (a
+/// call in the region, where nothing made in [`building_tree`] came from the default
+/// allocator), else dropped.
 pub fn abandon<T>(tree: T) {
     #[cfg(target_arch = "wasm32")]
     if MEMORY.may_abandon() {

@@ -267,63 +267,93 @@ fn a_tree_block_kept_without_abandoning_retires_the_region() {
     }
 }
 
-/// On wasm, where the arena is the module's allocator: every kind of call leaves the region to
-/// the next. A tree that held a block made outside `building_tree` (a value a stamp made
+/// Grown while the tree is built, a block of the default allocator may be the tree's: the
+/// tree is then dropped, not forgotten, or the block would never be freed.
+#[test]
+fn a_default_block_grown_in_the_trees_mode_keeps_the_tree_from_being_abandoned() {
+    let arena = Arena::new(REGION);
+    unsafe {
+        assert!(arena.begin());
+        let large = filled(&arena, MAX_BLOCK + 1, 8, 2);
+        assert!(!arena.owns(large));
+        assert!(arena.may_abandon());
+        arena.set_tree_mode(true);
+        let grown = arena.realloc(large, layout(MAX_BLOCK + 1, 8), MAX_BLOCK + 64);
+        assert_eq!(bytes(grown, MAX_BLOCK + 1), vec![2; MAX_BLOCK + 1]);
+        assert!(!arena.may_abandon());
+        arena.end();
+        arena.dealloc(grown, layout(MAX_BLOCK + 64, 8));
+    }
+}
+
+/// On wasm, where the arena is the module's allocator: each route leaves the region to the
+/// next call. A tree that held a block made outside `building_tree` (a value a stamp made
 /// before it wrote) would be forgotten with it, and that block would retire the region for
-/// good, silently: every later call would run on the default allocator.
+/// good, silently: every later call would run on the default allocator. Not here: an opted-in
+/// Job's pod (its request is made by the Job controller's simulation, in the bench), the
+/// queue check (a host call), and settings other than the defaults.
 #[cfg(target_arch = "wasm32")]
 #[test]
-fn every_kind_of_call_leaves_the_region_to_the_next() {
+fn each_route_leaves_the_region_to_the_next_call() {
+    let as_update = |create: &str| {
+        let mut update: serde_json::Value = serde_json::from_str(create).unwrap();
+        update["operation"] = "UPDATE".into();
+        update["oldObject"] = update["object"].clone();
+        update.to_string()
+    };
     let jobset = include_str!("../../test_data/requests/jobset-tpu-4-slices.v09.json");
-    let mut update: serde_json::Value = serde_json::from_str(jobset).unwrap();
-    update["operation"] = "UPDATE".into();
-    update["oldObject"] = update["object"].clone();
-    let update = update.to_string();
+    let job = include_str!("../../test_data/requests/job-jax-gpu-4.json");
+    let (jobset_update, job_update) = (as_update(jobset), as_update(job));
+    // (route, request, whether the answer mutates, whether a tree was abandoned)
     let requests = [
-        ("JobSet CREATE", jobset, true),
-        ("JobSet UPDATE", &update, true),
+        ("JobSet CREATE", jobset, true, true),
+        (
+            "queued JobSet CREATE, narrowed",
+            include_str!("../../test_data/requests/jobset-queue.json"),
+            true,
+            true,
+        ),
+        ("JobSet UPDATE", &jobset_update, false, true),
         (
             "JobSet CREATE, rejected",
             include_str!("../../test_data/requests/jobset-rule-t4-fail.json"),
+            false,
             true,
         ),
-        (
-            "Job CREATE",
-            include_str!("../../test_data/requests/job-jax-gpu-4.json"),
-            true,
-        ),
+        ("Job CREATE", job, true, true),
+        ("Job UPDATE", &job_update, false, true),
         (
             "TPU pod",
             include_str!("../../test_data/requests/pod-tpu-slice-pod.json"),
+            true,
             true,
         ),
         (
             "pod with two TPU containers",
             include_str!("../../test_data/requests/pod-tpu7x-two-containers-pod.json"),
             true,
+            true,
         ),
         (
             "pod the policy does not serve",
             include_str!("../../test_data/requests/pod-not-a-jobset-pod.json"),
             false,
+            false,
         ),
     ];
-    for (case, request, abandons) in requests {
+    for (route, request, mutates, abandons) in requests {
         let payload = format!(r#"{{"request": {request}, "settings": {{}}}}"#);
         for _ in 0..2 {
             let answer = per_call(payload.len(), || {
                 crate::admission::validate(payload.as_bytes())
             });
-            let accepted = br#""accepted":true"#;
-            let answer = answer.unwrap();
-            assert!(
-                answer.windows(accepted.len()).any(|w| w == accepted) != case.ends_with("rejected"),
-                "{case}"
-            );
-            assert_eq!(MEMORY.abandoned.get(), abandons, "{case}");
-            drop(answer);
-            assert_eq!(MEMORY.live.get(), 0, "{case}: a block outlived the call");
-            assert!(!MEMORY.retired.get(), "{case}: the region is retired");
+            let answer: serde_json::Value = serde_json::from_slice(&answer.unwrap()).unwrap();
+            let rejected = route.ends_with("rejected");
+            assert_eq!(answer["accepted"], !rejected, "{route}: {answer}");
+            assert_eq!(answer["mutated_object"].is_object(), mutates, "{route}");
+            assert_eq!(MEMORY.abandoned.get(), abandons, "{route}");
+            assert_eq!(MEMORY.live.get(), 0, "{route}: a block outlived the call");
+            assert!(!MEMORY.retired.get(), "{route}: the region is retired");
         }
     }
 }
