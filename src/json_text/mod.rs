@@ -27,17 +27,6 @@ impl Span {
     }
 }
 
-/// One step of a path from a text's root: a member, or a list's element. Typed, so that a
-/// JobSet of thousands of replicated jobs is stamped without a string per step.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum PathStep<'k> {
-    Key(&'k str),
-    Index(usize),
-}
-
-/// The steps from a text's root to a value.
-pub type Path<'k> = Vec<PathStep<'k>>;
-
 /// A value of a text already found, and the path to it: `mutate::splice` starts a walk down a
 /// path through it there.
 pub type Root<'r> = (&'r [PathStep<'r>], Span);
@@ -367,7 +356,9 @@ fn string_stop(bytes: &[u8], from: usize) -> Option<usize> {
         .and_then(|i| at.checked_add(i))
 }
 
+mod path;
 pub mod plain;
+pub use path::{Path, PathStep};
 #[cfg(test)]
 mod tests;
 mod valid;

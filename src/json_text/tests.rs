@@ -95,3 +95,31 @@ fn broken_texts_give_none_and_never_panic() {
         );
     }
 }
+
+/// Steps order as their variants and values do (keys first, by their bytes; then indices),
+/// whether two equal keys are the same literal or not.
+#[test]
+fn steps_order_keys_by_their_bytes_then_indices() {
+    let (spec, other_spec) = ("spec", String::from("spec"));
+    let steps = [
+        PathStep::Key(spec),
+        PathStep::Key(&other_spec),
+        PathStep::Key("spe"),
+        PathStep::Key("name"),
+        PathStep::Key("spek"),
+        PathStep::Key("template"),
+        PathStep::Key(""),
+        PathStep::Index(0),
+        PathStep::Index(3),
+    ];
+    let model = |step: &PathStep| match *step {
+        PathStep::Key(k) => (0, k.as_bytes().to_vec(), 0),
+        PathStep::Index(i) => (1, Vec::new(), i),
+    };
+    for a in &steps {
+        for b in &steps {
+            assert_eq!(a.cmp(b), model(a).cmp(&model(b)), "{a:?} {b:?}");
+            assert_eq!(a == b, model(a) == model(b), "{a:?} {b:?}");
+        }
+    }
+}
