@@ -145,8 +145,8 @@ pub fn marks(shapes: &ShapePlan, settings: &Settings) -> Vec<Option<AffinityMark
         .zip(&shapes.group)
         .map(|(own, group)| match (own, group) {
             (Some(Shapes::Open(_)), Some(pairs)) if !pairs.is_empty() => Some(AffinityMark {
-                accelerator: settings.accelerator_label.clone(),
-                topology: settings.topology_label.clone(),
+                accelerator: settings.accelerator_label.to_string(),
+                topology: settings.topology_label.to_string(),
                 pairs: pairs.clone(),
             }),
             _ => None,

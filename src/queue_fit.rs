@@ -88,10 +88,7 @@ pub fn judge(plan: &JobSetPlan, queue: &Queue) -> QueueFindings {
         ));
         return out;
     };
-    let (acc_key, topo_key) = (
-        settings.accelerator_label.as_str(),
-        settings.topology_label.as_str(),
-    );
+    let (acc_key, topo_key) = (&*settings.accelerator_label, &*settings.topology_label);
     let carried = |key: &str| flavours.iter().any(|f| f.labels.contains_key(key));
     if !carried(topo_key) {
         out.warnings.push(format!(
