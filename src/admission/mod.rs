@@ -186,9 +186,12 @@ fn admit(request: Head, read: Option<LeanRead>, reader: &dyn ClusterReader) -> V
         Err(e) => return InputError::Malformed(e.to_string()).into(),
     };
     // The old object is only a baseline; one that cannot be read has nothing to compare.
-    let old = || -> Option<Value> {
-        let read = read_tree(route, request.old_object?).ok();
-        read.map(|read| read.tree)
+    // A `Read`, so that its tree is abandoned too.
+    let old = || -> Option<Read> {
+        let text = request.old_object?;
+        read_tree(route, text)
+            .ok()
+            .map(|read| Read::new(read, text))
     };
     let result = match route {
         Route::PodCreate => pod::admit(std::mem::take(&mut object.tree), pod_read, text, &settings),
@@ -199,13 +202,17 @@ fn admit(request: Head, read: Option<LeanRead>, reader: &dyn ClusterReader) -> V
             };
             jobset::admit_create(object, &settings, &cluster)
         }
-        Route::JobSetUpdate => Ok(jobset::admit_update(
-            &object.tree,
-            old().as_ref(),
-            &settings,
-        )),
+        Route::JobSetUpdate => {
+            let old = old();
+            let old_tree = old.as_ref().map(|old| &old.tree);
+            Ok(jobset::admit_update(&object.tree, old_tree, &settings))
+        }
         Route::JobCreate => job::admit_create(object, &settings),
-        Route::JobUpdate => Ok(job::admit_update(&object.tree, old().as_ref(), &settings)),
+        Route::JobUpdate => {
+            let old = old();
+            let old_tree = old.as_ref().map(|old| &old.tree);
+            Ok(job::admit_update(&object.tree, old_tree, &settings))
+        }
     };
     result.unwrap_or_else(Verdict::from)
 }

@@ -1,8 +1,8 @@
 //! make profile: one bench case in a loop, for a profiler (BENCHMARKS.md "Where the time goes").
 //!
 //! usage: profile CASE CALLS [native|native-baseline|wasm|baseline|OTHER.wasm]
-//!   CASE: plain-pod, tpu-pod, job-pod, job-create, create-1x4, create-10mb, create-N (N
-//!   replicated jobs)
+//!   CASE: plain-pod, tpu-pod, job-pod, job-create, create-1x4, update-1x4 (nothing changed),
+//!   create-10mb, create-N (N replicated jobs)
 //! `wasm` runs policy.wasm with wasmtime's perf map (/tmp/perf-PID.map), so `perf report`
 //! names the module's functions where the module keeps its names (a build with
 //! `CARGO_PROFILE_RELEASE_STRIP=false`, given as OTHER.wasm).
@@ -20,6 +20,7 @@ fn request(case: &str) -> Result<Value> {
         "job-pod" => pod_request(&job_pod("jax-gpu-4")?),
         "job-create" => job_create("jax-gpu-4")?,
         "create-1x4" => create(&tpu_jobset()?),
+        "update-1x4" => unchanged_update(&tpu_jobset()?),
         // The ~10 MB JobSet of the bench's limits.
         "create-10mb" => create(&jobset_of_size(10 << 20)?),
         other => match other.strip_prefix("create-").map(str::parse) {
