@@ -171,17 +171,15 @@ impl Arena {
         if !self.in_call.get() {
             return std::ptr::null_mut();
         }
-        if !self.tree_mode.get() {
-            return match layout.size() <= MAX_BLOCK {
-                true => self.bump_up(layout),
-                false => std::ptr::null_mut(),
-            };
-        }
-        let ptr = match layout.size() <= MAX_BLOCK {
-            true => self.bump_down(layout),
-            false => std::ptr::null_mut(),
+        let tree = self.tree_mode.get();
+        let ptr = if layout.size() > MAX_BLOCK {
+            std::ptr::null_mut()
+        } else if tree {
+            self.bump_down(layout)
+        } else {
+            self.bump_up(layout)
         };
-        if ptr.is_null() {
+        if ptr.is_null() && tree {
             self.tree_spilled.set(true);
         }
         ptr
