@@ -103,32 +103,28 @@ pub fn plan<'g, 'v: 'g, 'a: 'v>(
         .collect();
     let mut group = vec![None; view.replicated_jobs.len()];
     for members in slice_groups {
-        let judged: Vec<&Pairs> = members
+        // The members with pairs, by index.
+        let judged: Vec<(usize, &Pairs)> = members
             .iter()
-            .filter_map(|m| own[m.index].as_ref()?.pairs())
+            .filter_map(|m| Some((m.index, own[m.index].as_ref()?.pairs()?)))
             .collect();
-        let Some((first, rest)) = judged.split_first() else {
+        let (Some(((_, first), rest)), Some(((last, _), others))) =
+            (judged.split_first(), judged.split_last())
+        else {
             continue;
         };
-        // Copied once per member that has pairs, the last one taking it: most groups are one
-        // replicated job.
-        let mut common = Some(match rest.split_first() {
+        let common = match rest.split_first() {
             None => (*first).clone(),
-            Some((second, others)) => others
+            Some(((_, second), more)) => more
                 .iter()
-                .fold(intersect(first, second), |acc, p| intersect(&acc, p)),
-        });
-        let judged_members: Vec<usize> = members
-            .iter()
-            .map(|m| m.index)
-            .filter(|i| own[*i].as_ref().and_then(Shapes::pairs).is_some())
-            .collect();
-        if let Some((last, others)) = judged_members.split_last() {
-            for i in others {
-                group[*i] = common.clone();
-            }
-            group[*last] = common.take();
+                .fold(intersect(first, second), |acc, (_, p)| intersect(&acc, p)),
+        };
+        // Copied once per member but the last, which takes it: most groups are one replicated
+        // job.
+        for (i, _) in others {
+            group[*i] = Some(common.clone());
         }
+        group[*last] = Some(common);
     }
     ShapePlan { own, group }
 }
