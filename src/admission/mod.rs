@@ -185,16 +185,8 @@ fn admit(request: Head, read: Option<LeanRead>, reader: &dyn ClusterReader) -> V
         Ok(read) => Read::new(read, text),
         Err(e) => return InputError::Malformed(e.to_string()).into(),
     };
-    // The old object is only a baseline; one that cannot be read has nothing to compare.
-    // A `Read`, so that its tree is abandoned too.
-    let old = || -> Option<Read> {
-        let text = request.old_object?;
-        read_tree(route, text)
-            .ok()
-            .map(|read| Read::new(read, text))
-    };
     let result = match route {
-        Route::PodCreate => pod::admit(std::mem::take(&mut object.tree), pod_read, text, &settings),
+        Route::PodCreate => pod::admit(&mut object.tree, pod_read, text, &settings),
         Route::JobSetCreate => {
             let cluster = jobset::Cluster {
                 namespace: &request.namespace,
@@ -202,16 +194,18 @@ fn admit(request: Head, read: Option<LeanRead>, reader: &dyn ClusterReader) -> V
             };
             jobset::admit_create(object, &settings, &cluster)
         }
-        Route::JobSetUpdate => {
-            let old = old();
-            let old_tree = old.as_ref().map(|old| &old.tree);
-            Ok(jobset::admit_update(&object.tree, old_tree, &settings))
-        }
         Route::JobCreate => job::admit_create(object, &settings),
-        Route::JobUpdate => {
-            let old = old();
+        Route::JobSetUpdate | Route::JobUpdate => {
+            // The old object is only a baseline; one that cannot be read has nothing to
+            // compare. A `Read`, so that its tree is abandoned too.
+            let old = request
+                .old_object
+                .and_then(|text| Some(Read::new(read_tree(route, text).ok()?, text)));
             let old_tree = old.as_ref().map(|old| &old.tree);
-            Ok(job::admit_update(&object.tree, old_tree, &settings))
+            Ok(match route {
+                Route::JobSetUpdate => jobset::admit_update(&object.tree, old_tree, &settings),
+                _ => job::admit_update(&object.tree, old_tree, &settings),
+            })
         }
     };
     result.unwrap_or_else(Verdict::from)

@@ -56,20 +56,9 @@ pub(super) struct FromText<'t> {
 
 /// Admits a pod the policy serves, editing it in place when something is missing. `object`
 /// is the pod read whole, or, with `from_text`, only the parts its view reads besides the
-/// labels and annotations; `text` is the whole pod as the request has it. The tree is
-/// abandoned after ([`arena::abandon`]).
+/// labels and annotations; `text` is the whole pod as the request has it. The tree is the
+/// request's `Read`'s, which abandons it.
 pub(super) fn admit(
-    mut object: Value,
-    from_text: Option<FromText>,
-    text: &str,
-    settings: &Settings,
-) -> Result<Verdict, InputError> {
-    let verdict = admit_tree(&mut object, from_text, text, settings);
-    arena::abandon(object);
-    verdict
-}
-
-fn admit_tree(
     object: &mut Value,
     from_text: Option<FromText>,
     text: &str,
