@@ -45,10 +45,11 @@ pub mod violation;
 // Patches: the plans written into the object, only where something differs.
 pub mod mutate;
 
-// The edge: kwctl's payload in, a verdict out, dispatched by kind and operation; and the
-// module's memory, one region per call.
+// The edge: kwctl's payload in, a verdict out, dispatched by kind and operation; the
+// module's memory, one region per call; and its own `memcmp`.
 pub mod admission;
 pub mod arena;
+pub mod compare_bytes;
 
 use kubewarden_policy_sdk::protocol_version_guest;
 use wapc_guest::{register_function, CallResult};

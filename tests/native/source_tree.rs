@@ -402,7 +402,7 @@ const LAYERS: [(&str, &[&str]); 6] = [
         ],
     ),
     ("patches", &["mutate"]),
-    ("the edge", &["admission", "arena"]),
+    ("the edge", &["admission", "arena", "compare_bytes"]),
 ];
 
 fn layer_of(module: &str) -> Option<usize> {
