@@ -3,7 +3,7 @@
 //! each is repeated once per pair, with the pair's two expressions appended, so that Kueue,
 //! which drops an affinity that a term leaves empty after its label filter, keeps it.
 use super::splice::Written;
-use super::{object_at, path_to, pod_template_steps};
+use super::{object_at, path_to, pod_template_steps, value_at};
 use crate::affinity_mark::AffinityMark;
 use crate::keys;
 use crate::views::jobset_view::{JobSetView, ReplicatedJob};
@@ -68,8 +68,11 @@ pub fn apply(object: &mut Value, changes: Vec<Narrowing>) -> Written {
     for n in changes {
         let template = pod_template_steps(n.index);
         let annotations_path = path_to(&template, &["metadata", "annotations"]);
-        // The view has checked every step of these paths, so they resolve.
-        if let Some(annotations) = object_at(object, &annotations_path) {
+        // The view has checked every step to the template, and read what is below it where it
+        // is; so these paths resolve.
+        let annotations = value_at(object, &template)
+            .and_then(|t| object_at(t, &annotations_path[template.len()..]));
+        if let Some(annotations) = annotations {
             annotations.insert(
                 keys::AFFINITY_MARK.to_string(),
                 Value::String(n.mark.to_annotation()),
@@ -85,7 +88,9 @@ pub fn apply(object: &mut Value, changes: Vec<Narrowing>) -> Written {
                 "requiredDuringSchedulingIgnoredDuringExecution",
             ],
         );
-        if let Some(at) = object_at(object, &required) {
+        let at =
+            value_at(object, &template).and_then(|t| object_at(t, &required[template.len()..]));
+        if let Some(at) = at {
             at.insert("nodeSelectorTerms".into(), Value::Array(n.terms));
             written.push(required);
         }

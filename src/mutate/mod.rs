@@ -26,6 +26,17 @@ pub fn object_entry<'a>(parent: &'a mut Object, key: &str) -> &'a mut Object {
     }
 }
 
+/// The value at `path` below `root`, which must be there: one lookup a step, where
+/// [`object_at`], which may have to add the member, takes two.
+pub fn value_at<'a>(root: &'a mut Value, path: &[PathStep]) -> Option<&'a mut Value> {
+    path.iter()
+        .try_fold(root, |value, step| match (value, step) {
+            (Value::Object(m), PathStep::Key(key)) => m.get_mut(*key),
+            (Value::Array(a), PathStep::Index(i)) => a.get_mut(*i),
+            _ => None,
+        })
+}
+
 /// Walks `path` down from `root`, creating objects on the way.
 pub fn object_at<'a>(root: &'a mut Value, path: &[PathStep]) -> Option<&'a mut Object> {
     let mut current = root;

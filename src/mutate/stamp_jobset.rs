@@ -1,6 +1,6 @@
 //! JobSet CREATE: stamp each replicated job's pod template with its [`Facts`].
 use super::splice::Written;
-use super::{object_at, path_to, pod_template_steps};
+use super::{object_at, path_to, pod_template_steps, value_at};
 use crate::facts::Facts;
 use crate::json::map_str;
 use crate::keys;
@@ -40,9 +40,13 @@ pub fn changes(view: &JobSetView, facts: &[Facts]) -> Vec<(usize, String)> {
 pub fn apply(object: &mut Value, changes: Vec<(usize, String)>) -> Written {
     let mut written = Written::new();
     for (i, value) in changes {
-        let path = path_to(&pod_template_steps(i), &["metadata", "annotations"]);
-        // The view has checked every step of this path, so it resolves.
-        if let Some(annotations) = object_at(object, &path) {
+        let template = pod_template_steps(i);
+        let path = path_to(&template, &["metadata", "annotations"]);
+        // The view has checked every step to the template, and read its metadata and
+        // annotations where they are; so the path resolves.
+        let annotations =
+            value_at(object, &template).and_then(|t| object_at(t, &path[template.len()..]));
+        if let Some(annotations) = annotations {
             annotations.insert(keys::FACTS.to_string(), Value::String(value));
             written.push(path);
         }
