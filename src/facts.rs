@@ -93,7 +93,7 @@ impl Facts {
 
     pub fn to_annotation(&self) -> String {
         // Serializing plain structs of strings and integers cannot fail.
-        serde_json::to_string(self).unwrap_or_default()
+        crate::json_text::short_copies::to_string(self).unwrap_or_default()
     }
 
     pub fn from_annotation(text: &str, path: &str) -> Result<Facts, InputError> {

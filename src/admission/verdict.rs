@@ -1,5 +1,6 @@
 //! The decision for one request, and how it becomes the host's `ValidationResponse`.
 use crate::error::InputError;
+use crate::json_text::short_copies;
 use crate::mutate::splice::{self, Root, Written};
 use crate::violation::{self, Violation};
 use kubewarden_policy_sdk::response::ValidationResponse;
@@ -83,7 +84,7 @@ impl Verdict {
     /// bytes it already is, never parsed or serialised again.
     pub fn write_response(self, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
         let Some(json) = &self.mutated_json else {
-            return serde_json::to_writer(out, &self.to_response());
+            return short_copies::to_writer(out, &self.to_response());
         };
         // One allocation for the answer: the object is most of it.
         let warnings_len = self
@@ -93,16 +94,16 @@ impl Verdict {
             .fold(0usize, usize::saturating_add);
         out.reserve(json.len().saturating_add(warnings_len).saturating_add(160));
         out.extend_from_slice(br#"{"accepted":"#);
-        serde_json::to_writer(&mut *out, &self.accepted)?;
+        short_copies::to_writer(out, &self.accepted)?;
         out.extend_from_slice(br#","message":"#);
-        serde_json::to_writer(&mut *out, &self.message)?;
+        short_copies::to_writer(out, &self.message)?;
         out.extend_from_slice(br#","code":"#);
-        serde_json::to_writer(&mut *out, &self.code)?;
+        short_copies::to_writer(out, &self.code)?;
         out.extend_from_slice(br#","mutated_object":"#);
         out.extend_from_slice(json);
         out.extend_from_slice(br#","audit_annotations":null,"warnings":"#);
         let warnings = (!self.warnings.is_empty()).then_some(&self.warnings);
-        serde_json::to_writer(&mut *out, &warnings)?;
+        short_copies::to_writer(out, &warnings)?;
         out.push(b'}');
         Ok(())
     }

@@ -359,6 +359,7 @@ fn string_stop(bytes: &[u8], from: usize) -> Option<usize> {
 mod path;
 pub mod plain;
 pub use path::{Path, PathStep};
+pub mod short_copies;
 #[cfg(test)]
 mod tests;
 mod valid;

@@ -1,6 +1,6 @@
 //! What is at the end of a written path, compared with the tree: the edits that turn the
 //! text's value into the tree's, in the order of the text.
-use crate::json_text::{Cursor, Span};
+use crate::json_text::{short_copies, Cursor, Span};
 use serde_json::{Number, Value};
 
 /// Bytes that take the place of `at` (an empty span for an insertion).
@@ -10,7 +10,12 @@ pub(super) struct Edit {
 }
 
 fn written(value: &impl serde::Serialize) -> Option<Vec<u8>> {
-    serde_json::to_vec(value).ok()
+    short_copies::to_vec(value).ok()
+}
+
+/// `value` written at the end of `bytes`.
+fn write(bytes: &mut Vec<u8>, value: &impl serde::Serialize) -> Option<()> {
+    short_copies::to_writer(bytes, value).ok()
 }
 
 /// `members` added last to the object at `span`, which has `written_members` of its own:
@@ -23,12 +28,16 @@ pub(super) fn add_members<'v>(
 ) -> Option<()> {
     let mut bytes = Vec::new();
     for (key, value) in members {
+        if bytes.is_empty() {
+            // Room for a member of a few keys, rather than grow a few times on the way.
+            bytes.reserve(128);
+        }
         if written_members > 0 || !bytes.is_empty() {
             bytes.push(b',');
         }
-        bytes.extend(written(key)?);
+        write(&mut bytes, key)?;
         bytes.push(b':');
-        bytes.extend(written(value)?);
+        write(&mut bytes, value)?;
     }
     if !bytes.is_empty() {
         let at = span.end.checked_sub(1)?;
@@ -103,7 +112,7 @@ pub(super) fn diff(cursor: &mut Cursor, tree: &Value, edits: &mut Vec<Edit>) -> 
                     if !bytes.is_empty() {
                         bytes.push(b',');
                     }
-                    bytes.extend(written(item)?);
+                    write(&mut bytes, item)?;
                 }
                 if !elements.is_empty() {
                     bytes.push(b',');
