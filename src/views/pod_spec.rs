@@ -4,7 +4,7 @@ use crate::error::InputError;
 use crate::json::{self, field, join, Object};
 use crate::paths::SpecAt;
 use crate::paths::{Lazy, PathLike};
-use crate::quantity;
+use crate::quantity::{self, QuantityError};
 use crate::views::container_env::{self, EnvEntry, UserEntry};
 use serde_json::Value;
 
@@ -151,10 +151,16 @@ fn tpu_chips(
 fn quantity_value(v: &Value, path: impl Fn() -> String) -> Result<u32, InputError> {
     let parsed = match v {
         Value::String(s) => quantity::parse_whole(s).map_err(|e| (s.clone(), e)),
-        Value::Number(n) => {
-            let text = n.to_string();
-            quantity::parse_whole(&text).map_err(|e| (text, e))
-        }
+        // A whole number needs no text: it is its count, if it fits.
+        Value::Number(n) => match n.as_u64() {
+            Some(count) => {
+                u32::try_from(count).map_err(|_| (n.to_string(), QuantityError::TooLarge))
+            }
+            None => {
+                let text = n.to_string();
+                quantity::parse_whole(&text).map_err(|e| (text, e))
+            }
+        },
         other => {
             return Err(InputError::WrongType {
                 path: path(),
@@ -191,6 +197,27 @@ mod tests {
             ]
         }));
         assert_eq!(got, Ok(vec![1, 4, 0, 0]));
+    }
+
+    /// A number reads as its text does: whole, negative, fractional, too large.
+    #[test]
+    fn a_number_counts_as_its_text() {
+        for number in [
+            json!(0),
+            json!(4),
+            json!(4294967295u64),
+            json!(4294967296u64),
+            json!(-4),
+            json!(4.0),
+            json!(0.5),
+            json!(1e3),
+        ] {
+            let path = || "q".to_string();
+            let as_text =
+                quantity_value(&Value::String(number.to_string()), path).map_err(|e| e.to_string());
+            let as_number = quantity_value(&number, path).map_err(|e| e.to_string());
+            assert_eq!(as_number, as_text, "{number}");
+        }
     }
 
     #[test]
