@@ -106,7 +106,7 @@ pub fn judge(plan: &JobSetPlan, queue: &Queue) -> QueueFindings {
             .join(", ")
     };
     for rjob in plan.view.replicated_jobs.iter().filter(|r| r.is_tpu()) {
-        let pairs = match &plan.shapes().own[rjob.index] {
+        let pairs = match plan.shapes().own(rjob.index) {
             Some(Shapes::Fixed(p) | Shapes::Open(p)) => p,
             _ => continue,
         };

@@ -206,11 +206,11 @@ pub fn g5_one_shape_per_queued_slice_group(plan: &JobSetPlan) -> Vec<Violation> 
         let judged: Vec<&ReplicatedJob> = members
             .iter()
             .copied()
-            .filter(|m| shapes.group[m.index].is_some())
+            .filter(|m| shapes.group(m.index).is_some())
             .collect();
         let (Some(first), Some(pairs)) = (
             judged.first(),
-            members.iter().find_map(|m| shapes.group[m.index].as_ref()),
+            members.iter().find_map(|m| shapes.group(m.index)),
         ) else {
             continue;
         };

@@ -271,7 +271,7 @@ pub fn t4_some_slice_fits(plan: &JobSetPlan) -> Vec<Violation> {
     let (view, settings, shapes) = (plan.view, plan.settings, plan.shapes());
     let mut out = Vec::new();
     for (i, r) in view.tpu_jobs() {
-        match &shapes.own[i] {
+        match shapes.own(i) {
             Some(Shapes::Fixed(pairs)) if pairs.is_empty() => {
                 let slice = slice_of(r, settings);
                 let acc = slice.as_ref().and_then(|s| {
