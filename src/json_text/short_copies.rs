@@ -11,15 +11,6 @@ use std::io;
 /// The longest piece pushed byte by byte; a longer one is copied whole.
 const SHORT: usize = 16;
 
-/// `piece`, at most [`SHORT`] bytes, pushed at the end of `out`.
-#[inline]
-fn push_short(out: &mut Vec<u8>, piece: &[u8]) {
-    out.reserve(piece.len());
-    for &byte in piece {
-        out.push(byte);
-    }
-}
-
 /// `value` written as JSON at the end of `out`, as `serde_json::to_writer` writes it.
 pub fn to_writer(out: &mut Vec<u8>, value: &impl Serialize) -> serde_json::Result<()> {
     serde_json::to_writer(Pieces(out), value)
@@ -48,8 +39,12 @@ impl io::Write for Pieces<'_> {
 
     #[inline]
     fn write_all(&mut self, piece: &[u8]) -> io::Result<()> {
-        if piece.len() <= SHORT {
-            push_short(self.0, piece);
+        let room = self.0.capacity().saturating_sub(self.0.len());
+        if piece.len() <= SHORT && piece.len() <= room {
+            // Never grows: the room is there.
+            for &byte in piece {
+                self.0.push(byte);
+            }
         } else {
             self.0.extend_from_slice(piece);
         }
