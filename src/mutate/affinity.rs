@@ -3,7 +3,7 @@
 //! each is repeated once per pair, with the pair's two expressions appended, so that Kueue,
 //! which drops an affinity that a term leaves empty after its label filter, keeps it.
 use super::splice::Written;
-use super::{object_at, path_to, pod_template_steps, value_at};
+use super::{object_at, path_to, pod_template_mut, pod_template_steps, replicated_jobs_mut};
 use crate::affinity_mark::AffinityMark;
 use crate::keys;
 use crate::views::jobset_view::{JobSetView, ReplicatedJob};
@@ -65,12 +65,15 @@ pub fn changes(view: &JobSetView, marks: Vec<Option<AffinityMark>>) -> Vec<Narro
 /// Writes the narrowings into the JobSet in place; where it wrote.
 pub fn apply(object: &mut Value, changes: Vec<Narrowing>) -> Written {
     let mut written = Written::new();
+    // The view has checked every step to each template, and read what is below it where it
+    // is; so these paths resolve.
+    let Some(replicated_jobs) = replicated_jobs_mut(object) else {
+        return written;
+    };
     for n in changes {
         let template = pod_template_steps(n.index);
         let annotations_path = path_to(&template, &["metadata", "annotations"]);
-        // The view has checked every step to the template, and read what is below it where it
-        // is; so these paths resolve.
-        let annotations = value_at(object, &template)
+        let annotations = pod_template_mut(replicated_jobs, n.index)
             .and_then(|t| object_at(t, &annotations_path[template.len()..]));
         if let Some(annotations) = annotations {
             annotations.insert(
@@ -88,8 +91,8 @@ pub fn apply(object: &mut Value, changes: Vec<Narrowing>) -> Written {
                 "requiredDuringSchedulingIgnoredDuringExecution",
             ],
         );
-        let at =
-            value_at(object, &template).and_then(|t| object_at(t, &required[template.len()..]));
+        let at = pod_template_mut(replicated_jobs, n.index)
+            .and_then(|t| object_at(t, &required[template.len()..]));
         if let Some(at) = at {
             at.insert("nodeSelectorTerms".into(), Value::Array(n.terms));
             written.push(required);

@@ -28,7 +28,7 @@ pub fn object_entry<'a>(parent: &'a mut Object, key: &str) -> &'a mut Object {
 
 /// The value at `path` below `root`, which must be there: one lookup a step, where
 /// [`object_at`], which may have to add the member, takes two.
-pub fn value_at<'a>(root: &'a mut Value, path: &[PathStep]) -> Option<&'a mut Value> {
+fn value_at<'a>(root: &'a mut Value, path: &[PathStep]) -> Option<&'a mut Value> {
     path.iter()
         .try_fold(root, |value, step| match (value, step) {
             (Value::Object(m), PathStep::Key(key)) => m.get_mut(*key),
@@ -70,17 +70,39 @@ fn member<'a>(parent: &'a mut Object, key: &str) -> Option<&'a mut Value> {
     }
 }
 
+/// The steps from a JobSet to its replicated jobs.
+const TO_REPLICATED_JOBS: [PathStep<'static>; 2] =
+    [PathStep::Key("spec"), PathStep::Key("replicatedJobs")];
+
+/// The steps from a replicated job to its pod template.
+const TO_POD_TEMPLATE: [PathStep<'static>; 3] = [
+    PathStep::Key("template"),
+    PathStep::Key("spec"),
+    PathStep::Key("template"),
+];
+
 /// The steps from a JobSet to replicated job `index`'s pod template.
 pub fn pod_template_steps(index: usize) -> [PathStep<'static>; 6] {
-    use PathStep::{Index, Key};
+    let [spec, replicated_jobs] = TO_REPLICATED_JOBS;
+    let [template, job_spec, pod_template] = TO_POD_TEMPLATE;
     [
-        Key("spec"),
-        Key("replicatedJobs"),
-        Index(index),
-        Key("template"),
-        Key("spec"),
-        Key("template"),
+        spec,
+        replicated_jobs,
+        PathStep::Index(index),
+        template,
+        job_spec,
+        pod_template,
     ]
+}
+
+/// A JobSet's replicated jobs, found once for all the templates written.
+pub fn replicated_jobs_mut(jobset: &mut Value) -> Option<&mut Vec<Value>> {
+    value_at(jobset, &TO_REPLICATED_JOBS)?.as_array_mut()
+}
+
+/// Replicated job `index`'s pod template.
+pub fn pod_template_mut(replicated_jobs: &mut [Value], index: usize) -> Option<&mut Value> {
+    value_at(replicated_jobs.get_mut(index)?, &TO_POD_TEMPLATE)
 }
 
 /// `path` followed by `more` keys.

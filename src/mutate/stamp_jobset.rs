@@ -1,6 +1,6 @@
 //! JobSet CREATE: stamp each replicated job's pod template with its [`Facts`].
 use super::splice::Written;
-use super::{object_at, path_to, pod_template_steps, value_at};
+use super::{object_at, path_to, pod_template_mut, pod_template_steps, replicated_jobs_mut};
 use crate::facts::Facts;
 use crate::json::map_str;
 use crate::keys;
@@ -39,13 +39,16 @@ pub fn changes(view: &JobSetView, facts: &[Facts]) -> Vec<(usize, String)> {
 /// it wrote.
 pub fn apply(object: &mut Value, changes: Vec<(usize, String)>) -> Written {
     let mut written = Written::new();
+    // The view has checked every step to each template, and read its metadata and annotations
+    // where they are; so the paths resolve.
+    let Some(replicated_jobs) = replicated_jobs_mut(object) else {
+        return written;
+    };
     for (i, value) in changes {
         let template = pod_template_steps(i);
         let path = path_to(&template, &["metadata", "annotations"]);
-        // The view has checked every step to the template, and read its metadata and
-        // annotations where they are; so the path resolves.
-        let annotations =
-            value_at(object, &template).and_then(|t| object_at(t, &path[template.len()..]));
+        let annotations = pod_template_mut(replicated_jobs, i)
+            .and_then(|t| object_at(t, &path[template.len()..]));
         if let Some(annotations) = annotations {
             annotations.insert(keys::FACTS.to_string(), Value::String(value));
             written.push(path);

@@ -71,11 +71,12 @@ fn from_roots(
     }
     // In the order of the text, as the edits must be; the paths under one root together.
     under.sort_by_key(|(span, _, _)| span.start);
+    let mut descent = Descent::new(tree);
     for group in under.chunk_by(|a, b| a.0 == b.0) {
         let (span, at, _) = *group.first()?;
         let below: Vec<&[PathStep]> = group.iter().map(|(_, _, rest)| *rest).collect();
         let mut cursor = Cursor::at(text, span.start);
-        walk(&mut cursor, value_at(tree, at)?, &below, edits, Some(*span))?;
+        walk(&mut cursor, descent.to(at)?, &below, edits, Some(*span))?;
     }
     let start = text.len() - text.trim_start().len();
     Some(Span {
@@ -84,12 +85,43 @@ fn from_roots(
     })
 }
 
-/// The tree's value at `path`.
-fn value_at<'t>(tree: &'t Value, path: &[PathStep]) -> Option<&'t Value> {
-    path.iter().try_fold(tree, |value, step| match step {
-        PathStep::Key(key) => value.as_object()?.get(*key),
-        PathStep::Index(i) => value.as_array()?.get(*i),
-    })
+/// The tree's values down the last path asked for, so that the next is found from where the
+/// two part: the pod templates of a JobSet share their first steps.
+struct Descent<'t, 'p> {
+    /// The steps taken, and the value after each; `values[0]` is the tree.
+    steps: &'p [PathStep<'p>],
+    values: Vec<&'t Value>,
+}
+
+impl<'t, 'p> Descent<'t, 'p> {
+    fn new(tree: &'t Value) -> Self {
+        let mut values = Vec::with_capacity(8);
+        values.push(tree);
+        Descent { steps: &[], values }
+    }
+
+    /// The tree's value at `path`.
+    fn to(&mut self, path: &'p [PathStep<'p>]) -> Option<&'t Value> {
+        let shared = self
+            .steps
+            .iter()
+            .zip(path)
+            .take_while(|(a, b)| a == b)
+            .count();
+        self.values.truncate(shared.checked_add(1)?);
+        // Taken only once the whole path is found, so that `values` always follow `steps`.
+        self.steps = &[];
+        for step in path.get(shared..)? {
+            let value = *self.values.last()?;
+            let next = match step {
+                PathStep::Key(key) => value.as_object()?.get(*key),
+                PathStep::Index(i) => value.as_array()?.get(*i),
+            };
+            self.values.push(next?);
+        }
+        self.steps = path;
+        self.values.last().copied()
+    }
 }
 
 /// Walks the value that comes next down `paths` (what is left of each written path from here):
