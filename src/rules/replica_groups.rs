@@ -131,6 +131,14 @@ pub fn g4_identical_slices(plan: &JobSetPlan) -> Vec<Violation> {
     let mut out = Vec::new();
     for slice_group in plan.multi_member_slice_groups() {
         let (group, first) = (slice_group.name, slice_group.members[0]);
+        let accelerator = &settings.accelerator_label;
+        let selection = |r| {
+            [
+                pinned(r, accelerator).cloned(),
+                slice_topology(r, &settings.topology_label),
+            ]
+        };
+        let first_selection = selection(first);
         for rjob in &slice_group.members[1..] {
             let same = || {
                 format!(
@@ -138,18 +146,7 @@ pub fn g4_identical_slices(plan: &JobSetPlan) -> Vec<Violation> {
                     first.name
                 )
             };
-            let accelerator = &settings.accelerator_label;
-            let selections = [
-                (
-                    pinned(rjob, accelerator).cloned(),
-                    pinned(first, accelerator).cloned(),
-                ),
-                (
-                    slice_topology(rjob, &settings.topology_label),
-                    slice_topology(first, &settings.topology_label),
-                ),
-            ];
-            for selection in selections {
+            for selection in selection(rjob).into_iter().zip(&first_selection) {
                 if let (Some(mine), Some(theirs)) = selection {
                     if mine.value != theirs.value {
                         out.push(Violation::new(
