@@ -161,25 +161,21 @@ pub fn plan<'g, 'v: 'g, 'a: 'v>(
     let mut groups = Vec::new();
     let mut group_of = vec![None; view.replicated_jobs.len()];
     for members in slice_groups {
-        // The members with pairs: their index, and their shapes'.
+        // The members with pairs: their index, their shapes' index, and the pairs.
         let mut judged = members.iter().filter_map(|m| {
             let at = (*own_of.get(m.index)?)?;
-            shapes.get(at)?.pairs()?;
-            Some((m.index, at))
+            Some((m.index, at, shapes.get(at)?.pairs()?))
         });
-        let Some((first_index, first_at)) = judged.next() else {
+        let Some((first_index, first_at, first_pairs)) = judged.next() else {
             continue;
         };
-        let pairs_at = |at: usize| shapes.get(at).and_then(Shapes::pairs);
-        let mut common = pairs_at(first_at).cloned().unwrap_or_default();
+        let mut common = first_pairs.clone();
         group_of[first_index] = Some(groups.len());
         let mut narrowed_by = first_at;
-        for (index, at) in judged {
+        for (index, at, pairs) in judged {
             // Narrowing by the same pairs again changes nothing.
             if at != narrowed_by {
-                if let Some(pairs) = pairs_at(at) {
-                    narrow_to(&mut common, pairs);
-                }
+                narrow_to(&mut common, pairs);
                 narrowed_by = at;
             }
             group_of[index] = Some(groups.len());

@@ -71,11 +71,12 @@ pub fn apply(object: &mut Value, changes: Vec<Narrowing>) -> Written {
         return written;
     };
     for n in changes {
+        let Some(pod_template) = pod_template_mut(replicated_jobs, n.index) else {
+            continue;
+        };
         let template = pod_template_steps(n.index);
         let annotations_path = path_to(&template, &["metadata", "annotations"]);
-        let annotations = pod_template_mut(replicated_jobs, n.index)
-            .and_then(|t| object_at(t, &annotations_path[template.len()..]));
-        if let Some(annotations) = annotations {
+        if let Some(annotations) = object_at(pod_template, &annotations_path[template.len()..]) {
             annotations.insert(
                 keys::AFFINITY_MARK.to_string(),
                 Value::String(n.mark.to_annotation()),
@@ -91,9 +92,7 @@ pub fn apply(object: &mut Value, changes: Vec<Narrowing>) -> Written {
                 "requiredDuringSchedulingIgnoredDuringExecution",
             ],
         );
-        let at = pod_template_mut(replicated_jobs, n.index)
-            .and_then(|t| object_at(t, &required[template.len()..]));
-        if let Some(at) = at {
+        if let Some(at) = object_at(pod_template, &required[template.len()..]) {
             at.insert("nodeSelectorTerms".into(), Value::Array(n.terms));
             written.push(required);
         }
