@@ -330,6 +330,9 @@ impl<'a> Cursor<'a> {
 
 /// The first `"`, `\\` or control character at or after `from`, eight bytes at a time:
 /// strings are most of a Kubernetes object, and wasm has no faster way to look for a byte.
+/// Inlined into both its callers: as a call, the cursor's walk over every string was 8% slower
+/// (a TPU pod's admission).
+#[inline(always)]
 fn string_stop(bytes: &[u8], from: usize) -> Option<usize> {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
@@ -356,6 +359,7 @@ fn string_stop(bytes: &[u8], from: usize) -> Option<usize> {
         .and_then(|i| at.checked_add(i))
 }
 
+pub mod compact;
 mod path;
 pub mod plain;
 pub use path::{Path, PathStep};

@@ -29,6 +29,20 @@ pub fn to_string(value: &impl Serialize) -> serde_json::Result<String> {
     String::from_utf8(to_vec(value)?).map_err(|e| serde::ser::Error::custom(e.utf8_error()))
 }
 
+/// `piece` at the end of `out`: byte by byte when it is short and the room is there.
+#[inline]
+pub(super) fn push_piece(out: &mut Vec<u8>, piece: &[u8]) {
+    let room = out.capacity().saturating_sub(out.len());
+    if piece.len() <= SHORT && piece.len() <= room {
+        // Never grows: the room is there.
+        for &byte in piece {
+            out.push(byte);
+        }
+    } else {
+        out.extend_from_slice(piece);
+    }
+}
+
 struct Pieces<'v>(&'v mut Vec<u8>);
 
 impl io::Write for Pieces<'_> {
@@ -39,15 +53,7 @@ impl io::Write for Pieces<'_> {
 
     #[inline]
     fn write_all(&mut self, piece: &[u8]) -> io::Result<()> {
-        let room = self.0.capacity().saturating_sub(self.0.len());
-        if piece.len() <= SHORT && piece.len() <= room {
-            // Never grows: the room is there.
-            for &byte in piece {
-                self.0.push(byte);
-            }
-        } else {
-            self.0.extend_from_slice(piece);
-        }
+        push_piece(self.0, piece);
         Ok(())
     }
 

@@ -1,6 +1,6 @@
 //! What is at the end of a written path, compared with the tree: the edits that turn the
 //! text's value into the tree's, in the order of the text.
-use crate::json_text::{short_copies, Cursor, Span};
+use crate::json_text::{compact, Cursor, Span};
 use serde_json::{Number, Value};
 
 /// Bytes that take the place of `at` (an empty span for an insertion).
@@ -9,13 +9,10 @@ pub(super) struct Edit {
     pub(super) bytes: Vec<u8>,
 }
 
-fn written(value: &impl serde::Serialize) -> Option<Vec<u8>> {
-    short_copies::to_vec(value).ok()
-}
-
-/// `value` written at the end of `bytes`.
-fn write(bytes: &mut Vec<u8>, value: &impl serde::Serialize) -> Option<()> {
-    short_copies::to_writer(bytes, value).ok()
+fn written(value: &Value) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(128);
+    compact::value(&mut bytes, value);
+    bytes
 }
 
 /// `members` added last to the object at `span`, which has `written_members` of its own:
@@ -35,9 +32,9 @@ pub(super) fn add_members<'v>(
         if written_members > 0 || !bytes.is_empty() {
             bytes.push(b',');
         }
-        write(&mut bytes, key)?;
+        compact::string(&mut bytes, key);
         bytes.push(b':');
-        write(&mut bytes, value)?;
+        compact::value(&mut bytes, value);
     }
     if !bytes.is_empty() {
         let at = span.end.checked_sub(1)?;
@@ -53,7 +50,7 @@ pub(super) fn add_members<'v>(
 fn rewrite(edits: &mut Vec<Edit>, at: Span, tree: &Value) -> Option<Span> {
     edits.push(Edit {
         at,
-        bytes: written(tree)?,
+        bytes: written(tree),
     });
     Some(at)
 }
@@ -112,7 +109,7 @@ pub(super) fn diff(cursor: &mut Cursor, tree: &Value, edits: &mut Vec<Edit>) -> 
                     if !bytes.is_empty() {
                         bytes.push(b',');
                     }
-                    write(&mut bytes, item)?;
+                    compact::value(&mut bytes, item);
                 }
                 if !elements.is_empty() {
                     bytes.push(b',');
@@ -136,7 +133,7 @@ pub(super) fn diff(cursor: &mut Cursor, tree: &Value, edits: &mut Vec<Edit>) -> 
             if !scalar_is(text, span, tree) {
                 edits.push(Edit {
                     at: span,
-                    bytes: written(tree)?,
+                    bytes: written(tree),
                 });
             }
             Some(span)
