@@ -62,7 +62,15 @@ pub fn env_entries<'a>(
     container: &'a Object,
     path: impl PathLike,
 ) -> Result<Vec<EnvEntry<'a>>, InputError> {
-    let existing = json::opt_array(container, "env", path)?.map_or(&[][..], Vec::as_slice);
+    entries_of(json::field(container, "env"), path)
+}
+
+/// [`env_entries`] of the container's `env`, already found.
+pub fn entries_of<'a>(
+    env: Option<&'a Value>,
+    path: impl PathLike,
+) -> Result<Vec<EnvEntry<'a>>, InputError> {
+    let existing = json::array_of(env, "env", path)?.map_or(&[][..], Vec::as_slice);
     Ok(existing
         .iter()
         .enumerate()

@@ -86,23 +86,34 @@ pub fn containers<'a>(
     at: SpecAt,
     tpu_resource: &str,
 ) -> Result<Vec<ContainerView<'a>>, InputError> {
+    let lists = CONTAINER_LISTS.map(|list| json::field(spec, list));
+    containers_found(lists, at, tpu_resource)
+}
+
+/// [`containers`] of the pod spec's [`CONTAINER_LISTS`], already found.
+pub fn containers_found<'a>(
+    lists: [Option<&'a Value>; 2],
+    at: SpecAt,
+    tpu_resource: &str,
+) -> Result<Vec<ContainerView<'a>>, InputError> {
     let mut out = Vec::new();
-    for list in CONTAINER_LISTS {
-        let Some(items) = json::opt_array(spec, list, at)? else {
+    for (list, found) in CONTAINER_LISTS.into_iter().zip(lists) {
+        let Some(items) = json::array_of(found, list, at)? else {
             continue;
         };
         for (index, item) in items.iter().enumerate() {
             // Built only if this container has something wrong.
             let c_path = Lazy(move || at.container(list, index));
             let c = json::as_object(item, c_path)?;
-            let name = json::opt_str(c, "name", c_path)?.unwrap_or("");
-            let tpu_chips = tpu_chips(c, c_path, tpu_resource)?;
+            let [name, resources, env] = json::fields(c, CONTAINER_READ);
+            let name = json::str_of(name, "name", c_path)?.unwrap_or("");
+            let tpu_chips = tpu_chips(resources, c_path, tpu_resource)?;
             out.push(ContainerView {
                 list,
                 index,
                 spec: at,
                 name,
-                env: container_env::env_entries(c, c_path),
+                env: container_env::entries_of(env, c_path),
                 tpu_chips,
             });
         }
@@ -125,11 +136,11 @@ pub fn chips_per_pod(containers: &[ContainerView], at: SpecAt) -> Result<u32, In
 /// The chips a container asks for. The outer error is a malformed `resources` (bad input);
 /// the inner one a quantity that does not parse, kept for rule T4 to report.
 fn tpu_chips(
-    container: &Object,
+    resources: Option<&Value>,
     path: impl PathLike,
     resource: &str,
 ) -> Result<Result<u32, InputError>, InputError> {
-    let Some(resources) = json::opt_object(container, "resources", path)? else {
+    let Some(resources) = json::object_of(resources, "resources", path)? else {
         return Ok(Ok(0));
     };
     let r_path = Lazy(move || join(&path.render(), "resources"));
