@@ -16,6 +16,16 @@ pub const CONTAINER_LISTS: [&str; 2] = ["initContainers", "containers"];
 /// only these into their trees (`lean_tree`), so a new read here must be added to the list.
 pub const CONTAINER_READ: [&str; 3] = ["name", "resources", "env"];
 
+/// Every other member of a pod spec that the views read (the node selection, how its pods
+/// resolve names): the same trees build only these and the [`CONTAINER_LISTS`].
+pub const POD_SPEC_READ: [&str; 5] = [
+    "nodeSelector",
+    "affinity",
+    "hostNetwork",
+    "dnsPolicy",
+    "subdomain",
+];
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ContainerView<'a> {
     /// `initContainers` or `containers`.

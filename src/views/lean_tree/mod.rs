@@ -1,7 +1,11 @@
-//! A JobSet, Job or pod read into a tree as serde reads it, except its containers, of which
-//! only what the views read is built (issue 30). Building the tree and dropping it is a third of
-//! a JobSet CREATE, and a container's image, command (often a whole script in a training
-//! JobSet), probes and mounts (a defaulted pod's token mount) are nodes the policy never reads.
+//! A JobSet, Job or pod read into a tree as serde reads it, except on the way to its pod specs:
+//! of its containers, its pod specs, its Job specs and a JobSet's replicated jobs, only what the
+//! views read is built (issue 30). Building the tree and dropping it is a third of a JobSet
+//! CREATE, and a container's image, command (often a whole script in a training JobSet),
+//! probes and mounts (a defaulted pod's token mount), a pod spec's volumes and tolerations and
+//! a Job's failure policy are nodes the policy never reads. The lists of what is read stand
+//! beside the views that read them ([`CONTAINER_READ`], [`POD_SPEC_READ`]) or here, and a new
+//! read must be added to its list.
 //!
 //! Every other member is read as serde reads it where the walk meets it, plain values by the
 //! cursor (`json_text::plain`) and the rest by serde, so the tree reads as it did (serde's
@@ -11,7 +15,7 @@
 //! it checks as serde's skip would, so that a JobSet's object read where the envelope meets it
 //! (`admission::envelope`) is checked as serde would have checked it there.
 use crate::json_text::{Cursor, PathStep};
-use crate::views::pod_spec::{CONTAINER_LISTS, CONTAINER_READ};
+use crate::views::pod_spec::{CONTAINER_LISTS, CONTAINER_READ, POD_SPEC_READ};
 use serde_json::{Map, Value};
 
 mod found;
@@ -21,9 +25,20 @@ pub use found::Templates;
 /// A step on the way from an object's root to its pod specs: a member, or every element.
 #[derive(Debug, Clone, Copy)]
 pub enum Step {
+    /// The member walked down; the object's other members are read as serde reads them.
     Member(&'static str),
+    /// The member walked down; of the object's other members, only these are read (what the
+    /// views read there), and the rest skipped.
+    MemberAmong(&'static str, &'static [&'static str]),
     Each,
 }
+
+/// What the views read of a Job's spec, a JobSet's replicated job's included, besides its
+/// `template`.
+const JOB_SPEC_READ: &[&str] = &["parallelism", "completions", "completionMode"];
+
+/// What `JobSetView` reads of a replicated job, besides its `template`.
+const REPLICATED_JOB_READ: &[&str] = &["name", "replicas", "groupName"];
 
 /// From a pod to its spec.
 pub const POD_SPEC: [Step; 1] = [Step::Member("spec")];
@@ -31,7 +46,7 @@ pub const POD_SPEC: [Step; 1] = [Step::Member("spec")];
 /// From a Job to its pod spec.
 pub const JOB_POD_SPEC: [Step; 3] = [
     Step::Member("spec"),
-    Step::Member("template"),
+    Step::MemberAmong("template", JOB_SPEC_READ),
     Step::Member("spec"),
 ];
 
@@ -40,9 +55,9 @@ pub const JOBSET_POD_SPECS: [Step; 7] = [
     Step::Member("spec"),
     Step::Member("replicatedJobs"),
     Step::Each,
-    Step::Member("template"),
+    Step::MemberAmong("template", REPLICATED_JOB_READ),
     Step::Member("spec"),
-    Step::Member("template"),
+    Step::MemberAmong("template", JOB_SPEC_READ),
     Step::Member("spec"),
 ];
 
@@ -148,28 +163,34 @@ fn value(c: &mut Cursor, steps: &[Step], lean: Lean, found: &mut Found) -> Optio
 
 fn value_below(c: &mut Cursor, steps: &[Step], lean: Lean, found: &mut Found) -> Option<Value> {
     match (steps.split_first(), c.next_byte()?) {
-        (Some((Step::Member(name), rest)), b'{') => {
+        (Some((Step::Member(name) | Step::MemberAmong(name, _), rest)), b'{') => {
+            let kept = match steps.first() {
+                Some(Step::MemberAmong(_, kept)) => Some(*kept),
+                _ => None,
+            };
             let at_root = found.depth.is_some() && found.at.is_empty();
             let at_template = found.depth == Some(found.at.len());
             let mut seen = false;
             let mut members = 0usize;
             let tree = object(c, |c, key| {
-                members += 1;
-                match key == *name {
-                    true => {
-                        found.repeated |= seen;
-                        seen = true;
-                        let step = PathStep::Key(name);
-                        found
-                            .below(step, |found| value(c, rest, lean, found))
-                            .map(Some)
-                    }
-                    false => parsed(c).map(Some),
+                if key == *name {
+                    members += 1;
+                    found.repeated |= seen;
+                    seen = true;
+                    let step = PathStep::Key(name);
+                    return found
+                        .below(step, |found| value(c, rest, lean, found))
+                        .map(Some);
                 }
+                if kept.is_some_and(|kept| !kept.contains(&key)) {
+                    return c.skip_valid().map(|_| None);
+                }
+                members += 1;
+                parsed(c).map(Some)
             })?;
-            // Every member is kept, so fewer in the map is a key met twice. The splice stops
-            // walking a template once it has found what it writes, so a template with a key
-            // twice is no template.
+            // Every member read is kept, so fewer in the map is a key met twice. The splice
+            // stops walking a template once it has found what it writes, so a template with a
+            // key twice is no template.
             let repeats = tree.as_object().map_or(0, Map::len) < members;
             found.root_repeats |= at_root && repeats;
             found.repeated |= at_template && repeats;
@@ -185,9 +206,14 @@ fn value_below(c: &mut Cursor, steps: &[Step], lean: Lean, found: &mut Found) ->
             Some(Value::Array(items))
         }
         (None, b'{') => match lean {
-            Lean::PodSpec => object(c, |c, key| match CONTAINER_LISTS.contains(&key) {
-                true => value(c, &[Step::Each], Lean::Container, &mut Found::nothing()).map(Some),
-                false => parsed(c).map(Some),
+            Lean::PodSpec => object(c, |c, key| {
+                if CONTAINER_LISTS.contains(&key) {
+                    value(c, &[Step::Each], Lean::Container, &mut Found::nothing()).map(Some)
+                } else if POD_SPEC_READ.contains(&key) {
+                    parsed(c).map(Some)
+                } else {
+                    c.skip_valid().map(|_| None)
+                }
             }),
             // What is not read is skipped, and checked as serde would: the envelope read by
             // the cursor leaves a JobSet CREATE's object to this read alone.
@@ -224,144 +250,4 @@ fn parsed(c: &mut Cursor) -> Option<Value> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::json_text::Span;
-    use serde_json::json;
-
-    #[test]
-    fn only_the_containers_are_lean_and_the_rest_is_as_serde_reads_it() {
-        let text = r#"{"kind": "JobSet", "metadata": {"name": "js", "labels": {"a": "1"}},
-            "spec": {"replicatedJobs": [
-                {"name": "r", "template": {"spec": {"parallelism": 2, "template": {
-                    "metadata": {"annotations": {"k": "v"}},
-                    "spec": {"nodeSelector": {"n": "1"}, "volumes": [{"name": "v"}],
-                             "initContainers": [{"name": "i", "image": "x", "env": []}],
-                             "containers": [{"name": "c", "command": ["sh", "-c", "a long script"],
-                                             "resources": {"limits": {"google.com/tpu": 4}},
-                                             "env": null, "env": [{"name": "A", "value": "1"}]},
-                                            "not a container"]}}}}},
-                "not a replicated job"]}}"#;
-        assert_eq!(
-            read(text, &JOBSET_POD_SPECS).unwrap(),
-            json!({"kind": "JobSet", "metadata": {"name": "js", "labels": {"a": "1"}},
-                "spec": {"replicatedJobs": [
-                    {"name": "r", "template": {"spec": {"parallelism": 2, "template": {
-                        "metadata": {"annotations": {"k": "v"}},
-                        "spec": {"nodeSelector": {"n": "1"}, "volumes": [{"name": "v"}],
-                                 "initContainers": [{"name": "i", "env": []}],
-                                 "containers": [{"name": "c",
-                                                 "resources": {"limits": {"google.com/tpu": 4}},
-                                                 "env": [{"name": "A", "value": "1"}]},
-                                                "not a container"]}}}}},
-                    "not a replicated job"]}})
-        );
-        let job =
-            r#"{"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "x"}]}}}}"#;
-        assert_eq!(
-            read(job, &JOB_POD_SPEC).unwrap(),
-            json!({"spec": {"template": {"spec": {"containers": [{"name": "c"}]}}}})
-        );
-    }
-
-    #[test]
-    fn a_repeated_step_is_the_last_as_serde_reads_it() {
-        let text =
-            r#"{"spec": {"template": 1, "template": {"spec": {"containers": [{"image": "x"}]}}}}"#;
-        assert_eq!(
-            read(text, &JOB_POD_SPEC).unwrap(),
-            json!({"spec": {"template": {"spec": {"containers": [{}]}}}})
-        );
-    }
-
-    #[test]
-    fn each_pod_template_is_found_with_its_path_and_span_and_none_when_a_step_repeats() {
-        let template =
-            |n| format!(r#"{{"metadata": {{}}, "spec": {{"containers": [{{"name": "c{n}"}}]}}}}"#);
-        let (a, b) = (template(0), template(1));
-        let text = format!(
-            r#"{{"spec": {{"replicatedJobs": [{{"template": {{"spec": {{"template": {a}}}}}}},
-                {{"name": "r", "template": {{"spec": {{"parallelism": 1, "template": {b} }}}}}}]}}}}"#
-        );
-        let read = read_with_templates(&text, &JOBSET_POD_SPECS).unwrap();
-        assert_eq!(read.tree, serde_json::from_str::<Value>(&text).unwrap());
-        assert!(!read.root_may_repeat_a_key);
-        let expected = |i: usize, template: &str| {
-            let start = text.find(template).unwrap();
-            let at = [
-                PathStep::Key("spec"),
-                PathStep::Key("replicatedJobs"),
-                PathStep::Index(i),
-                PathStep::Key("template"),
-                PathStep::Key("spec"),
-                PathStep::Key("template"),
-            ];
-            let span = Span {
-                start,
-                end: start + template.len(),
-            };
-            (at.to_vec(), span)
-        };
-        assert_eq!(read.templates, vec![expected(0, &a), expected(1, &b)]);
-        let job = r#"{"spec": {"template": {"spec": {}}}}"#;
-        let templates = read_with_templates(job, &JOB_POD_SPEC).unwrap().templates;
-        let span = Span { start: 22, end: 34 };
-        assert_eq!(
-            templates,
-            vec![(vec![PathStep::Key("spec"), PathStep::Key("template")], span)]
-        );
-        // A splice from one of two `template`s would leave the other as it was, and one that
-        // stops at a template's first `metadata` would leave its second.
-        for repeated in [
-            r#"{"spec": {"template": {}, "template": {"spec": {}}}}"#,
-            r#"{"spec": {"template": {"spec": {}}}, "spec": {"template": {"spec": {}}}}"#,
-            r#"{"spec": {"template": {"metadata": {}, "spec": {}, "metadata": {}}}}"#,
-        ] {
-            let read = read_with_templates(repeated, &JOB_POD_SPEC).unwrap();
-            assert_eq!(read.tree, serde_json::from_str::<Value>(repeated).unwrap());
-            assert_eq!(read.templates, Templates::new(), "{repeated}");
-        }
-        // Read whole by serde: nothing found.
-        let read = read_with_templates("[1]", &JOB_POD_SPEC).unwrap();
-        assert_eq!(read.templates, Templates::new());
-    }
-
-    /// Whether the root object has a key twice, any key, however deep the walk went below it.
-    #[test]
-    fn a_key_the_root_object_repeats_is_noted_and_one_below_it_is_not() {
-        for (text, repeats) in [
-            (
-                r#"{"metadata": {}, "spec": {"template": {"spec": {}}}}"#,
-                false,
-            ),
-            (
-                r#"{"metadata": {}, "spec": {"template": {}}, "metadata": {}}"#,
-                true,
-            ),
-            (r#"{"metad\u0061ta": 1, "metadata": 2}"#, true),
-            (r#"{"spec": {"template": {}}, "spec": {}}"#, true),
-            (
-                r#"{"spec": {"a": 1, "a": 2, "template": {"spec": {}}}}"#,
-                false,
-            ),
-            ("[1]", false),
-        ] {
-            let read = read_with_templates(text, &JOB_POD_SPEC).unwrap();
-            assert_eq!(read.root_may_repeat_a_key, repeats, "{text}");
-        }
-    }
-
-    #[test]
-    fn what_the_walk_does_not_expect_is_read_whole_in_serdes_words() {
-        assert_eq!(read("[1]", &JOB_POD_SPEC).unwrap(), json!([1]));
-        assert_eq!(container_list(r#"{"a": 1}"#).unwrap(), json!({"a": 1}));
-        for text in ["{", r#"{"spec": }"#, "[1,]", "{} x"] {
-            let serde = serde_json::from_str::<Value>(text).unwrap_err().to_string();
-            assert_eq!(
-                read(text, &JOB_POD_SPEC).unwrap_err().to_string(),
-                serde,
-                "{text}"
-            );
-        }
-    }
-}
+mod walk_tests;
