@@ -63,11 +63,18 @@ fn from_roots(
     let mut by_path: Vec<&Root> = roots.iter().collect();
     by_path.sort_unstable_by(|a, b| a.0.cmp(b.0));
     let mut under = Vec::with_capacity(paths.len());
+    // Paths come in the order of their roots, most often: the root after the last one found
+    // is tried before a search.
+    let mut next = 0;
     for path in paths {
         let (head, rest) = (path.get(..depth)?, path.get(depth..)?);
-        let found = by_path.binary_search_by(|(at, _)| (*at).cmp(head)).ok()?;
+        let found = match by_path.get(next) {
+            Some((at, _)) if *at == head => next,
+            _ => by_path.binary_search_by(|(at, _)| (*at).cmp(head)).ok()?,
+        };
         let (at, span) = *by_path.get(found)?;
         under.push((span, at, rest));
+        next = found.saturating_add(1);
     }
     // In the order of the text, as the edits must be; the paths under one root together.
     under.sort_by_key(|(span, _, _)| span.start);
