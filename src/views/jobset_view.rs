@@ -25,6 +25,11 @@ pub struct JobSetView<'a> {
     /// runs after a mutating policy, suspends the JobSet (docs/spec.md §5).
     pub queue: Option<QueueName<'a>>,
     pub coordinator: Option<CoordinatorRef<'a>>,
+    /// The JobSet's exclusive-topology annotation, and whether it also carries the
+    /// node-selector strategy: read once here, for each replicated job's placement
+    /// (`placement::exclusive_placement`, asked by every X rule of every replicated job).
+    pub exclusive_topology: Option<&'a str>,
+    pub node_selector_strategy: bool,
     pub replicated_jobs: Vec<ReplicatedJob<'a>>,
 }
 
@@ -159,6 +164,9 @@ impl<'a> JobSetView<'a> {
         Ok(JobSetView {
             name,
             annotations,
+            exclusive_topology: map_str(annotations, keys::EXCLUSIVE_TOPOLOGY),
+            node_selector_strategy: annotations
+                .is_some_and(|a| a.contains_key(keys::NODE_SELECTOR_STRATEGY)),
             subdomain,
             enable_dns_hostnames,
             suspend,
