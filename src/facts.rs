@@ -82,8 +82,8 @@ pub struct JaxFacts {
 impl OffsetFacts {
     fn write(&self, out: &mut Vec<u8>) {
         let mut members = Members::open(out);
-        compact::unsigned(members.member("total"), self.total.into());
-        compact::unsigned(members.member("offset"), self.offset.into());
+        compact::unsigned(members.plain_member("total"), self.total.into());
+        compact::unsigned(members.plain_member("offset"), self.offset.into());
         members.close();
     }
 }
@@ -107,44 +107,44 @@ impl Facts {
         let mut out = Vec::with_capacity(128);
         let mut members = Members::open(&mut out);
         if let Some(g) = &self.group {
-            let mut group = Members::open(members.member("group"));
-            compact::string(group.member("name"), &g.name);
-            compact::unsigned(group.member("replicas"), g.replicas.into());
-            compact::unsigned(group.member("offset"), g.offset.into());
+            let mut group = Members::open(members.plain_member("group"));
+            compact::string(group.plain_member("name"), &g.name);
+            compact::unsigned(group.plain_member("replicas"), g.replicas.into());
+            compact::unsigned(group.plain_member("offset"), g.offset.into());
             group.close();
         }
         if let Some(slice) = &self.slice {
-            slice.write(members.member("slice"));
+            slice.write(members.plain_member("slice"));
         }
         if let Some(jax) = &self.jax {
-            let mut j = Members::open(members.member("jax"));
-            compact::unsigned(j.member("total"), jax.total.into());
-            compact::unsigned(j.member("offset"), jax.offset.into());
+            let mut j = Members::open(members.plain_member("jax"));
+            compact::unsigned(j.plain_member("total"), jax.total.into());
+            compact::unsigned(j.plain_member("offset"), jax.offset.into());
             if let Some(c) = &jax.coordinator {
-                compact::string(j.member("coordinator"), c);
+                compact::string(j.plain_member("coordinator"), c);
             }
             if jax.coordinator_id != 0 {
-                compact::unsigned(j.member("coordinatorId"), jax.coordinator_id.into());
+                compact::unsigned(j.plain_member("coordinatorId"), jax.coordinator_id.into());
             }
             j.close();
         }
         if let Some(c) = &self.coordinator {
-            compact::string(members.member("coordinator"), c);
+            compact::string(members.plain_member("coordinator"), c);
         }
         if self.coordinator_outside {
             members
-                .member("coordinatorOutside")
+                .plain_member("coordinatorOutside")
                 .extend_from_slice(b"true");
         }
         if let Some(s) = &self.subdomain {
-            compact::string(members.member("subdomain"), s);
+            compact::string(members.plain_member("subdomain"), s);
         }
         if let Some(n) = self.pods_per_job {
-            compact::unsigned(members.member("podsPerJob"), n.into());
+            compact::unsigned(members.plain_member("podsPerJob"), n.into());
         }
         if let Some(job) = &self.job {
-            let mut j = Members::open(members.member("job"));
-            compact::unsigned(j.member("completions"), job.completions.into());
+            let mut j = Members::open(members.plain_member("job"));
+            compact::unsigned(j.plain_member("completions"), job.completions.into());
             j.close();
         }
         members.close();

@@ -122,6 +122,18 @@ impl<'o> Members<'o> {
         self.out
     }
 
+    /// [`Members::member`] for a key of the policy's own that needs no escape (letters only):
+    /// written as it is, without looking for what to escape.
+    pub fn plain_member(&mut self, key: &'static str) -> &mut Vec<u8> {
+        if !std::mem::take(&mut self.first) {
+            self.out.push(b',');
+        }
+        self.out.push(b'"');
+        push_piece(self.out, key.as_bytes());
+        push_piece(self.out, b"\":");
+        self.out
+    }
+
     pub fn close(self) {
         self.out.push(b'}');
     }
