@@ -13,7 +13,10 @@
 //! JobSet container's). A text of a shape the walk does not expect, or a value serde refuses,
 //! is read whole by serde, which then names the problem in its own words. What the walk skips
 //! it checks as serde's skip would, so that a JobSet's object read where the envelope meets it
-//! (`admission::envelope`) is checked as serde would have checked it there.
+//! (`admission::envelope`) is checked as serde would have checked it there. A member never read
+//! is so checked for its shape only, as serde checks a field it ignores and as a policy that
+//! reads typed structs would: a number beyond `f64` or a lone surrogate there, which the API
+//! server never sends, is not refused.
 use crate::json_text::{Cursor, PathStep};
 use crate::views::pod_spec::{CONTAINER_LISTS, CONTAINER_READ, POD_SPEC_READ};
 use serde_json::{Map, Value};

@@ -158,6 +158,33 @@ fn what_the_walk_does_not_expect_is_read_whole_in_serdes_words() {
     }
 }
 
+/// A member the views never read is checked as serde checks a field it ignores: its shape, as
+/// a policy reading into typed structs would. A number beyond `f64` or a lone surrogate there
+/// (which the API server, having decoded and encoded the object, never sends) is not refused,
+/// where a tree built of it refused it; the same in a member that is read still is.
+#[test]
+fn a_member_never_read_is_checked_as_serde_checks_a_field_it_ignores() {
+    let skipped = r#"{"spec": {"backoffLimit": 1e400, "template": {"spec":
+        {"tolerations": [{"key": "\ud800"}], "containers": [{"name": "c"}]}}}}"#;
+    assert!(serde_json::from_str::<Value>(skipped).is_err());
+    assert_eq!(
+        read(skipped, &JOB_POD_SPEC).unwrap(),
+        json!({"spec": {"template": {"spec": {"containers": [{"name": "c"}]}}}})
+    );
+    let read_ones = [
+        r#"{"spec": {"parallelism": 1e400, "template": {"spec": {}}}}"#,
+        r#"{"spec": {"template": {"spec": {"subdomain": "\ud800"}}}}"#,
+    ];
+    for text in read_ones {
+        let serde = serde_json::from_str::<Value>(text).unwrap_err().to_string();
+        assert_eq!(
+            read(text, &JOB_POD_SPEC).unwrap_err().to_string(),
+            serde,
+            "{text}"
+        );
+    }
+}
+
 /// Every JobSet and Job of the request fixtures, new and old, gives the same view read lean as
 /// read whole by serde: all that the views read is on the lists of what the walk builds. The
 /// xpk, Pathways and GKE fixtures carry the pod spec members the walk skips. Native only: the
