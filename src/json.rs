@@ -84,6 +84,25 @@ pub fn as_object(v: &Value, path: impl PathLike) -> Result<&Object, InputError> 
 // The getters below build a path only on the error branch: a JobSet of thousands of
 // replicated jobs is read field by field, and the happy path must not allocate per field.
 
+/// A field already found, as `pick` reads it; an error naming the field and what it should be
+/// where it is of another kind.
+#[inline]
+fn typed<'a, T>(
+    found: Option<&'a Value>,
+    key: &str,
+    path: impl PathLike,
+    expected: &'static str,
+    pick: impl FnOnce(&'a Value) -> Option<T>,
+) -> Result<Option<T>, InputError> {
+    match found {
+        None => Ok(None),
+        Some(v) => match pick(v) {
+            Some(t) => Ok(Some(t)),
+            None => Err(wrong(&join(&path.render(), key), expected, v)),
+        },
+    }
+}
+
 pub fn opt_object<'a>(
     obj: &'a Object,
     key: &str,
@@ -98,11 +117,7 @@ pub fn object_of<'a>(
     key: &str,
     path: impl PathLike,
 ) -> Result<Option<&'a Object>, InputError> {
-    match found {
-        None => Ok(None),
-        Some(Value::Object(m)) => Ok(Some(m)),
-        Some(v) => Err(wrong(&join(&path.render(), key), "an object", v)),
-    }
+    typed(found, key, path, "an object", Value::as_object)
 }
 
 pub fn opt_array<'a>(
@@ -119,11 +134,7 @@ pub fn array_of<'a>(
     key: &str,
     path: impl PathLike,
 ) -> Result<Option<&'a Vec<Value>>, InputError> {
-    match found {
-        None => Ok(None),
-        Some(Value::Array(a)) => Ok(Some(a)),
-        Some(v) => Err(wrong(&join(&path.render(), key), "a list", v)),
-    }
+    typed(found, key, path, "a list", Value::as_array)
 }
 
 pub fn opt_str<'a>(
@@ -140,11 +151,7 @@ pub fn str_of<'a>(
     key: &str,
     path: impl PathLike,
 ) -> Result<Option<&'a str>, InputError> {
-    match found {
-        None => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s)),
-        Some(v) => Err(wrong(&join(&path.render(), key), "a string", v)),
-    }
+    typed(found, key, path, "a string", Value::as_str)
 }
 
 pub fn opt_bool(obj: &Object, key: &str, path: impl PathLike) -> Result<Option<bool>, InputError> {
@@ -157,11 +164,7 @@ pub fn bool_of(
     key: &str,
     path: impl PathLike,
 ) -> Result<Option<bool>, InputError> {
-    match found {
-        None => Ok(None),
-        Some(Value::Bool(b)) => Ok(Some(*b)),
-        Some(v) => Err(wrong(&join(&path.render(), key), "a boolean", v)),
-    }
+    typed(found, key, path, "a boolean", Value::as_bool)
 }
 
 /// A Kubernetes int32 count (replicas, parallelism, indexes): an integer in 0..=i32::MAX.
