@@ -114,9 +114,7 @@ impl<'o> Members<'o> {
 
     /// Writes `"key":`; the value is to be written next, into what this returns.
     pub fn member(&mut self, key: &str) -> &mut Vec<u8> {
-        if !std::mem::take(&mut self.first) {
-            self.out.push(b',');
-        }
+        self.comma();
         string(self.out, key);
         self.out.push(b':');
         self.out
@@ -125,13 +123,18 @@ impl<'o> Members<'o> {
     /// [`Members::member`] for a key of the policy's own that needs no escape (letters only):
     /// written as it is, without looking for what to escape.
     pub fn plain_member(&mut self, key: &'static str) -> &mut Vec<u8> {
-        if !std::mem::take(&mut self.first) {
-            self.out.push(b',');
-        }
+        self.comma();
         self.out.push(b'"');
         push_piece(self.out, key.as_bytes());
         push_piece(self.out, b"\":");
         self.out
+    }
+
+    /// A comma before every member but the first.
+    fn comma(&mut self) {
+        if !std::mem::take(&mut self.first) {
+            self.out.push(b',');
+        }
     }
 
     pub fn close(self) {

@@ -73,7 +73,7 @@ mod tests {
             {"name": "B", "value": "9"},
             {"name": "C", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}
         ]});
-        let entries = env_entries(c.as_object().unwrap(), "spec.containers[0]");
+        let entries = env_entries(c.get("env"), "spec.containers[0]");
         let plan = plan_env(
             &user_entries(&entries).unwrap(),
             || "container \"w\"".to_string(),

@@ -6,7 +6,7 @@
 //!
 //! It only reads, so pod admission, the env merge and the CREATE warnings all use it.
 use crate::error::InputError;
-use crate::json::{self, field, Object};
+use crate::json::{self, field};
 use crate::paths::{Lazy, PathLike};
 use serde_json::Value;
 
@@ -56,17 +56,9 @@ pub struct EnvEntry<'a> {
     pub checked: Result<UserEntry<'a>, InputError>,
 }
 
-/// The container's `env`, in order. A value that is not a list is an error; each malformed
-/// entry keeps its own.
+/// The container's `env` (found with [`json::fields`]), in order. A value that is not a list
+/// is an error; each malformed entry keeps its own.
 pub fn env_entries<'a>(
-    container: &'a Object,
-    path: impl PathLike,
-) -> Result<Vec<EnvEntry<'a>>, InputError> {
-    entries_of(json::field(container, "env"), path)
-}
-
-/// [`env_entries`] of the container's `env`, already found.
-pub fn entries_of<'a>(
     env: Option<&'a Value>,
     path: impl PathLike,
 ) -> Result<Vec<EnvEntry<'a>>, InputError> {
@@ -200,6 +192,7 @@ fn expand(text: &str, defined: &[(&str, Option<String>)]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::json::Object;
     use serde_json::json;
 
     fn entries(env: serde_json::Value) -> (Object, String) {
@@ -228,7 +221,7 @@ mod tests {
                 .then(|| "js".to_string())
         };
         let got = resolve_all(
-            &user_entries(&env_entries(&c, &path)).unwrap(),
+            &user_entries(&env_entries(field(&c, "env"), &path)).unwrap(),
             &injected,
             &lookup,
         );
@@ -251,7 +244,7 @@ mod tests {
     fn a_malformed_entry_names_its_path() {
         let (c, path) = entries(json!([{"name": "A"}, "oops"]));
         assert_eq!(
-            user_entries(&env_entries(&c, &path))
+            user_entries(&env_entries(field(&c, "env"), &path))
                 .unwrap_err()
                 .to_string(),
             "spec.containers[0].env[1]: expected an object, found the string \"oops\""

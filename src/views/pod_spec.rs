@@ -123,7 +123,7 @@ pub fn containers_found<'a>(
                 index,
                 spec: at,
                 name,
-                env: container_env::entries_of(env, c_path),
+                env: container_env::env_entries(env, c_path),
                 tpu_chips,
             });
         }

@@ -166,9 +166,9 @@ fn value(c: &mut Cursor, steps: &[Step], lean: Lean, found: &mut Found) -> Optio
 
 fn value_below(c: &mut Cursor, steps: &[Step], lean: Lean, found: &mut Found) -> Option<Value> {
     match (steps.split_first(), c.next_byte()?) {
-        (Some((Step::Member(name) | Step::MemberAmong(name, _), rest)), b'{') => {
-            let kept = match steps.first() {
-                Some(Step::MemberAmong(_, kept)) => Some(*kept),
+        (Some((step @ (Step::Member(name) | Step::MemberAmong(name, _)), rest)), b'{') => {
+            let kept = match step {
+                Step::MemberAmong(_, kept) => Some(*kept),
                 _ => None,
             };
             let at_root = found.depth.is_some() && found.at.is_empty();
@@ -185,11 +185,11 @@ fn value_below(c: &mut Cursor, steps: &[Step], lean: Lean, found: &mut Found) ->
                         .below(step, |found| value(c, rest, lean, found))
                         .map(Some);
                 }
-                if kept.is_some_and(|kept| !kept.contains(&key)) {
-                    return c.skip_valid().map(|_| None);
+                let read = kept.is_none_or(|kept| kept.contains(&key));
+                if read {
+                    members += 1;
                 }
-                members += 1;
-                parsed(c).map(Some)
+                read_or_skip(c, read)
             })?;
             // Every member read is kept, so fewer in the map is a key met twice. The splice
             // stops walking a template once it has found what it writes, so a template with a
@@ -212,18 +212,13 @@ fn value_below(c: &mut Cursor, steps: &[Step], lean: Lean, found: &mut Found) ->
             Lean::PodSpec => object(c, |c, key| {
                 if CONTAINER_LISTS.contains(&key) {
                     value(c, &[Step::Each], Lean::Container, &mut Found::nothing()).map(Some)
-                } else if POD_SPEC_READ.contains(&key) {
-                    parsed(c).map(Some)
                 } else {
-                    c.skip_valid().map(|_| None)
+                    read_or_skip(c, POD_SPEC_READ.contains(&key))
                 }
             }),
             // What is not read is skipped, and checked as serde would: the envelope read by
             // the cursor leaves a JobSet CREATE's object to this read alone.
-            Lean::Container => object(c, |c, key| match CONTAINER_READ.contains(&key) {
-                true => parsed(c).map(Some),
-                false => c.skip_valid().map(|_| None),
-            }),
+            Lean::Container => object(c, |c, key| read_or_skip(c, CONTAINER_READ.contains(&key))),
         },
         // Anything else (a `null` pod spec, a string where a container was): as serde reads it.
         _ => parsed(c),
@@ -245,6 +240,16 @@ fn object(
         Some(())
     })?;
     Some(Value::Object(map))
+}
+
+/// The member's value that comes next, as serde reads it where the views `read` it; else
+/// skipped, checked as serde's skip checks it, and left out of the tree.
+#[inline]
+fn read_or_skip(c: &mut Cursor, read: bool) -> Option<Option<Value>> {
+    match read {
+        true => parsed(c).map(Some),
+        false => c.skip_valid().map(|_| None),
+    }
 }
 
 /// The value that comes next, as serde reads it.
