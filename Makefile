@@ -52,14 +52,16 @@ $(JAX_VENV)/.installed:
 .PHONY: jax-venv
 jax-venv: $(JAX_VENV)/.installed
 
-# Native and harness tests, then the 64 MB request alone (it has policy-server's 2 s deadline,
-# a wall clock that the other 240 tests of its binary, run beside it on two cores, can use up),
+# Native and harness tests, then the 64 MB request and the slow shapes alone, one at a time (each
+# has policy-server's 2 s deadline, a wall clock that the other tests of its binary, run beside
+# it on two cores, can use up),
 # then the real-JAX tests with their summary shown, then the policy's unit tests compiled to
 # wasm32-wasip1 (32-bit usize) and run in wasmtime by the host crate's wasi-run.
 .PHONY: test
 test: policy.wasm jax-venv
-	JAX_PYTHON=$(JAX_PYTHON) cargo test --workspace -- --skip real_jax --skip a_64_mb_string_is_handled
+	JAX_PYTHON=$(JAX_PYTHON) cargo test --workspace -- --skip real_jax --skip a_64_mb_string_is_handled --skip slow_shapes
 	cargo test --workspace --test wasm -- --exact bad_corpus::a_64_mb_string_is_handled
+	cargo test --workspace --test wasm slow_shapes -- --test-threads=1
 	$(MAKE) --no-print-directory jax-test
 	$(WORKSPACE_BINS)
 	CARGO_TARGET_WASM32_WASIP1_RUNNER=$(abspath $(CARGO_TARGET_DIR))/debug/wasi-run \
@@ -182,19 +184,31 @@ responses: bench-bins
 	@test -n "$(FROM)" || { echo "make responses: set FROM=<module.wasm>, the build to record" >&2; exit 1; }
 	$(CARGO_TARGET_DIR)/debug/record-responses $(FROM)
 
-bench/annotated-baseline.wasm: bench/baseline.wasm bench/baseline/metadata.yml
-	@$(KUBEWARDEN) require kwctl "make bench/annotated-baseline.wasm"
-	$(KWCTL) annotate -m bench/baseline/metadata.yml -o bench/annotated-baseline.wasm bench/baseline.wasm
-
-# The policy and the baseline inside policy-server, loaded by wrk (Debian's), and the same
-# requests through `kwctl bench`; BENCH_SERVER_ARGS=--quick for a short run (CI). Where kwctl
-# or policy-server is missing, each step prints one `skipped:` line (see e2e-tests).
-.PHONY: bench-server
-bench-server: policy.wasm bench/baseline.wasm bench-bins
+# The policy inside one real policy-server, loaded by wrk (Debian's), beside each case's floor:
+# requests per second, p50/p99 latency and policy-server's CPU per request (BENCHMARKS.md).
+# AGAINST=<commit> also serves the module built from that commit, in the same run.
+# BENCH_SERVER_ARGS=--quick for a short run (CI). Where kwctl or policy-server is missing, each
+# step prints one `skipped:` line (see e2e-tests).
+AGAINST ?=
+AGAINST_TREE := $(abspath $(CARGO_TARGET_DIR))/against-tree
+.PHONY: bench-server against-module
+bench-server: policy.wasm bench-bins $(if $(AGAINST),against-module)
 	@$(KUBEWARDEN) step "kwctl annotate" kwctl -- \
-		$(MAKE) --no-print-directory annotated-policy.wasm bench/annotated-baseline.wasm
+		$(MAKE) --no-print-directory annotated-policy.wasm
 	@$(KUBEWARDEN) step "$(strip bench-server $(BENCH_SERVER_ARGS))" policy-server kwctl -- \
-		$(CARGO_TARGET_DIR)/debug/bench-server $(BENCH_SERVER_ARGS)
+		$(CARGO_TARGET_DIR)/debug/bench-server $(BENCH_SERVER_ARGS) \
+		$(if $(AGAINST),--against bench/annotated-against.wasm)
+
+# The module of commit AGAINST, built in a worktree of its own and annotated with today's
+# metadata, as bench/annotated-against.wasm.
+against-module: | wasm-target
+	@$(KUBEWARDEN) require kwctl "make bench-server AGAINST=..."
+	rm -rf $(AGAINST_TREE) && git worktree prune && git worktree add -q --detach $(AGAINST_TREE) $(AGAINST)
+	cd $(AGAINST_TREE) && CARGO_TARGET_DIR=$(abspath $(CARGO_TARGET_DIR))/against \
+		cargo build -q --target=wasm32-wasip1 --release -p jobset-multislice-policy
+	cp $(CARGO_TARGET_DIR)/against/wasm32-wasip1/release/jobset_multislice_policy.wasm bench/against.wasm
+	git worktree remove --force $(AGAINST_TREE)
+	$(KWCTL) annotate -m policy-metadata.yml -o bench/annotated-against.wasm bench/against.wasm
 
 # Fuzzes the validate entry point (raw bytes) and structured JobSets and pods, each for
 # FUZZ_SECONDS, seeded from test_data/. cargo fuzz needs nightly flags; RUSTC_BOOTSTRAP lets
@@ -225,7 +239,7 @@ fixtures:
 .PHONY: clean
 clean:
 	cargo clean
-	rm -f policy.wasm annotated-policy.wasm bench/baseline.wasm bench/annotated-baseline.wasm
+	rm -f policy.wasm annotated-policy.wasm bench/baseline.wasm bench/against.wasm bench/annotated-against.wasm
 
 # A real control plane on loopback (cluster/, docs/testing.md "A real control plane"): etcd,
 # kube-apiserver, kube-controller-manager, kube-scheduler, JobSet and Kueue, each built with the `go`

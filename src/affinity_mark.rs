@@ -23,7 +23,7 @@ pub struct AffinityMark {
 impl AffinityMark {
     pub fn to_annotation(&self) -> String {
         // A struct of strings always serializes.
-        crate::json_text::short_copies::to_string(self).unwrap_or_default()
+        serde_json::to_string(self).unwrap_or_default()
     }
 
     /// The mark an annotation holds; a value that is not one counts as no mark, and every

@@ -41,39 +41,7 @@ pub fn index(path: &str, i: usize) -> String {
 
 /// A field of an object; `null` counts as absent, as the API server treats it.
 pub fn field<'a>(obj: &'a Object, key: &str) -> Option<&'a Value> {
-    match obj.get(key) {
-        Some(Value::Null) | None => None,
-        found => found,
-    }
-}
-
-/// The objects [`fields`] reads in one pass; a larger one is looked up key by key.
-const ONE_PASS: usize = 8;
-
-/// `[field(obj, keys[0]), field(obj, keys[1]), ...]`, in one pass over a small object. A view
-/// reads most members of the small objects on the way to a pod spec, and a lookup in their
-/// B-tree compares the key with each member's before it, by a call each: a pass compares
-/// lengths first, and reads each member once.
-pub fn fields<'a, const N: usize>(obj: &'a Object, keys: [&str; N]) -> [Option<&'a Value>; N] {
-    let mut found = [None; N];
-    if obj.len() > ONE_PASS {
-        for (slot, key) in found.iter_mut().zip(keys) {
-            *slot = field(obj, key);
-        }
-        return found;
-    }
-    for (member, value) in obj {
-        if value.is_null() {
-            continue;
-        }
-        let slot = keys
-            .iter()
-            .position(|key| key.len() == member.len() && key == member);
-        if let Some(slot) = slot.and_then(|i| found.get_mut(i)) {
-            *slot = Some(value);
-        }
-    }
-    found
+    obj.get(key).filter(|v| !v.is_null())
 }
 
 pub fn as_object(v: &Value, path: impl PathLike) -> Result<&Object, InputError> {
@@ -84,40 +52,16 @@ pub fn as_object(v: &Value, path: impl PathLike) -> Result<&Object, InputError> 
 // The getters below build a path only on the error branch: a JobSet of thousands of
 // replicated jobs is read field by field, and the happy path must not allocate per field.
 
-/// A field already found, as `pick` reads it; an error naming the field and what it should be
-/// where it is of another kind.
-#[inline]
-fn typed<'a, T>(
-    found: Option<&'a Value>,
-    key: &str,
-    path: impl PathLike,
-    expected: &'static str,
-    pick: impl FnOnce(&'a Value) -> Option<T>,
-) -> Result<Option<T>, InputError> {
-    match found {
-        None => Ok(None),
-        Some(v) => match pick(v) {
-            Some(t) => Ok(Some(t)),
-            None => Err(wrong(&join(&path.render(), key), expected, v)),
-        },
-    }
-}
-
 pub fn opt_object<'a>(
     obj: &'a Object,
     key: &str,
     path: impl PathLike,
 ) -> Result<Option<&'a Object>, InputError> {
-    object_of(field(obj, key), key, path)
-}
-
-/// [`opt_object`] of a field already found (by [`fields`]).
-pub fn object_of<'a>(
-    found: Option<&'a Value>,
-    key: &str,
-    path: impl PathLike,
-) -> Result<Option<&'a Object>, InputError> {
-    typed(found, key, path, "an object", Value::as_object)
+    match field(obj, key) {
+        None => Ok(None),
+        Some(Value::Object(m)) => Ok(Some(m)),
+        Some(v) => Err(wrong(&join(&path.render(), key), "an object", v)),
+    }
 }
 
 pub fn opt_array<'a>(
@@ -125,16 +69,11 @@ pub fn opt_array<'a>(
     key: &str,
     path: impl PathLike,
 ) -> Result<Option<&'a Vec<Value>>, InputError> {
-    array_of(field(obj, key), key, path)
-}
-
-/// [`opt_array`] of a field already found (by [`fields`]).
-pub fn array_of<'a>(
-    found: Option<&'a Value>,
-    key: &str,
-    path: impl PathLike,
-) -> Result<Option<&'a Vec<Value>>, InputError> {
-    typed(found, key, path, "a list", Value::as_array)
+    match field(obj, key) {
+        None => Ok(None),
+        Some(Value::Array(a)) => Ok(Some(a)),
+        Some(v) => Err(wrong(&join(&path.render(), key), "a list", v)),
+    }
 }
 
 pub fn opt_str<'a>(
@@ -142,43 +81,24 @@ pub fn opt_str<'a>(
     key: &str,
     path: impl PathLike,
 ) -> Result<Option<&'a str>, InputError> {
-    str_of(field(obj, key), key, path)
-}
-
-/// [`opt_str`] of a field already found (by [`fields`]).
-pub fn str_of<'a>(
-    found: Option<&'a Value>,
-    key: &str,
-    path: impl PathLike,
-) -> Result<Option<&'a str>, InputError> {
-    typed(found, key, path, "a string", Value::as_str)
+    match field(obj, key) {
+        None => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(v) => Err(wrong(&join(&path.render(), key), "a string", v)),
+    }
 }
 
 pub fn opt_bool(obj: &Object, key: &str, path: impl PathLike) -> Result<Option<bool>, InputError> {
-    bool_of(field(obj, key), key, path)
-}
-
-/// [`opt_bool`] of a field already found (by [`fields`]).
-pub fn bool_of(
-    found: Option<&Value>,
-    key: &str,
-    path: impl PathLike,
-) -> Result<Option<bool>, InputError> {
-    typed(found, key, path, "a boolean", Value::as_bool)
+    match field(obj, key) {
+        None => Ok(None),
+        Some(Value::Bool(b)) => Ok(Some(*b)),
+        Some(v) => Err(wrong(&join(&path.render(), key), "a boolean", v)),
+    }
 }
 
 /// A Kubernetes int32 count (replicas, parallelism, indexes): an integer in 0..=i32::MAX.
 pub fn opt_count(obj: &Object, key: &str, path: impl PathLike) -> Result<Option<u32>, InputError> {
-    count_of(field(obj, key), key, path)
-}
-
-/// [`opt_count`] of a field already found (by [`fields`]).
-pub fn count_of(
-    found: Option<&Value>,
-    key: &str,
-    path: impl PathLike,
-) -> Result<Option<u32>, InputError> {
-    let Some(v) = found else {
+    let Some(v) = field(obj, key) else {
         return Ok(None);
     };
     let Value::Number(n) = v else {
@@ -208,16 +128,7 @@ pub fn opt_string_map<'a>(
     key: &str,
     path: impl PathLike,
 ) -> Result<Option<&'a Object>, InputError> {
-    string_map_of(field(obj, key), key, path)
-}
-
-/// [`opt_string_map`] of a field already found (by [`fields`]).
-pub fn string_map_of<'a>(
-    found: Option<&'a Value>,
-    key: &str,
-    path: impl PathLike,
-) -> Result<Option<&'a Object>, InputError> {
-    let Some(map) = object_of(found, key, path)? else {
+    let Some(map) = opt_object(obj, key, path)? else {
         return Ok(None);
     };
     match map.iter().find(|(_, v)| !v.is_string()) {

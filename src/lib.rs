@@ -6,15 +6,13 @@
 //! module names only modules of its own layer and those above it here
 //! (`tests/native/source_tree.rs` holds the table):
 
-// Foundations: typed errors, typed paths rendered only for messages, JSON reads (of a tree, and
-// of the request's text without one), quantities,
+// Foundations: typed errors, typed paths rendered only for messages, JSON reads, quantities,
 // every key and env name, the names the controllers generate, typo distance, and the facts
 // annotation that JobSet admission hands to pod admission.
 pub mod affinity_mark;
 pub mod error;
 pub mod facts;
 pub mod json;
-pub mod json_text;
 pub mod keys;
 pub mod names;
 pub mod paths;
@@ -45,30 +43,23 @@ pub mod violation;
 // Patches: the plans written into the object, only where something differs.
 pub mod mutate;
 
-// The edge: kwctl's payload in, a verdict out, dispatched by kind and operation; the
-// module's memory, one region per call; and its own `memcmp`.
+// The edge: kwctl's payload in, a verdict out, dispatched by kind and operation.
 pub mod admission;
-pub mod arena;
-pub mod compare_bytes;
 
 use kubewarden_policy_sdk::protocol_version_guest;
 use wapc_guest::{register_function, CallResult};
 
 #[no_mangle]
 pub extern "C" fn wapc_init() {
-    // First, so that the region sits below everything the calls allocate.
-    arena::reserve();
     register_function("validate", validate);
     register_function("validate_settings", validate_settings);
     register_function("protocol_version", protocol_version_guest);
 }
 
 fn validate(payload: &[u8]) -> CallResult {
-    arena::per_call(payload.len(), || Ok(admission::validate(payload)?))
+    Ok(admission::validate(payload)?)
 }
 
 fn validate_settings(payload: &[u8]) -> CallResult {
-    arena::per_call(payload.len(), || {
-        Ok(serde_json::to_vec(&admission::evaluate_settings(payload))?)
-    })
+    Ok(serde_json::to_vec(&admission::evaluate_settings(payload))?)
 }

@@ -8,7 +8,6 @@ use crate::placement::{pinned, placed_as_slice};
 use crate::settings::Settings;
 use crate::slice_fit::{fitting_topologies, misfit};
 use crate::views::jobset_view::{JobSetView, ReplicatedJob};
-use std::collections::BTreeMap;
 
 /// How a TPU replicated job's own selection leaves its slice shape.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,43 +30,14 @@ impl Shapes {
     }
 }
 
-/// What a replicated job's own shapes depend on: identical replicated jobs (a multislice is
-/// made of them, G4) share one computation of their shapes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-struct ShapeInputs<'a> {
-    /// Neither placed as a slice by GKE or Kueue TAS, nor of chips that cannot be read.
-    judged: bool,
-    accelerator: Option<&'a str>,
-    topology: Option<&'a str>,
-    chips_per_pod: u32,
-    parallelism: u32,
-}
-
-impl<'a> ShapeInputs<'a> {
-    fn of(rjob: &ReplicatedJob<'a>, settings: &Settings) -> Self {
-        let chips_known = rjob.template.containers.iter().all(|c| c.tpu_chips.is_ok());
-        ShapeInputs {
-            judged: chips_known && !placed_as_slice(rjob),
-            accelerator: pinned(rjob, &settings.accelerator_label).map(|p| p.value),
-            topology: pinned(rjob, &settings.topology_label).map(|p| p.value),
-            chips_per_pod: rjob.chips_per_pod,
-            parallelism: rjob.parallelism,
-        }
-    }
-}
-
-/// The shapes a TPU replicated job's own selection leaves.
-fn shapes_of(inputs: ShapeInputs, settings: &Settings) -> Shapes {
-    let ShapeInputs {
-        judged,
-        accelerator,
-        topology,
-        chips_per_pod: per_pod,
-        parallelism: hosts,
-    } = inputs;
-    if !judged {
+/// The shapes one TPU replicated job's own selection leaves.
+pub fn own_shapes(rjob: &ReplicatedJob, settings: &Settings) -> Shapes {
+    let chips_known = rjob.template.containers.iter().all(|c| c.tpu_chips.is_ok());
+    if placed_as_slice(rjob) || !chips_known {
         return Shapes::Unjudged;
     }
+    let accelerator = pinned(rjob, &settings.accelerator_label).map(|p| p.value);
+    let topology = pinned(rjob, &settings.topology_label).map(|p| p.value);
     let names: Vec<&str> = match accelerator {
         Some(name) => vec![name],
         None => accelerators::known_names(&settings.accelerators),
@@ -77,6 +47,7 @@ fn shapes_of(inputs: ShapeInputs, settings: &Settings) -> Shapes {
         let Some(acc) = accelerators::lookup(&settings.accelerators, name) else {
             return Shapes::Unjudged; // only a pinned name can be unknown
         };
+        let (per_pod, hosts) = (rjob.chips_per_pod, rjob.parallelism);
         let fits: Vec<String> = match topology {
             Some(t) => misfit(&acc, t, per_pod, hosts)
                 .is_none()
@@ -96,44 +67,27 @@ fn shapes_of(inputs: ShapeInputs, settings: &Settings) -> Shapes {
     }
 }
 
-/// Narrows `acc` to the pairs `theirs` leaves too: the accelerators of both, each with the
-/// topologies of both. In place: a slice group of thousands of replicated jobs narrows once
-/// for each, and makes nothing new.
-fn narrow_to(acc: &mut Pairs, theirs: &Pairs) {
-    acc.retain(|accelerator, topologies| match theirs.get(accelerator) {
-        Some(their_topologies) => {
-            topologies.retain(|t| their_topologies.contains(t));
-            !topologies.is_empty()
-        }
-        None => false,
-    });
+/// The pairs both leave: the accelerators of both, each with the topologies of both.
+fn intersect(a: &Pairs, b: &Pairs) -> Pairs {
+    a.iter()
+        .filter_map(|(acc, topologies)| {
+            let theirs = b.get(acc)?;
+            let common: Vec<String> = topologies
+                .iter()
+                .filter(|t| theirs.contains(t))
+                .cloned()
+                .collect();
+            (!common.is_empty()).then(|| (acc.clone(), common))
+        })
+        .collect()
 }
 
 /// Each TPU replicated job's own shapes, and the pairs its slice group leaves: every member
 /// gets the same pairs, since Kueue assigns each pod set alone and a multislice is made of
-/// identical slices (G4). Each is held once, for the replicated jobs that share it.
+/// identical slices (G4). Indexed like `view.replicated_jobs`; `None` for non-TPU jobs.
 pub struct ShapePlan {
-    /// The distinct own shapes.
-    shapes: Vec<Shapes>,
-    /// Each replicated job's own shapes in `shapes`: `None` for a job that is not TPU.
-    own_of: Vec<Option<usize>>,
-    /// The pairs each slice group with a judged member leaves.
-    groups: Vec<Pairs>,
-    /// Each replicated job's slice group in `groups`: `None` for a job whose own shapes are
-    /// unjudged, or not TPU.
-    group_of: Vec<Option<usize>>,
-}
-
-impl ShapePlan {
-    /// Replicated job `index`'s own shapes, if it is TPU.
-    pub fn own(&self, index: usize) -> Option<&Shapes> {
-        self.shapes.get((*self.own_of.get(index)?)?)
-    }
-
-    /// The pairs replicated job `index`'s slice group leaves, if the job is judged.
-    pub fn group(&self, index: usize) -> Option<&Pairs> {
-        self.groups.get((*self.group_of.get(index)?)?)
-    }
+    pub own: Vec<Option<Shapes>>,
+    pub group: Vec<Option<Pairs>>,
 }
 
 /// `slice_groups` are the members of each slice group.
@@ -142,66 +96,47 @@ pub fn plan<'g, 'v: 'g, 'a: 'v>(
     slice_groups: impl Iterator<Item = &'g [&'v ReplicatedJob<'a>]>,
     settings: &Settings,
 ) -> ShapePlan {
-    let mut shapes = Vec::new();
-    let mut known: BTreeMap<ShapeInputs, usize> = BTreeMap::new();
-    let own_of: Vec<Option<usize>> = view
+    let own: Vec<Option<Shapes>> = view
         .replicated_jobs
         .iter()
-        .map(|r| {
-            r.is_tpu().then(|| {
-                *known
-                    .entry(ShapeInputs::of(r, settings))
-                    .or_insert_with_key(|inputs| {
-                        shapes.push(shapes_of(*inputs, settings));
-                        shapes.len() - 1
-                    })
-            })
-        })
+        .map(|r| r.is_tpu().then(|| own_shapes(r, settings)))
         .collect();
-    let mut groups = Vec::new();
-    let mut group_of = vec![None; view.replicated_jobs.len()];
+    let mut group = vec![None; view.replicated_jobs.len()];
     for members in slice_groups {
-        // The members with pairs: their index, their shapes' index, and the pairs.
-        let mut judged = members.iter().filter_map(|m| {
-            let at = (*own_of.get(m.index)?)?;
-            Some((m.index, at, shapes.get(at)?.pairs()?))
-        });
-        let Some((first_index, first_at, first_pairs)) = judged.next() else {
+        let judged: Vec<&Pairs> = members
+            .iter()
+            .filter_map(|m| own[m.index].as_ref()?.pairs())
+            .collect();
+        let Some((first, rest)) = judged.split_first() else {
             continue;
         };
-        let mut common = first_pairs.clone();
-        group_of[first_index] = Some(groups.len());
-        let mut narrowed_by = first_at;
-        for (index, at, pairs) in judged {
-            // Narrowing by the same pairs again changes nothing.
-            if at != narrowed_by {
-                narrow_to(&mut common, pairs);
-                narrowed_by = at;
+        let common = rest
+            .iter()
+            .fold((*first).clone(), |acc, p| intersect(&acc, p));
+        for m in members {
+            if own[m.index].as_ref().and_then(Shapes::pairs).is_some() {
+                group[m.index] = Some(common.clone());
             }
-            group_of[index] = Some(groups.len());
         }
-        groups.push(common);
     }
-    ShapePlan {
-        shapes,
-        own_of,
-        groups,
-        group_of,
-    }
+    ShapePlan { own, group }
 }
 
 /// The narrowing each replicated job gets (docs/spec.md §4.7): where its own selection leaves the
 /// accelerator or the topology open and its group leaves some pair, the mark of those pairs.
 pub fn marks(shapes: &ShapePlan, settings: &Settings) -> Vec<Option<AffinityMark>> {
     if !settings.narrow_queued_jobsets {
-        return vec![None; shapes.own_of.len()];
+        return vec![None; shapes.own.len()];
     }
-    (0..shapes.own_of.len())
-        .map(|i| match (shapes.own(i), shapes.group(i)) {
+    shapes
+        .own
+        .iter()
+        .zip(shapes.group.iter().cloned())
+        .map(|(own, group)| match (own, group) {
             (Some(Shapes::Open(_)), Some(pairs)) if !pairs.is_empty() => Some(AffinityMark {
-                accelerator: settings.accelerator_label.to_string(),
-                topology: settings.topology_label.to_string(),
-                pairs: pairs.clone(),
+                accelerator: settings.accelerator_label.clone(),
+                topology: settings.topology_label.clone(),
+                pairs,
             }),
             _ => None,
         })

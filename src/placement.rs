@@ -74,12 +74,12 @@ pub fn exclusive_placement<'a>(
     view: &JobSetView<'a>,
     rjob: &ReplicatedJob<'a>,
 ) -> Option<Exclusive<'a>> {
-    let jobset_key = view.exclusive_topology;
+    let jobset_key = map_str(view.annotations, keys::EXCLUSIVE_TOPOLOGY);
     let (key, level) = match map_str(rjob.job_annotations, keys::EXCLUSIVE_TOPOLOGY) {
         Some(key) => (key, Level::ReplicatedJob(rjob.at)),
         None => (jobset_key?, Level::JobSet),
     };
-    let jobset_flag = jobset_key.is_some() && view.node_selector_strategy;
+    let jobset_flag = jobset_key.is_some() && has(view.annotations, keys::NODE_SELECTOR_STRATEGY);
     Some(Exclusive {
         key,
         node_selector_strategy: has(rjob.job_annotations, keys::NODE_SELECTOR_STRATEGY)

@@ -88,7 +88,10 @@ pub fn judge(plan: &JobSetPlan, queue: &Queue) -> QueueFindings {
         ));
         return out;
     };
-    let (acc_key, topo_key) = (&*settings.accelerator_label, &*settings.topology_label);
+    let (acc_key, topo_key) = (
+        settings.accelerator_label.as_str(),
+        settings.topology_label.as_str(),
+    );
     let carried = |key: &str| flavours.iter().any(|f| f.labels.contains_key(key));
     if !carried(topo_key) {
         out.warnings.push(format!(
@@ -106,7 +109,7 @@ pub fn judge(plan: &JobSetPlan, queue: &Queue) -> QueueFindings {
             .join(", ")
     };
     for rjob in plan.view.replicated_jobs.iter().filter(|r| r.is_tpu()) {
-        let pairs = match plan.shapes().own(rjob.index) {
+        let pairs = match &plan.shapes().own[rjob.index] {
             Some(Shapes::Fixed(p) | Shapes::Open(p)) => p,
             _ => continue,
         };

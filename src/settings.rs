@@ -3,7 +3,6 @@ use crate::accelerators::{self, AcceleratorSetting};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::Value;
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,12 +52,12 @@ pub struct Settings {
     pub tpu_worker_env: bool,
     pub jax_env: JaxEnv,
     pub jax_coordinator_port: u16,
-    pub tpu_resource: Cow<'static, str>,
-    pub accelerator_label: Cow<'static, str>,
-    pub topology_label: Cow<'static, str>,
+    pub tpu_resource: String,
+    pub accelerator_label: String,
+    pub topology_label: String,
     pub require_tpu_node_selectors: bool,
     pub require_exclusive_topology: bool,
-    pub exclusive_topology_keys: Cow<'static, [Cow<'static, str>]>,
+    pub exclusive_topology_keys: Vec<String>,
     /// Added to, or overriding, the built-in accelerator table (docs/spec.md §7).
     pub accelerators: accelerators::Overrides,
     pub reject_unknown_accelerators: bool,
@@ -69,11 +68,6 @@ pub struct Settings {
     pub queue_check: QueueCheck,
 }
 
-/// The defaults borrow what they name: every call without settings starts from them, and
-/// would otherwise allocate each (issue 30).
-const DEFAULT_EXCLUSIVE_TOPOLOGY_KEYS: [Cow<'static, str>; 1] =
-    [Cow::Borrowed("cloud.google.com/gke-nodepool")];
-
 impl Default for Settings {
     fn default() -> Self {
         Settings {
@@ -81,12 +75,12 @@ impl Default for Settings {
             tpu_worker_env: false,
             jax_env: JaxEnv::Annotated,
             jax_coordinator_port: 6666,
-            tpu_resource: Cow::Borrowed("google.com/tpu"),
-            accelerator_label: Cow::Borrowed("cloud.google.com/gke-tpu-accelerator"),
-            topology_label: Cow::Borrowed("cloud.google.com/gke-tpu-topology"),
+            tpu_resource: "google.com/tpu".into(),
+            accelerator_label: "cloud.google.com/gke-tpu-accelerator".into(),
+            topology_label: "cloud.google.com/gke-tpu-topology".into(),
             require_tpu_node_selectors: true,
             require_exclusive_topology: true,
-            exclusive_topology_keys: Cow::Borrowed(&DEFAULT_EXCLUSIVE_TOPOLOGY_KEYS),
+            exclusive_topology_keys: vec!["cloud.google.com/gke-nodepool".into()],
             accelerators: BTreeMap::new(),
             reject_unknown_accelerators: false,
             role: Role::Both,

@@ -121,7 +121,7 @@ pub fn job_pod(name: &str) -> Result<Value> {
     let request = job_create(name)?;
     let verdict = jobset_multislice_policy::admission::evaluate(&payload(&request));
     let admitted = verdict
-        .mutated_object()
+        .mutated_object
         .unwrap_or_else(|| request["object"].clone());
     Ok(controller::indexed_job_pods(&admitted)?[0].object.clone())
 }

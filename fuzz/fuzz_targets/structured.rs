@@ -171,11 +171,11 @@ fuzz_target!(|input: Input| {
 
     // Admitting the admitted JobSet again changes nothing.
     if operation == "CREATE" {
-        if let Some(mutated) = verdict.mutated_object() {
+        if let Some(mutated) = &verdict.mutated_object {
             let mut again = request.clone();
-            again["object"] = mutated;
+            again["object"] = mutated.clone();
             let payload = serde_json::to_vec(&json!({"request": again, "settings": settings})).expect("json");
-            assert!(evaluate(&payload).mutated_json.is_none(), "JobSet admission is not idempotent");
+            assert!(evaluate(&payload).mutated_object.is_none(), "JobSet admission is not idempotent");
         }
     }
 
@@ -196,11 +196,11 @@ fuzz_target!(|input: Input| {
         let request = json!({"operation": "CREATE", "kind": {"group": "", "version": "v1", "kind": "Pod"}, "object": pod});
         let payload = serde_json::to_vec(&json!({"request": request, "settings": settings})).expect("json");
         let verdict = evaluate(&payload);
-        if let Some(mutated) = verdict.mutated_object() {
+        if let Some(mutated) = verdict.mutated_object {
             let mut again = request.clone();
             again["object"] = mutated;
             let payload = serde_json::to_vec(&json!({"request": again, "settings": settings})).expect("json");
-            assert!(evaluate(&payload).mutated_json.is_none(), "pod admission is not idempotent");
+            assert!(evaluate(&payload).mutated_object.is_none(), "pod admission is not idempotent");
         }
     }
 });

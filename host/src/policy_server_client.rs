@@ -196,6 +196,11 @@ impl PolicyServer {
         }
     }
 
+    /// The server's process id, for reading its CPU time from /proc.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// What the server logged so far (for error messages).
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default()

@@ -2,10 +2,8 @@
 //! what it changed.
 use super::contradictions;
 use super::queue_lookup::{self, ClusterReader};
-use super::read::Read;
 use super::references;
 use super::verdict::{rejection, Verdict};
-use crate::arena;
 use crate::error::InputError;
 use crate::groups;
 use crate::jobset_plan::JobSetPlan;
@@ -25,13 +23,13 @@ use serde_json::Value;
 /// which half runs (docs/spec.md §5): `mutate` stamps and judges nothing, `validate` judges and stamps
 /// nothing, `both` does both.
 pub(super) fn admit_create(
-    mut object: Read,
+    mut object: Value,
     settings: &Settings,
     cluster: &Cluster,
 ) -> Result<Verdict, InputError> {
     let role = settings.role;
     let (changes, warnings) = {
-        let view = JobSetView::parse(&object.tree, &settings.tpu_resource)?;
+        let view = JobSetView::parse(&object, &settings.tpu_resource)?;
         let plan = JobSetPlan::new(&view, settings);
         let findings = if role.judges() {
             let mut findings = rules::judge(&plan, Moment::Create)?;
@@ -60,28 +58,23 @@ pub(super) fn admit_create(
         if !role.mutates() {
             return Ok(Verdict::with(None, warnings));
         }
-        // What the stamps write into the tree is made where the tree's blocks are.
-        let narrowings = arena::building_tree(|| {
-            mutate::affinity::changes(&view, narrowing::marks(plan.shapes(), settings))
-        });
+        let narrowings =
+            mutate::affinity::changes(&view, narrowing::marks(plan.shapes(), settings));
         warnings.extend(
             narrowings
                 .iter()
                 .map(|n| narrowing::warning(&view.replicated_jobs[n.index], &n.mark.pairs)),
         );
-        let stamps = arena::building_tree(|| mutate::stamp_jobset::changes(&view, &facts));
+        let stamps = mutate::stamp_jobset::changes(&view, &facts);
         ((stamps, narrowings), warnings)
     };
     let (stamps, narrowings) = changes;
     if stamps.is_empty() && narrowings.is_empty() {
         return Ok(Verdict::with(None, warnings));
     }
-    let written = arena::building_tree(|| {
-        let mut written = mutate::stamp_jobset::apply(&mut object.tree, stamps);
-        written.extend(mutate::affinity::apply(&mut object.tree, narrowings));
-        written
-    });
-    object.mutated(&written, warnings)
+    mutate::stamp_jobset::apply(&mut object, stamps);
+    mutate::affinity::apply(&mut object, narrowings);
+    Ok(Verdict::with(Some(object), warnings))
 }
 
 /// Where the request's JobSet lives, and how to read the cluster's objects.

@@ -2,8 +2,7 @@
 //! as a required node affinity and the policy's mark. The author's own terms are kept whole:
 //! each is repeated once per pair, with the pair's two expressions appended, so that Kueue,
 //! which drops an affinity that a term leaves empty after its label filter, keeps it.
-use super::splice::Written;
-use super::{object_at, path_to, pod_template_mut, pod_template_steps, replicated_jobs_mut};
+use super::{object_at, pod_template_steps};
 use crate::affinity_mark::AffinityMark;
 use crate::keys;
 use crate::views::jobset_view::{JobSetView, ReplicatedJob};
@@ -62,40 +61,29 @@ pub fn changes(view: &JobSetView, marks: Vec<Option<AffinityMark>>) -> Vec<Narro
         .collect()
 }
 
-/// Writes the narrowings into the JobSet in place; where it wrote.
-pub fn apply(object: &mut Value, changes: Vec<Narrowing>) -> Written {
-    let mut written = Written::new();
-    // The view has checked every step to each template, and read what is below it where it
-    // is; so these paths resolve.
-    let Some(replicated_jobs) = replicated_jobs_mut(object) else {
-        return written;
-    };
+/// Writes the narrowings into the JobSet in place.
+pub fn apply(object: &mut Value, changes: Vec<Narrowing>) {
     for n in changes {
-        let Some(pod_template) = pod_template_mut(replicated_jobs, n.index) else {
-            continue;
-        };
-        let template = pod_template_steps(n.index);
-        let annotations_path = path_to(&template, &["metadata", "annotations"]);
-        if let Some(annotations) = object_at(pod_template, &annotations_path[template.len()..]) {
+        let index = n.index.to_string();
+        let template = pod_template_steps(&index);
+        let mut annotations_path = template.to_vec();
+        annotations_path.extend(["metadata", "annotations"]);
+        // The view has checked every step of these paths, so they resolve.
+        if let Some(annotations) = object_at(object, &annotations_path) {
             annotations.insert(
                 keys::AFFINITY_MARK.to_string(),
                 Value::String(n.mark.to_annotation()),
             );
-            written.push(annotations_path);
         }
-        let required = path_to(
-            &template,
-            &[
-                "spec",
-                "affinity",
-                "nodeAffinity",
-                "requiredDuringSchedulingIgnoredDuringExecution",
-            ],
-        );
-        if let Some(at) = object_at(pod_template, &required[template.len()..]) {
-            at.insert("nodeSelectorTerms".into(), Value::Array(n.terms));
-            written.push(required);
+        let mut required = template.to_vec();
+        required.extend([
+            "spec",
+            "affinity",
+            "nodeAffinity",
+            "requiredDuringSchedulingIgnoredDuringExecution",
+        ]);
+        if let Some(required) = object_at(object, &required) {
+            required.insert("nodeSelectorTerms".into(), Value::Array(n.terms));
         }
     }
-    written
 }

@@ -1,26 +1,18 @@
 //! Pod CREATE: the group keys and env entries pod admission planned, written into the pod, the
 //! env entries before the container's own (docs/spec.md §4.2).
 use super::object_entry;
-use super::splice::{PathStep, Written};
 use crate::json::Object;
 use crate::pods::pod_plan::{EnvChange, MetadataAdd};
 use serde_json::Value;
 
-/// Writes the additions into the pod in place; where it wrote. The view has checked every
-/// step of the path.
-pub fn apply(
-    object: &mut Value,
-    metadata_adds: Vec<MetadataAdd>,
-    env_changes: Vec<EnvChange>,
-) -> Written {
-    let mut written = Written::new();
+/// Writes the additions into the pod in place. The view has checked every step of the path.
+pub fn apply(object: &mut Value, metadata_adds: Vec<MetadataAdd>, env_changes: Vec<EnvChange>) {
     let Some(root) = object.as_object_mut() else {
-        return written;
+        return;
     };
     let metadata = object_entry(root, "metadata");
     for add in metadata_adds {
         object_entry(metadata, add.map).insert(add.key.to_string(), Value::String(add.value));
-        written.push(vec![PathStep::Key("metadata"), PathStep::Key(add.map)]);
     }
     let spec = object_entry(root, "spec");
     for change in env_changes {
@@ -30,15 +22,8 @@ pub fn apply(
             .and_then(Value::as_object_mut);
         if let Some(container) = container {
             prepend_env(container, change.entries);
-            written.push(vec![
-                PathStep::Key("spec"),
-                PathStep::Key(change.list),
-                PathStep::Index(change.index),
-                PathStep::Key("env"),
-            ]);
         }
     }
-    written
 }
 
 /// Puts `entries` before the container's own env.

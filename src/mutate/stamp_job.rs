@@ -1,7 +1,6 @@
 //! Job CREATE: stamp an opted-in plain Indexed Job's pod template with its [`Facts`] (docs/spec.md §4.6),
 //! which `job_plan` computes.
-use super::splice::Written;
-use super::{object_at, path_to};
+use super::object_at;
 use crate::facts::Facts;
 use crate::json::map_str;
 use crate::keys;
@@ -14,15 +13,10 @@ pub fn change(job: &JobView, facts: &Facts) -> Option<String> {
     (map_str(job.template.annotations, keys::FACTS) != Some(wanted.as_str())).then_some(wanted)
 }
 
-/// Writes the facts into the Job in place; where it wrote. The view has checked every step of
-/// the path.
-pub fn apply(object: &mut Value, annotation: String) -> Written {
-    let path = path_to(&[], &["spec", "template", "metadata", "annotations"]);
-    match object_at(object, &path) {
-        Some(annotations) => {
-            annotations.insert(keys::FACTS.to_string(), Value::String(annotation));
-            vec![path]
-        }
-        None => Written::new(),
+/// Writes the facts into the Job in place. The view has checked every step of the path.
+pub fn apply(object: &mut Value, annotation: String) {
+    let path = ["spec", "template", "metadata", "annotations"];
+    if let Some(annotations) = object_at(object, &path) {
+        annotations.insert(keys::FACTS.to_string(), Value::String(annotation));
     }
 }

@@ -1,6 +1,5 @@
 //! JobSet CREATE: stamp each replicated job's pod template with its [`Facts`].
-use super::splice::Written;
-use super::{object_at, path_to, pod_template_mut, pod_template_steps, replicated_jobs_mut};
+use super::{object_at, pod_template_steps};
 use crate::facts::Facts;
 use crate::json::map_str;
 use crate::keys;
@@ -35,24 +34,15 @@ pub fn changes(view: &JobSetView, facts: &[Facts]) -> Vec<(usize, String)> {
         .collect()
 }
 
-/// Writes the facts into the JobSet in place (no copy of a JobSet that may be megabytes); where
-/// it wrote.
-pub fn apply(object: &mut Value, changes: Vec<(usize, String)>) -> Written {
-    let mut written = Written::new();
-    // The view has checked every step to each template, and read its metadata and annotations
-    // where they are; so the paths resolve.
-    let Some(replicated_jobs) = replicated_jobs_mut(object) else {
-        return written;
-    };
+/// Writes the facts into the JobSet in place (no copy of a JobSet that may be megabytes).
+pub fn apply(object: &mut Value, changes: Vec<(usize, String)>) {
     for (i, value) in changes {
-        let template = pod_template_steps(i);
-        let path = path_to(&template, &["metadata", "annotations"]);
-        let annotations = pod_template_mut(replicated_jobs, i)
-            .and_then(|t| object_at(t, &path[template.len()..]));
-        if let Some(annotations) = annotations {
+        let index = i.to_string();
+        let mut path = pod_template_steps(&index).to_vec();
+        path.extend(["metadata", "annotations"]);
+        // The view has checked every step of this path, so it resolves.
+        if let Some(annotations) = object_at(object, &path) {
             annotations.insert(keys::FACTS.to_string(), Value::String(value));
-            written.push(path);
         }
     }
-    written
 }

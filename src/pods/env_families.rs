@@ -8,12 +8,12 @@ use super::place::{tpu_order, PodPlace};
 use super::tpu_host;
 use crate::error::{checked_add, checked_mul, InputError};
 use crate::facts::Facts;
+use crate::json::Object;
 use crate::keys;
 use crate::paths::SpecAt;
 use crate::settings::{JaxEnv, Settings};
 use crate::views::container_env::{self, Source, WantedVar};
 use crate::views::pod_spec::ContainerView;
-use crate::views::str_map::StrMap;
 
 /// A pod (or a pod template, at JobSet admission) whose env is computed.
 pub struct PodEnv<'a> {
@@ -23,7 +23,7 @@ pub struct PodEnv<'a> {
     pub facts: &'a Facts,
     pub place: &'a PodPlace<'a>,
     /// The pod's annotations, for the controller's coordinator when there are no facts.
-    pub annotations: Option<&'a StrMap<'a>>,
+    pub annotations: Option<&'a Object>,
 }
 
 /// The variables each container should have, in container order: the multislice env, the TPU

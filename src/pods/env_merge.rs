@@ -14,11 +14,10 @@ pub struct EnvPlan {
 
 /// Each wanted variable is judged on its own: one the container already sets, by `value` or
 /// `valueFrom`, is left exactly as it is; one whose value resolves (see [`container_env`]) to
-/// something else earns a warning, which names the container by `label` (written only then).
-/// `lookup` answers `fieldRef` paths of the pod.
+/// something else earns a warning. `lookup` answers `fieldRef` paths of the pod.
 pub fn plan_env(
     user: &[UserEntry],
-    label: impl Fn() -> String,
+    label: &str,
     wanted: &[WantedVar],
     lookup: &dyn Fn(&str) -> Option<String>,
 ) -> EnvPlan {
@@ -43,10 +42,8 @@ pub fn plan_env(
         if let Some(Some(value)) = last.map(|i| &resolved[i]) {
             if *value != var.value {
                 plan.warnings.push(format!(
-                    "{}: {} resolves to {value:?} but the policy computed {:?}; the container's value is kept",
-                    label(),
-                    var.name,
-                    var.value
+                    "{label}: {} resolves to {value:?} but the policy computed {:?}; the container's value is kept",
+                    var.name, var.value
                 ));
             }
         }
@@ -73,10 +70,10 @@ mod tests {
             {"name": "B", "value": "9"},
             {"name": "C", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}
         ]});
-        let entries = env_entries(c.get("env"), "spec.containers[0]");
+        let entries = env_entries(c.as_object().unwrap(), "spec.containers[0]");
         let plan = plan_env(
             &user_entries(&entries).unwrap(),
-            || "container \"w\"".to_string(),
+            "container \"w\"",
             &[var("A", "1"), var("B", "2"), var("C", "3"), var("D", "4")],
             &|_| None,
         );

@@ -3,9 +3,9 @@
 use super::place::PodPlace;
 use super::pod_plan::MetadataAdd;
 use crate::error::{checked_add, InputError};
+use crate::json::{map_str, Object};
 use crate::keys;
 use crate::views::pod_view::PodView;
-use crate::views::str_map::{self, StrMap};
 
 /// The group keys the pod lacks. Values the controller set (JobSet v0.9+) are never touched.
 pub fn missing(
@@ -13,15 +13,8 @@ pub fn missing(
     place: &PodPlace,
     warnings: &mut Vec<String>,
 ) -> Result<Vec<MetadataAdd>, InputError> {
-    let maps = [
-        ("labels", pod.labels.as_ref()),
-        ("annotations", pod.annotations.as_ref()),
-    ];
-    let complete = |m: Option<&StrMap>| {
-        keys::GROUP_KEYS
-            .iter()
-            .all(|k| str_map::get(m, k).is_some())
-    };
+    let maps = [("labels", pod.labels), ("annotations", pod.annotations)];
+    let complete = |m: Option<&Object>| keys::GROUP_KEYS.iter().all(|k| map_str(m, k).is_some());
     if maps.iter().all(|(_, m)| complete(*m)) {
         return Ok(Vec::new());
     }
@@ -53,7 +46,7 @@ pub fn missing(
     let mut adds = Vec::new();
     for (map_name, map) in maps {
         for (key, value) in keys::GROUP_KEYS.iter().zip(&values) {
-            if str_map::get(map, key).is_none() {
+            if map_str(map, key).is_none() {
                 adds.push(MetadataAdd {
                     map: map_name,
                     key,

@@ -48,7 +48,7 @@ pub fn plan(pod: &PodView, jobset: &str, settings: &Settings) -> Result<PodPlan,
         containers,
         facts: &pod.facts,
         place: &place,
-        annotations: pod.annotations.as_ref(),
+        annotations: pod.annotations,
     };
     let wanted = wanted_env(&env, settings, &lookup, &mut warnings)?;
     let env_changes = env_changes(containers, wanted, &lookup, &mut warnings)?;

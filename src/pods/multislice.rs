@@ -3,10 +3,10 @@
 use super::place::PodPlace;
 use crate::error::{checked_add, InputError};
 use crate::facts::Facts;
+use crate::json::{map_str, Object};
 use crate::keys;
 use crate::names;
 use crate::views::container_env::WantedVar;
-use crate::views::str_map::{self, StrMap};
 
 /// TPU container k's megascale port when a pod runs several: KubeRay's TPU webhook numbering.
 pub const BASE_PORT: u32 = 8081;
@@ -15,7 +15,7 @@ pub const BASE_PORT: u32 = 8081;
 pub fn vars(
     facts: &Facts,
     place: &PodPlace,
-    annotations: Option<&StrMap>,
+    annotations: Option<&Object>,
     n: u32,
     warnings: &mut Vec<String>,
 ) -> Result<Vec<Vec<WantedVar>>, InputError> {
@@ -30,7 +30,7 @@ pub fn vars(
             // No facts: the JobSet was admitted before the policy. The pod's own labels only
             // tell about its replicated job, so that is taken as the whole slice group.
             let own = place.address(&names::rjob_pod(place.replicated_job, 0, 0));
-            let (coordinator, outside) = match str_map::get(annotations, keys::JOBSET_COORDINATOR) {
+            let (coordinator, outside) = match map_str(annotations, keys::JOBSET_COORDINATOR) {
                 Some(c) => {
                     let own_prefix =
                         format!("{}-", names::in_jobset(place.jobset, place.replicated_job));

@@ -131,14 +131,6 @@ pub fn g4_identical_slices(plan: &JobSetPlan) -> Vec<Violation> {
     let mut out = Vec::new();
     for slice_group in plan.multi_member_slice_groups() {
         let (group, first) = (slice_group.name, slice_group.members[0]);
-        let accelerator = &settings.accelerator_label;
-        let selection = |r| {
-            [
-                pinned(r, accelerator).cloned(),
-                slice_topology(r, &settings.topology_label),
-            ]
-        };
-        let first_selection = selection(first);
         for rjob in &slice_group.members[1..] {
             let same = || {
                 format!(
@@ -146,7 +138,18 @@ pub fn g4_identical_slices(plan: &JobSetPlan) -> Vec<Violation> {
                     first.name
                 )
             };
-            for selection in selection(rjob).into_iter().zip(&first_selection) {
+            let accelerator = &settings.accelerator_label;
+            let selections = [
+                (
+                    pinned(rjob, accelerator).cloned(),
+                    pinned(first, accelerator).cloned(),
+                ),
+                (
+                    slice_topology(rjob, &settings.topology_label),
+                    slice_topology(first, &settings.topology_label),
+                ),
+            ];
+            for selection in selections {
                 if let (Some(mine), Some(theirs)) = selection {
                     if mine.value != theirs.value {
                         out.push(Violation::new(
@@ -203,11 +206,11 @@ pub fn g5_one_shape_per_queued_slice_group(plan: &JobSetPlan) -> Vec<Violation> 
         let judged: Vec<&ReplicatedJob> = members
             .iter()
             .copied()
-            .filter(|m| shapes.group(m.index).is_some())
+            .filter(|m| shapes.group[m.index].is_some())
             .collect();
         let (Some(first), Some(pairs)) = (
             judged.first(),
-            members.iter().find_map(|m| shapes.group(m.index)),
+            members.iter().find_map(|m| shapes.group[m.index].as_ref()),
         ) else {
             continue;
         };

@@ -154,9 +154,6 @@ pub fn slice_hosts(r: &ReplicatedJob, settings: &Settings) -> Option<u32> {
 pub fn t4_topology_fits_the_slice(plan: &JobSetPlan) -> Vec<Violation> {
     let (view, settings) = (plan.view, plan.settings);
     let mut out = Vec::new();
-    // Identical replicated jobs in a row (a multislice, G4) fit alike: the shape of a slice
-    // found to fit is not judged again for the next.
-    let mut fitted = None;
     for (_, r) in view.tpu_jobs() {
         let chip_errors: Vec<Violation> = r
             .template
@@ -180,20 +177,8 @@ pub fn t4_topology_fits_the_slice(plan: &JobSetPlan) -> Vec<Violation> {
         let Some(slice) = slice_of(r, settings) else {
             continue; // T3's concern
         };
-        let shape = (
-            slice.accelerator.value,
-            slice.topology.value,
-            r.chips_per_pod,
-            r.parallelism,
-        );
-        if fitted == Some(shape) {
-            continue;
-        }
         match accelerators::lookup(&settings.accelerators, slice.accelerator.value) {
-            Some(acc) => match check_slice(r, &acc, &slice.topology) {
-                Some(misfit) => out.push(misfit),
-                None => fitted = Some(shape),
-            },
+            Some(acc) => out.extend(check_slice(r, &acc, &slice.topology)),
             None if settings.reject_unknown_accelerators => out.push(Violation::new(
                 Rule::T4,
                 slice.accelerator.path(&r.template.spec_path()),
@@ -286,7 +271,7 @@ pub fn t4_some_slice_fits(plan: &JobSetPlan) -> Vec<Violation> {
     let (view, settings, shapes) = (plan.view, plan.settings, plan.shapes());
     let mut out = Vec::new();
     for (i, r) in view.tpu_jobs() {
-        match shapes.own(i) {
+        match &shapes.own[i] {
             Some(Shapes::Fixed(pairs)) if pairs.is_empty() => {
                 let slice = slice_of(r, settings);
                 let acc = slice.as_ref().and_then(|s| {

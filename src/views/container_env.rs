@@ -6,9 +6,10 @@
 //!
 //! It only reads, so pod admission, the env merge and the CREATE warnings all use it.
 use crate::error::InputError;
-use crate::json::{self, field};
+use crate::json::{self, field, Object};
 use crate::paths::{Lazy, PathLike};
 use serde_json::Value;
+use std::collections::BTreeMap;
 
 /// A variable the policy wants in a container, with the value it computed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,13 +57,13 @@ pub struct EnvEntry<'a> {
     pub checked: Result<UserEntry<'a>, InputError>,
 }
 
-/// The container's `env` (found with [`json::fields`]), in order. A value that is not a list
-/// is an error; each malformed entry keeps its own.
+/// The container's `env`, in order. A value that is not a list is an error; each malformed
+/// entry keeps its own.
 pub fn env_entries<'a>(
-    env: Option<&'a Value>,
+    container: &'a Object,
     path: impl PathLike,
 ) -> Result<Vec<EnvEntry<'a>>, InputError> {
-    let existing = json::array_of(env, "env", path)?.map_or(&[][..], Vec::as_slice);
+    let existing = json::opt_array(container, "env", path)?.map_or(&[][..], Vec::as_slice);
     Ok(existing
         .iter()
         .enumerate()
@@ -132,39 +133,64 @@ pub fn metadata_key(field_path: &str) -> Option<(&'static str, &str)> {
 /// The resolved value of every entry of `entries`, in order: `None` where admission cannot
 /// know it. `injected` are the variables the policy puts before them, which the user's
 /// entries may reference; `lookup` answers a `fieldRef` path, or `None`.
+///
+/// The work is linear in the container's env: names are found in a map, and the text the
+/// values resolve to is held to [`expansion_budget`], past which values are unknown. The
+/// kubelet would double a value with each `B=$(A)$(A)`, so without it a few hundred bytes of
+/// env could take the module's whole time.
 pub fn resolve_all(
     entries: &[UserEntry],
     injected: &[WantedVar],
     lookup: &dyn Fn(&str) -> Option<String>,
 ) -> Vec<Option<String>> {
-    // Later definitions of a name win, so the search runs backwards.
-    let mut defined: Vec<(&str, Option<String>)> = injected
+    let mut budget = expansion_budget(entries, injected);
+    // Later definitions of a name replace earlier ones, as the kubelet reads them in order.
+    let mut defined: BTreeMap<&str, Option<String>> = injected
         .iter()
         .map(|v| (v.name, Some(v.value.clone())))
         .collect();
     let mut out = Vec::with_capacity(entries.len());
     for entry in entries {
         let value = match entry.source {
-            Source::Literal(text) => expand(text, &defined),
+            _ if budget == 0 => None,
+            Source::Literal(text) => expand(text, &defined, budget),
             Source::FieldRef(path) => lookup(path),
             Source::Other => None,
         };
-        defined.push((entry.name, value.clone()));
+        let value = value.filter(|v| v.len() <= budget);
+        budget -= value.as_ref().map_or(0, String::len);
+        defined.insert(entry.name, value.clone());
         out.push(value);
     }
     out
 }
 
+/// How much resolved text one container's env may come to: twice the text it was given
+/// (literals and the policy's values), and 4 KiB more for what references repeat. Only
+/// warnings depend on a resolved value, and an unknown one earns none.
+fn expansion_budget(entries: &[UserEntry], injected: &[WantedVar]) -> usize {
+    let given = entries
+        .iter()
+        .map(|e| match e.source {
+            Source::Literal(text) => text.len(),
+            Source::FieldRef(_) | Source::Other => 0,
+        })
+        .chain(injected.iter().map(|v| v.value.len()))
+        .fold(0usize, usize::saturating_add);
+    given.saturating_mul(2).saturating_add(4096)
+}
+
 /// Kubernetes' expansion: `$$` is `$`, `$(NAME)` is NAME's value when defined earlier. A
 /// reference to a name not defined earlier in `env` may come from `envFrom` or a Service's
-/// variables, so the result is unknown; so is one to an unknown value.
+/// variables, so the result is unknown; so is one to an unknown value, and one longer than
+/// `limit`.
 ///
 /// The test host has an expander of its own (`multislice_host::env`), on purpose: it plays
 /// the kubelet on the final pod, where every value is known and an unknown reference stays
 /// as written, and it must judge the policy without sharing its code. This one predicts, at
 /// admission, what the kubelet will make of values it may not know yet.
-fn expand(text: &str, defined: &[(&str, Option<String>)]) -> Option<String> {
-    let mut out = String::with_capacity(text.len());
+fn expand(text: &str, defined: &BTreeMap<&str, Option<String>>, limit: usize) -> Option<String> {
+    let mut out = String::with_capacity(text.len().min(limit));
     let mut rest = text;
     while let Some(pos) = rest.find('$') {
         out.push_str(&rest[..pos]);
@@ -177,7 +203,10 @@ fn expand(text: &str, defined: &[(&str, Option<String>)]) -> Option<String> {
                 .find(')')
                 .map(|end| (&inner[..end], &inner[end + 1..]))
         }) {
-            let value = defined.iter().rev().find(|(n, _)| *n == name)?.1.as_ref()?;
+            let value = defined.get(name)?.as_deref()?;
+            if out.len().saturating_add(value.len()) > limit {
+                return None;
+            }
             out.push_str(value);
             rest = tail;
         } else {
@@ -192,7 +221,6 @@ fn expand(text: &str, defined: &[(&str, Option<String>)]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::json::Object;
     use serde_json::json;
 
     fn entries(env: serde_json::Value) -> (Object, String) {
@@ -221,7 +249,7 @@ mod tests {
                 .then(|| "js".to_string())
         };
         let got = resolve_all(
-            &user_entries(&env_entries(field(&c, "env"), &path)).unwrap(),
+            &user_entries(&env_entries(&c, &path)).unwrap(),
             &injected,
             &lookup,
         );
@@ -241,10 +269,34 @@ mod tests {
     }
 
     #[test]
+    fn a_doubling_chain_is_unknown_past_the_budget() {
+        // B1=$(B0)$(B0), B2=$(B1)$(B1), …: B40 would be 2^40 bytes long.
+        let mut env = vec![json!({"name": "B0", "value": "x"})];
+        for i in 1..=40 {
+            env.push(json!({"name": format!("B{i}"), "value": format!("$(B{0})$(B{0})", i - 1)}));
+        }
+        let (c, path) = entries(json!(env));
+        let got = resolve_all(
+            &user_entries(&env_entries(&c, &path)).unwrap(),
+            &[],
+            &|_| None,
+        );
+        // The budget is 4096 and twice the literals' 1 + 10 * 10 + 30 * 12 = 461 bytes: 5018.
+        // B0..B11 spend 4095 of it, and B12 (4096 bytes) would pass it.
+        let lengths: Vec<Option<usize>> = got.iter().map(|v| v.as_ref().map(String::len)).collect();
+        let known: Vec<usize> = (0..=11).map(|i| 1 << i).collect();
+        assert_eq!(
+            lengths[..=11],
+            known.iter().map(|&n| Some(n)).collect::<Vec<_>>()[..]
+        );
+        assert!(lengths[12..].iter().all(Option::is_none), "{lengths:?}");
+    }
+
+    #[test]
     fn a_malformed_entry_names_its_path() {
         let (c, path) = entries(json!([{"name": "A"}, "oops"]));
         assert_eq!(
-            user_entries(&env_entries(field(&c, "env"), &path))
+            user_entries(&env_entries(&c, &path))
                 .unwrap_err()
                 .to_string(),
             "spec.containers[0].env[1]: expected an object, found the string \"oops\""

@@ -9,7 +9,7 @@ use crate::paths::ReplicatedJobAt;
 use crate::paths::{Lazy, PathLike};
 use crate::views::node_pins::{self, OwnTerm, Pin};
 use crate::views::pod_spec;
-use crate::views::pod_template::{required_of, PodTemplateView};
+use crate::views::pod_template::{required, PodTemplateView};
 use serde_json::Value;
 
 #[derive(Debug)]
@@ -25,11 +25,6 @@ pub struct JobSetView<'a> {
     /// runs after a mutating policy, suspends the JobSet (docs/spec.md §5).
     pub queue: Option<QueueName<'a>>,
     pub coordinator: Option<CoordinatorRef<'a>>,
-    /// The JobSet's exclusive-topology annotation, and whether it also carries the
-    /// node-selector strategy: read once here, for each replicated job's placement
-    /// (`placement::exclusive_placement`, asked by every X rule of every replicated job).
-    pub exclusive_topology: Option<&'a str>,
-    pub node_selector_strategy: bool,
     pub replicated_jobs: Vec<ReplicatedJob<'a>>,
 }
 
@@ -164,9 +159,6 @@ impl<'a> JobSetView<'a> {
         Ok(JobSetView {
             name,
             annotations,
-            exclusive_topology: map_str(annotations, keys::EXCLUSIVE_TOPOLOGY),
-            node_selector_strategy: annotations
-                .is_some_and(|a| a.contains_key(keys::NODE_SELECTOR_STRATEGY)),
             subdomain,
             enable_dns_hostnames,
             suspend,
@@ -268,20 +260,17 @@ fn parse_replicated_job<'a>(
     // Paths are rendered only if a field is wrong.
     let at = ReplicatedJobAt(i);
     let r = json::as_object(item, at)?;
-    let [name, replicas, group_field, template] =
-        json::fields(r, ["name", "replicas", "groupName", "template"]);
-    let name = json::str_of(name, "name", at)?
+    let name = json::opt_str(r, "name", at)?
         .filter(|n| !n.is_empty())
         .ok_or_else(|| InputError::Missing {
             path: at.field("name"),
         })?;
-    let replicas = json::count_of(replicas, "replicas", at)?.unwrap_or(1);
-    let group_field = json::str_of(group_field, "groupName", at)?;
+    let replicas = json::opt_count(r, "replicas", at)?.unwrap_or(1);
+    let group_field = json::opt_str(r, "groupName", at)?;
 
     let t_path = Lazy(move || at.field("template"));
-    let template = required_of(template, "template", at)?;
-    let [metadata, job_spec] = json::fields(template, ["metadata", "spec"]);
-    let job_annotations = match json::object_of(metadata, "metadata", t_path)? {
+    let template = required(r, "template", at)?;
+    let job_annotations = match json::opt_object(template, "metadata", t_path)? {
         Some(m) => json::opt_string_map(
             m,
             "annotations",
@@ -291,17 +280,12 @@ fn parse_replicated_job<'a>(
     };
     let pod_template = at.pod_template();
     let js_path = Lazy(move || pod_template.job_spec());
-    let job_spec = required_of(job_spec, "spec", t_path)?;
-    let [parallelism, completions, completion_mode, pod_template_value] = json::fields(
-        job_spec,
-        ["parallelism", "completions", "completionMode", "template"],
-    );
-    let parallelism = json::count_of(parallelism, "parallelism", js_path)?.unwrap_or(1);
-    let completions = json::count_of(completions, "completions", js_path)?;
-    let completion_mode = json::str_of(completion_mode, "completionMode", js_path)?;
+    let job_spec = required(template, "spec", t_path)?;
+    let parallelism = json::opt_count(job_spec, "parallelism", js_path)?.unwrap_or(1);
+    let completions = json::opt_count(job_spec, "completions", js_path)?;
+    let completion_mode = json::opt_str(job_spec, "completionMode", js_path)?;
 
-    let (template, pod_spec) =
-        PodTemplateView::parse_found(pod_template_value, pod_template, tpu_resource)?;
+    let (template, pod_spec) = PodTemplateView::parse(job_spec, pod_template, tpu_resource)?;
     let chips_per_pod = pod_spec::chips_per_pod(&template.containers, template.spec_at())?;
     let mark = template
         .annotation(keys::AFFINITY_MARK)

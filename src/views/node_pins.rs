@@ -75,11 +75,8 @@ pub fn selection<'a>(
     at: SpecAt,
     mark: Option<&AffinityMark>,
 ) -> Result<Selection<'a>, InputError> {
-    let [selector, affinity] = json::fields(pod_spec, ["nodeSelector", "affinity"]);
-    let selector = json::string_map_of(selector, "nodeSelector", at)?;
-    // Room for the selector's pins and one of the affinity's, the most a pod spec has.
-    let mut pins = Vec::with_capacity(selector.map_or(0, |s| s.len()).saturating_add(1));
-    if let Some(selector) = selector {
+    let mut pins = Vec::new();
+    if let Some(selector) = json::opt_string_map(pod_spec, "nodeSelector", at)? {
         for (key, value) in selector {
             pins.push(Pin {
                 key,
@@ -88,7 +85,7 @@ pub fn selection<'a>(
             });
         }
     }
-    let terms = required_terms(affinity, at)?;
+    let terms = required_terms(pod_spec, at)?;
     // Rendered only if something is wrong.
     let t_path = move |i: usize| json::index(&at.field(TERMS), i);
     let mut stored = Vec::with_capacity(terms.len());
@@ -134,8 +131,8 @@ pub fn selection<'a>(
 }
 
 /// `affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms`.
-fn required_terms(affinity: Option<&Value>, at: SpecAt) -> Result<&[Value], InputError> {
-    let Some(affinity) = json::object_of(affinity, "affinity", at)? else {
+fn required_terms(pod_spec: &Object, at: SpecAt) -> Result<&[Value], InputError> {
+    let Some(affinity) = json::opt_object(pod_spec, "affinity", at)? else {
         return Ok(&[]);
     };
     let p = Lazy(move || at.field("affinity"));

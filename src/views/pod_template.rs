@@ -6,7 +6,6 @@ use crate::json::{self, join, map_str, Object};
 use crate::paths::{Lazy, PathLike};
 use crate::paths::{SpecAt, TemplateAt};
 use crate::views::pod_spec::{self, ContainerView};
-use serde_json::Value;
 
 #[derive(Debug)]
 pub struct PodTemplateView<'a> {
@@ -31,44 +30,25 @@ impl<'a> PodTemplateView<'a> {
         at: TemplateAt,
         tpu_resource: &str,
     ) -> Result<(Self, &'a Object), InputError> {
-        Self::parse_found(json::field(job_spec, "template"), at, tpu_resource)
-    }
-
-    /// [`PodTemplateView::parse`] of the job spec's `template`, already found.
-    pub fn parse_found(
-        template: Option<&'a Value>,
-        at: TemplateAt,
-        tpu_resource: &str,
-    ) -> Result<(Self, &'a Object), InputError> {
-        let template = required_of(template, "template", Lazy(move || at.job_spec()))?;
-        let [metadata, spec] = json::fields(template, ["metadata", "spec"]);
-        let metadata = json::object_of(metadata, "metadata", at)?;
-        let [annotations, labels] = match metadata {
-            Some(m) => json::fields(m, ["annotations", "labels"]),
-            None => [None, None],
+        let template = required(job_spec, "template", Lazy(move || at.job_spec()))?;
+        let metadata = json::opt_object(template, "metadata", at)?;
+        let annotations = match metadata {
+            Some(m) => json::opt_string_map(
+                m,
+                "annotations",
+                Lazy(move || join(&at.render(), "metadata")),
+            )?,
+            None => None,
         };
-        let annotations = json::string_map_of(
-            annotations,
-            "annotations",
-            Lazy(move || join(&at.render(), "metadata")),
-        )?;
-        let spec = required_of(spec, "spec", at)?;
+        let spec = required(template, "spec", at)?;
         let spec_at = SpecAt::Template(at);
-        let [host_network, dns_policy, init_containers, containers] = json::fields(
-            spec,
-            ["hostNetwork", "dnsPolicy", "initContainers", "containers"],
-        );
         let view = PodTemplateView {
             at,
             annotations,
-            labels: labels.and_then(Value::as_object),
-            host_network: json::bool_of(host_network, "hostNetwork", spec_at)?.unwrap_or(false),
-            dns_policy: json::str_of(dns_policy, "dnsPolicy", spec_at)?,
-            containers: pod_spec::containers_found(
-                [init_containers, containers],
-                spec_at,
-                tpu_resource,
-            )?,
+            labels: metadata.and_then(|m| json::field(m, "labels")?.as_object()),
+            host_network: json::opt_bool(spec, "hostNetwork", spec_at)?.unwrap_or(false),
+            dns_policy: json::opt_str(spec, "dnsPolicy", spec_at)?,
+            containers: pod_spec::containers(spec, spec_at, tpu_resource)?,
         };
         Ok((view, spec))
     }
@@ -99,16 +79,7 @@ pub fn required<'a>(
     key: &str,
     path: impl PathLike,
 ) -> Result<&'a Object, InputError> {
-    required_of(json::field(obj, key), key, path)
-}
-
-/// [`required`] of a field already found (by [`json::fields`]).
-pub fn required_of<'a>(
-    found: Option<&'a Value>,
-    key: &str,
-    path: impl PathLike,
-) -> Result<&'a Object, InputError> {
-    json::object_of(found, key, path)?.ok_or_else(|| InputError::Missing {
+    json::opt_object(obj, key, path)?.ok_or_else(|| InputError::Missing {
         path: join(&path.render(), key),
     })
 }

@@ -3,17 +3,16 @@
 //! policy's, so a pod outside any JobSet never pays for it.
 use crate::error::InputError;
 use crate::facts::Facts;
-use crate::json::{self, Object};
+use crate::json::{self, map_str, Object};
 use crate::keys;
 use crate::paths::{Lazy, SpecAt};
 use crate::views::pod_spec::{self, ContainerView};
-use crate::views::str_map::{self, StrMap};
 use serde_json::Value;
 
 #[derive(Debug)]
 pub struct PodView<'a> {
-    pub labels: Option<StrMap<'a>>,
-    pub annotations: Option<StrMap<'a>>,
+    pub labels: Option<&'a Object>,
+    pub annotations: Option<&'a Object>,
     /// The facts JobSet (or Job) admission stamped on the pod's template; empty when none.
     pub facts: Facts,
     /// The Job named by the pod's controller owner reference.
@@ -26,34 +25,20 @@ pub struct PodView<'a> {
 }
 
 impl<'a> PodView<'a> {
-    /// The view of a pod read whole as a tree.
     pub fn parse(object: &'a Value, tpu_resource: &str) -> Result<Self, InputError> {
         let root = json::as_object(object, "object")?;
         let metadata = json::opt_object(root, "metadata", "")?;
         let (labels, annotations) = match metadata {
             Some(m) => (
-                json::opt_string_map(m, "labels", "metadata")?.map(StrMap::from_object),
-                json::opt_string_map(m, "annotations", "metadata")?.map(StrMap::from_object),
+                json::opt_string_map(m, "labels", "metadata")?,
+                json::opt_string_map(m, "annotations", "metadata")?,
             ),
             None => (None, None),
         };
-        PodView::with_maps(object, labels, annotations, tpu_resource)
-    }
-
-    /// The view of a pod whose labels and annotations were read apart (`PodText`); `object`
-    /// holds the rest that the view reads.
-    pub fn with_maps(
-        object: &'a Value,
-        labels: Option<StrMap<'a>>,
-        annotations: Option<StrMap<'a>>,
-        tpu_resource: &str,
-    ) -> Result<Self, InputError> {
-        let root = json::as_object(object, "object")?;
-        let metadata = json::opt_object(root, "metadata", "")?;
         let spec = json::opt_object(root, "spec", "")?.ok_or(InputError::Missing {
             path: "spec".into(),
         })?;
-        let facts = match str_map::get(annotations.as_ref(), keys::FACTS) {
+        let facts = match map_str(annotations, keys::FACTS) {
             Some(text) => Facts::from_annotation(text, "metadata.annotations")?,
             None => Facts::default(),
         };
@@ -73,13 +58,13 @@ impl<'a> PodView<'a> {
 
     /// A controller's label, else its annotation: the controllers write both, and a label is
     /// what selectors see. Returns which map the value came from, for messages.
-    pub fn controller_entry(&self, key: &str) -> Option<(&'static str, &str)> {
-        str_map::get(self.labels.as_ref(), key)
+    pub fn controller_entry(&self, key: &str) -> Option<(&'static str, &'a str)> {
+        map_str(self.labels, key)
             .map(|v| ("labels", v))
-            .or_else(|| str_map::get(self.annotations.as_ref(), key).map(|v| ("annotations", v)))
+            .or_else(|| map_str(self.annotations, key).map(|v| ("annotations", v)))
     }
 
-    pub fn controller_value(&self, key: &str) -> Option<&str> {
+    pub fn controller_value(&self, key: &str) -> Option<&'a str> {
         self.controller_entry(key).map(|(_, v)| v)
     }
 
@@ -93,20 +78,20 @@ impl<'a> PodView<'a> {
     /// The name of the pod's Job: the Job controller's label (also under the legacy key), else
     /// the owner reference. Under `manualSelector: true` the API server adds no name label,
     /// but the Job controller always makes itself the pod's owner.
-    pub fn job_name(&self) -> Option<&str> {
+    pub fn job_name(&self) -> Option<&'a str> {
         self.controller_value(keys::JOB_NAME)
             .or_else(|| self.controller_value(keys::LEGACY_JOB_NAME))
             .or(self.owning_job)
     }
 
     /// The pod's own label (`map` "labels") or annotation.
-    pub fn own_metadata(&self, map: &str, key: &str) -> Option<&str> {
+    pub fn own_metadata(&self, map: &str, key: &str) -> Option<&'a str> {
         let own = if map == "labels" {
-            &self.labels
+            self.labels
         } else {
-            &self.annotations
+            self.annotations
         };
-        str_map::get(own.as_ref(), key)
+        map_str(own, key)
     }
 }
 

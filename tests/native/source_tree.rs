@@ -375,7 +375,6 @@ const LAYERS: [(&str, &[&str]); 6] = [
         &[
             "error",
             "json",
-            "json_text",
             "keys",
             "quantity",
             "facts",
@@ -402,7 +401,7 @@ const LAYERS: [(&str, &[&str]); 6] = [
         ],
     ),
     ("patches", &["mutate"]),
-    ("the edge", &["admission", "arena", "compare_bytes"]),
+    ("the edge", &["admission"]),
 ];
 
 fn layer_of(module: &str) -> Option<usize> {

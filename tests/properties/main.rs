@@ -1,8 +1,5 @@
 //! Property tests of validation on the native build of the policy (the same code the wasm
 //! module runs; `tests/wasm/properties.rs` runs a share of the cases through the module).
-mod arena;
-mod splice;
-
 use jobset_multislice_policy::admission::{evaluate, Verdict};
 use multislice_gen as gen;
 use multislice_host::request::{admission_request, Kind};
@@ -120,7 +117,7 @@ fn admit_native(request: &Value, settings: &Value) -> gen::invariants::Admitted 
     let (accepted, message, mutated) = (
         verdict.accepted,
         verdict.message.clone(),
-        verdict.mutated_object(),
+        verdict.mutated_object.clone(),
     );
     let out = serde_json::to_vec(&verdict.to_response()).unwrap();
     gen::invariants::Admitted {

@@ -19,6 +19,7 @@ mod runner;
 mod settings;
 mod shipping;
 mod simulation;
+mod slow_shapes;
 mod spoofing;
 mod tpu_containers;
 mod warnings;

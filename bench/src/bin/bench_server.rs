@@ -1,52 +1,45 @@
-//! make bench-server: the annotated policy, the accept-all baseline and, per case, the floor
-//! (a module holding the policy's own answer, [`server_floor`]) in one policy-server, loaded
-//! with wrk (short runs, the three in turn so that the box's noise falls on all), then the
-//! same requests through `kwctl bench`. Prints markdown tables of medians and ratios.
+//! make bench-server: the policy inside one real policy-server, loaded with wrk, beside each
+//! case's floor (a module holding the policy's own answer, [`server_floor`]) and, with
+//! `--against`, beside another build of the policy (`make bench-server AGAINST=<commit>`).
+//! For each it prints requests per second, p50 and p99 latency, and policy-server's CPU per
+//! request, read from /proc: what an operator pays for the policy. Medians of rounds that take
+//! the modules in turn, so that the machine's drift falls on all of them.
 //!
-//! usage: bench-server [--quick]
+//! usage: bench-server [--quick] [--against <annotated module>]
 //!
 //! kwctl and policy-server are `KWCTL` and `POLICY_SERVER`, else on PATH, else in
 //! ../shared/tools; `make bench-server` skips this, with one line, where either is missing.
-// Shared with `make bench`; this binary uses only some of its requests.
-#[allow(dead_code)]
 use anyhow::{anyhow, bail, Context, Result};
 use multislice_bench::server_floor::{self, Floors};
 use multislice_bench::workloads::*;
-use multislice_host::policy_server_client::{self, find_on_path, PolicyServer, ServedPolicy};
+use multislice_host::policy_server_client::{find_on_path, PolicyServer, ServedPolicy};
 use multislice_host::review::ReviewResponse;
 use multislice_host::workspace_root;
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 struct Plan {
     rounds: usize,
     seconds: u32,
     connections: u32,
-    // kwctl takes whole seconds.
-    kwctl_warm_up: &'static str,
-    kwctl_measure: &'static str,
 }
 
 struct Case {
     name: &'static str,
     request: Value,
-    body: PathBuf,
     script: PathBuf,
-    /// The annotated floor module, served as [`server_floor::id`].
-    floor: PathBuf,
-    /// The least policy / floor throughput issue 30 asks for.
-    target: Option<f64>,
+    body_bytes: usize,
 }
 
-/// The bar issue 30 sets the mutation paths: within 10 % of the floor's throughput.
-const FLOOR_TARGET: f64 = 0.9;
-
-/// One wrk run: requests per second and the median latency in ms.
+/// One wrk run against one module.
 #[derive(Clone, Copy)]
 struct Run {
     rps: f64,
     p50_ms: f64,
+    p99_ms: f64,
+    /// policy-server's CPU time (user and system, all threads) over the run, per request.
+    cpu_us: f64,
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -54,13 +47,12 @@ fn median(mut v: Vec<f64>) -> f64 {
     v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
-/// `1.23ms`, `456.00us`, `1.01s` (wrk, and kwctl bench with µ written as u) -> milliseconds.
+/// `1.23ms`, `456.00us`, `1.01s` (wrk's units) -> milliseconds.
 fn parse_duration_ms(text: &str) -> Option<f64> {
     let split = text.find(|c: char| c.is_ascii_alphabetic())?;
     let (number, unit) = text.split_at(split);
     let n: f64 = number.parse().ok()?;
     match unit {
-        "ns" => Some(n / 1_000_000.0),
         "us" => Some(n / 1000.0),
         "ms" => Some(n),
         "s" => Some(n * 1000.0),
@@ -69,7 +61,39 @@ fn parse_duration_ms(text: &str) -> Option<f64> {
     }
 }
 
-fn wrk(plan: &Plan, case: &Case, url: &str) -> Result<Run> {
+/// A process's CPU time so far, in clock ticks (fields 14 and 15 of /proc/<pid>/stat).
+fn cpu_ticks(pid: u32) -> Result<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    // The command name may hold spaces; the fields after it are plain.
+    let after_name = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest)
+        .ok_or_else(|| anyhow!("unreadable /proc/{pid}/stat"))?;
+    let fields: Vec<&str> = after_name.split_whitespace().collect();
+    // After the name, field 3 (state) is index 0: utime (14) is index 11, stime (15) index 12.
+    let tick = |i: usize| -> Result<u64> {
+        Ok(fields
+            .get(i)
+            .ok_or_else(|| anyhow!("short /proc/{pid}/stat"))?
+            .parse()?)
+    };
+    Ok(tick(11)? + tick(12)?)
+}
+
+fn ticks_per_second() -> Result<f64> {
+    let out = Command::new("getconf").arg("CLK_TCK").output()?;
+    Ok(String::from_utf8_lossy(&out.stdout).trim().parse()?)
+}
+
+fn latency(text: &str, percentile: &str) -> Result<f64> {
+    text.lines()
+        .find_map(|l| l.trim().strip_prefix(percentile))
+        .and_then(|v| parse_duration_ms(v.trim()))
+        .ok_or_else(|| anyhow!("no {percentile} latency in wrk's output:\n{text}"))
+}
+
+fn wrk(plan: &Plan, case: &Case, url: &str, server: &PolicyServer, hz: f64) -> Result<Run> {
+    let before = cpu_ticks(server.pid())?;
     let out = Command::new("wrk")
         .args(["-t1", &format!("-c{}", plan.connections)])
         .arg(format!("-d{}s", plan.seconds))
@@ -79,6 +103,7 @@ fn wrk(plan: &Plan, case: &Case, url: &str) -> Result<Run> {
         .arg(url)
         .output()
         .context("cannot run wrk (make e2e-deps installs it)")?;
+    let ticks = cpu_ticks(server.pid())? - before;
     let text = String::from_utf8_lossy(&out.stdout).to_string();
     if !out.status.success() {
         bail!("wrk failed: {text}{}", String::from_utf8_lossy(&out.stderr));
@@ -86,98 +111,55 @@ fn wrk(plan: &Plan, case: &Case, url: &str) -> Result<Run> {
     if text.contains("Non-2xx or 3xx responses") {
         bail!("{}: the server answered with errors:\n{text}", case.name);
     }
+    let requests: f64 = text
+        .lines()
+        .find_map(|l| l.trim().split_once(" requests in "))
+        .and_then(|(n, _)| n.trim().parse().ok())
+        .ok_or_else(|| anyhow!("no request count in wrk's output:\n{text}"))?;
     let rps = text
         .lines()
         .find_map(|l| l.trim().strip_prefix("Requests/sec:"))
         .and_then(|v| v.trim().parse().ok())
         .ok_or_else(|| anyhow!("no Requests/sec in wrk's output:\n{text}"))?;
-    let p50_ms = text
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("50%"))
-        .and_then(|v| parse_duration_ms(v.trim()))
-        .ok_or_else(|| anyhow!("no 50% latency in wrk's output:\n{text}"))?;
-    Ok(Run { rps, p50_ms })
-}
-
-/// kwctl bench colours its figures even with --no-color: drop the `ESC [ … m` sequences.
-fn strip_colours(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars();
-    while let Some(c) = chars.next() {
-        if c == '\u{1b}' {
-            for d in chars.by_ref() {
-                if d.is_ascii_alphabetic() {
-                    break;
-                }
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
-/// The median `validate` time `kwctl bench` reports, in µs.
-fn kwctl_bench(plan: &Plan, module: &Path, request_file: &Path) -> Result<f64> {
-    let kwctl = policy_server_client::kwctl()?;
-    let mut command = Command::new(&kwctl);
-    command
-        .args(["--no-color", "bench"])
-        .args(["--warm-up-time", plan.kwctl_warm_up])
-        .args(["--measurement-time", plan.kwctl_measure])
-        .arg("--request-path")
-        .arg(request_file)
-        .args(["--settings-json", "{}"]);
-    if let Some(trust) = policy_server_client::trust_config(&kwctl) {
-        command.arg("--sigstore-trust-config").arg(trust);
-    }
-    let out = command.arg(module).output().context("cannot run kwctl")?;
-    let text = strip_colours(
-        &(String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr)),
-    );
-    if !out.status.success() {
-        bail!("kwctl bench failed:\n{text}");
-    }
-    // The `validate` block (after `validate_settings`) ends with "(sample data: med = X, …".
-    let block = text
-        .rsplit_once("validate [")
-        .map(|(_, b)| b)
-        .ok_or_else(|| anyhow!("no validate figures in kwctl bench's output:\n{text}"))?;
-    let med = block
-        .split_once("med = ")
-        .and_then(|(_, rest)| rest.split(',').next())
-        .and_then(|v| parse_duration_ms(v.trim().replace('µ', "u").as_str()))
-        .ok_or_else(|| anyhow!("no median in kwctl bench's output:\n{text}"))?;
-    Ok(med * 1000.0)
+    Ok(Run {
+        rps,
+        p50_ms: latency(&text, "50%")?,
+        p99_ms: latency(&text, "99%")?,
+        cpu_us: ticks as f64 / hz * 1e6 / requests.max(1.0),
+    })
 }
 
 fn main() -> Result<()> {
-    let quick = std::env::args().any(|a| a == "--quick");
+    let args: Vec<String> = std::env::args().collect();
+    let quick = args.iter().any(|a| a == "--quick");
+    let against = args
+        .iter()
+        .position(|a| a == "--against")
+        .map(|i| {
+            args.get(i + 1)
+                .map(PathBuf::from)
+                .ok_or_else(|| anyhow!("--against takes an annotated module"))
+        })
+        .transpose()?;
     let plan = if quick {
         Plan {
             rounds: 3,
             seconds: 1,
             connections: 4,
-            kwctl_warm_up: "1",
-            kwctl_measure: "1",
         }
     } else {
         Plan {
-            rounds: 7,
-            seconds: 4,
+            rounds: 5,
+            seconds: 3,
             connections: 4,
-            kwctl_warm_up: "2",
-            kwctl_measure: "3",
         }
     };
     // Fail before policy-server starts, not after its first figures.
     if find_on_path("wrk").is_none() {
         bail!("wrk is not installed: make e2e-deps");
     }
-    policy_server_client::kwctl()?;
+    let hz = ticks_per_second()?;
     let root = workspace_root();
-    let policy = root.join("annotated-policy.wasm");
-    let baseline = root.join("bench/annotated-baseline.wasm");
     let dir = std::env::temp_dir().join(format!("jsp-bench-server-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
 
@@ -185,93 +167,71 @@ fn main() -> Result<()> {
         &multislice_host::fixtures::pod_request_path("not-a-jobset-pod"),
     )?;
     let named = [
-        ("plain pod (not a JobSet's)", not_jobset_pod, None),
-        (
-            "opted-in Job pod",
-            pod_request(&job_pod("jax-gpu-4")?),
-            Some(FLOOR_TARGET),
-        ),
-        (
-            "opted-in Job CREATE",
-            job_create("jax-gpu-4")?,
-            Some(FLOOR_TARGET),
-        ),
-        (
-            "TPU JobSet pod",
-            pod_request(&tpu_pod_with_containers(1)?),
-            Some(FLOOR_TARGET),
-        ),
-        (
-            "JobSet CREATE, 1 rjob × 4 slices",
-            create(&tpu_jobset()?),
-            Some(FLOOR_TARGET),
-        ),
-        (
-            "JobSet CREATE, 64 rjobs",
-            create(&jobset_with_rjobs(64)?),
-            Some(FLOOR_TARGET),
-        ),
+        ("plain pod (not a JobSet's)", not_jobset_pod),
+        ("TPU JobSet pod", pod_request(&tpu_pod_with_containers(1)?)),
+        ("JobSet CREATE, 1 rjob × 4 slices", create(&tpu_jobset()?)),
+        ("opted-in Job pod", pod_request(&job_pod("jax-gpu-4")?)),
+        ("opted-in Job CREATE", job_create("jax-gpu-4")?),
+        ("JobSet CREATE, 64 rjobs", create(&jobset_with_rjobs(64)?)),
     ];
     let floors = Floors::new(&dir)?;
     let mut cases = Vec::new();
-    for (i, (name, request, target)) in named.into_iter().enumerate() {
-        let body = dir.join(format!("review-{i}.json"));
-        std::fs::write(&body, PolicyServer::review_body(&request))?;
-        let script = dir.join(format!("post-{i}.lua"));
-        std::fs::write(
-            &script,
-            format!(
-                "wrk.method = \"POST\"\nwrk.headers[\"Content-Type\"] = \"application/json\"\n\
-                 local f = assert(io.open({:?}, \"rb\"))\nwrk.body = f:read(\"*a\")\nf:close()\n",
-                body.display().to_string()
-            ),
-        )?;
-        let floor = floors.annotated(i, &request)?;
-        cases.push(Case {
-            name,
-            request,
-            body,
-            script,
-            floor,
-            target,
-        });
-    }
-
     let served = |id: String, module: PathBuf| ServedPolicy {
         id,
         module,
         settings: json!({}),
         allowed_to_mutate: true,
     };
-    let mut policies = vec![
-        served("policy".into(), policy.clone()),
-        served("baseline".into(), baseline.clone()),
-    ];
-    for (i, case) in cases.iter().enumerate() {
-        policies.push(served(server_floor::id(i), case.floor.clone()));
+    let mut policies = vec![served("policy".into(), root.join("annotated-policy.wasm"))];
+    if let Some(module) = &against {
+        policies.push(served("against".into(), module.clone()));
+    }
+    for (i, (name, request)) in named.into_iter().enumerate() {
+        let body = PolicyServer::review_body(&request);
+        let body_file = dir.join(format!("review-{i}.json"));
+        std::fs::write(&body_file, &body)?;
+        let script = dir.join(format!("post-{i}.lua"));
+        std::fs::write(
+            &script,
+            format!(
+                "wrk.method = \"POST\"\nwrk.headers[\"Content-Type\"] = \"application/json\"\n\
+                 local f = assert(io.open({:?}, \"rb\"))\nwrk.body = f:read(\"*a\")\nf:close()\n",
+                body_file.display().to_string()
+            ),
+        )?;
+        policies.push(served(server_floor::id(i), floors.annotated(i, &request)?));
+        cases.push(Case {
+            name,
+            request,
+            script,
+            body_bytes: body.len(),
+        });
     }
     let server = PolicyServer::start(&policies, None)?;
-    // Every request is accepted by all three, so the figures are of real evaluations, not
-    // errors; and the floor's answer is the policy's, patch and all, so the server does the
-    // same work on it.
+
+    // Every module accepts every request, so the figures are of real evaluations, not errors;
+    // and the floor's answer is the policy's, patch and all, so the server does the same work
+    // on it.
+    let ids: Vec<&str> = policies.iter().map(|p| p.id.as_str()).collect();
     for (i, case) in cases.iter().enumerate() {
         let floor = server_floor::id(i);
-        let mut verdicts = Vec::new();
-        for id in ["policy", "baseline", &floor] {
+        let ours = ReviewResponse::from_response(&server.review("policy", &case.request)?)?;
+        for id in ids
+            .iter()
+            .filter(|id| !id.starts_with("floor-"))
+            .chain([&floor.as_str()])
+        {
             let verdict = ReviewResponse::from_response(&server.review(id, &case.request)?)?;
             if !verdict.allowed {
                 bail!("{} was rejected by {id}: {:?}", case.name, verdict.message);
             }
-            verdicts.push(verdict);
-        }
-        if verdicts[2] != verdicts[0] {
-            bail!(
-                "{}: {floor} answered {:?}, the policy {:?}; is annotated-policy.wasm older \
-                 than policy.wasm (make annotated-policy.wasm)?",
-                case.name,
-                verdicts[2],
-                verdicts[0]
-            );
+            if *id == floor && verdict != ours {
+                bail!(
+                    "{}: {floor} answered {verdict:?}, the policy {ours:?}; is \
+                     annotated-policy.wasm older than policy.wasm (make annotated-policy.wasm)?",
+                    case.name
+                );
+            }
         }
     }
 
@@ -284,74 +244,63 @@ fn main() -> Result<()> {
         }
     );
     println!(
-        "wrk -t1 -c{} against one policy-server (default workers), {} runs in turn of {} s \
-         per module and case; medians.\n",
-        plan.connections, plan.rounds, plan.seconds
+        "wrk -t1 -c{} against one policy-server (default workers) on loopback; {} rounds of {} s \
+         per module and case, the modules in turn; medians. CPU is policy-server's (user and \
+         system, all threads, from /proc) over a run, per request. The floor holds the policy's \
+         own answer and returns it without reading the request: what is left is policy-server's \
+         own work, patch included.{}\n",
+        plan.connections,
+        plan.rounds,
+        plan.seconds,
+        against
+            .as_ref()
+            .map_or(String::new(), |m| format!(" `against` is {}.", m.display()))
     );
-    println!(
-        "A case's floor holds the policy's own answer to it and returns it without reading the \
-         request: what is left is policy-server's own work, patch included. Target: the policy \
-         at ≥ {}× the floor's throughput on the mutation paths (issue 30).\n",
-        FLOOR_TARGET
-    );
-    println!("| case | review bytes | policy req/s | baseline req/s | floor req/s | policy / baseline | policy / floor | target | policy p50 ms | baseline p50 ms | policy / baseline p50 |");
-    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("| case | review bytes | module | req/s | p50 ms | p99 ms | CPU µs/req | CPU / floor | req/s / against |");
+    println!("|---|---|---|---|---|---|---|---|---|");
     for (i, case) in cases.iter().enumerate() {
-        let urls = [
-            server.url("policy"),
-            server.url("baseline"),
-            server.url(&server_floor::id(i)),
-        ];
-        let mut runs: [Vec<Run>; 3] = Default::default();
+        let mut modules = vec![("policy", server.url("policy"))];
+        if against.is_some() {
+            modules.push(("against", server.url("against")));
+        }
+        modules.push(("floor", server.url(&server_floor::id(i))));
+        let mut runs: Vec<Vec<Run>> = vec![Vec::new(); modules.len()];
         for round in 0..plan.rounds {
             // Rotate which goes first, so none always runs on a warmer or calmer box.
-            for k in 0..urls.len() {
-                let m = (round + k) % urls.len();
-                runs[m].push(wrk(&plan, case, &urls[m])?);
+            for k in 0..modules.len() {
+                let m = (round + k) % modules.len();
+                runs[m].push(wrk(&plan, case, &modules[m].1, &server, hz)?);
             }
         }
-        let [p_rps, b_rps, f_rps] = runs
-            .each_ref()
-            .map(|r| median(r.iter().map(|r| r.rps).collect()));
-        let p_lat = median(runs[0].iter().map(|r| r.p50_ms).collect());
-        let b_lat = median(runs[1].iter().map(|r| r.p50_ms).collect());
-        let to_floor = p_rps / f_rps;
-        let verdict = match case.target {
-            Some(t) if to_floor >= t => format!("≥ {t}× ✓"),
-            Some(t) => format!("≥ {t}× ✗ MISSED"),
-            None => "-".into(),
-        };
-        println!(
-            "| {} | {} | {p_rps:.0} | {b_rps:.0} | {f_rps:.0} | {:.2}× | {to_floor:.2}× | {verdict} \
-             | {p_lat:.2} | {b_lat:.2} | {:.2}× |",
-            case.name,
-            std::fs::metadata(&case.body)?.len(),
-            p_rps / b_rps,
-            p_lat / b_lat
-        );
+        let med = |m: usize, f: fn(&Run) -> f64| median(runs[m].iter().map(f).collect());
+        let floor_cpu = med(modules.len() - 1, |r| r.cpu_us);
+        let against_rps = against.is_some().then(|| med(1, |r| r.rps));
+        for (m, (label, _)) in modules.iter().enumerate() {
+            let rps = med(m, |r| r.rps);
+            let cpu = med(m, |r| r.cpu_us);
+            println!(
+                "| {} | {} | {label} | {rps:.0} | {:.2} | {:.2} | {cpu:.0} | {} | {} |",
+                if m == 0 { case.name } else { "" },
+                if m == 0 {
+                    case.body_bytes.to_string()
+                } else {
+                    String::new()
+                },
+                med(m, |r| r.p50_ms),
+                med(m, |r| r.p99_ms),
+                if *label == "floor" {
+                    "-".to_string()
+                } else {
+                    format!("{:.2}×", cpu / floor_cpu)
+                },
+                match against_rps {
+                    Some(a) if *label != "against" => format!("{:.2}×", rps / a),
+                    _ => "-".to_string(),
+                },
+            );
+        }
     }
     drop(server);
-
-    println!("\n## kwctl bench\n");
-    println!(
-        "`kwctl bench` (warm-up {} s, measurement {} s), median of `validate`:\n",
-        plan.kwctl_warm_up, plan.kwctl_measure
-    );
-    println!("| case | policy µs | baseline µs | floor µs | policy / baseline | policy / floor |");
-    println!("|---|---|---|---|---|---|");
-    for (i, case) in cases.iter().enumerate() {
-        let request_file = dir.join(format!("request-{i}.json"));
-        std::fs::write(&request_file, serde_json::to_vec(&case.request)?)?;
-        let p = kwctl_bench(&plan, &policy, &request_file)?;
-        let b = kwctl_bench(&plan, &baseline, &request_file)?;
-        let f = kwctl_bench(&plan, &case.floor, &request_file)?;
-        println!(
-            "| {} | {p:.1} | {b:.1} | {f:.1} | {:.2}× | {:.2}× |",
-            case.name,
-            p / b,
-            p / f
-        );
-    }
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
