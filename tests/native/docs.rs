@@ -7,14 +7,22 @@ use multislice_host::workspace_root;
 use std::collections::BTreeSet;
 use std::path::{Component, Path, PathBuf};
 
-/// The markdown a reader is sent through, relative to the workspace root.
+/// The markdown a reader is sent through, relative to the workspace root: the README,
+/// CONTRIBUTING.md and everything under docs/.
 fn markdown_files() -> Vec<PathBuf> {
     let mut files = vec![PathBuf::from("README.md"), PathBuf::from("CONTRIBUTING.md")];
-    let mut docs: Vec<PathBuf> = std::fs::read_dir(workspace_root().join("docs"))
-        .unwrap()
-        .map(|e| Path::new("docs").join(e.unwrap().file_name()))
-        .filter(|p| p.extension().is_some_and(|x| x == "md"))
-        .collect();
+    let mut docs = Vec::new();
+    let mut dirs = vec![PathBuf::from("docs")];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(workspace_root().join(&dir)).unwrap() {
+            let path = dir.join(entry.unwrap().file_name());
+            if workspace_root().join(&path).is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|x| x == "md") {
+                docs.push(path);
+            }
+        }
+    }
     docs.sort();
     files.extend(docs);
     files
@@ -252,7 +260,7 @@ fn every_example_is_linked_from_the_docs_or_admitted_by_a_test() {
 }
 
 /// README.md is the policy's page (embedded by `kwctl annotate`, shown on Artifact Hub): how
-/// we build and test it is CONTRIBUTING.md's and docs/testing.md's.
+/// we build and test it is CONTRIBUTING.md's and docs/contributing/testing.md's.
 #[test]
 fn the_readme_says_nothing_about_building_or_testing_the_policy() {
     let readme = read(Path::new("README.md"));
@@ -266,7 +274,7 @@ fn the_readme_says_nothing_about_building_or_testing_the_policy() {
     ] {
         assert!(
             !readme.contains(word),
-            "README.md mentions `{word}`: move it to CONTRIBUTING.md or docs/testing.md"
+            "README.md mentions `{word}`: move it to CONTRIBUTING.md or docs/contributing/testing.md"
         );
     }
 }

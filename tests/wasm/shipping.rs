@@ -40,7 +40,7 @@ const MANIFESTS: [&str; 2] = [
     "examples/admission-policy.yaml",
 ];
 
-/// The recommended pair (docs/spec.md §5): the mutating half, then the validating half.
+/// The recommended pair (docs/contributing/spec.md §5): the mutating half, then the validating half.
 const PAIR: [&str; 2] = [
     "examples/cluster-admission-policy-mutate.yaml",
     "examples/cluster-admission-policy-validate.yaml",
