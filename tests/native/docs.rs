@@ -1,8 +1,8 @@
 //! Facts the docs state that a test can keep true: every relative link of README.md,
 //! CONTRIBUTING.md and docs/ resolves (the file, and an `#anchor` to one of its headings);
 //! every rule of `Rule` has its section in docs/rules.md (with a before/after YAML and what
-//! happens without it) and its row in the README's rule table; every example file is linked from the docs or admitted by a test; and the README, the
-//! policy's page on Artifact Hub, says nothing about how we build or test it.
+//! happens without it) and its row in the README's rule table; and every example file is linked
+//! from the docs or admitted by a test.
 use multislice_host::workspace_root;
 use std::collections::BTreeSet;
 use std::path::{Component, Path, PathBuf};
@@ -257,24 +257,4 @@ fn every_example_is_linked_from_the_docs_or_admitted_by_a_test() {
         Vec::<String>::new(),
         "neither linked nor admitted"
     );
-}
-
-/// README.md is the policy's page (embedded by `kwctl annotate`, shown on Artifact Hub): how
-/// we build and test it is CONTRIBUTING.md's and docs/contributing/testing.md's.
-#[test]
-fn the_readme_says_nothing_about_building_or_testing_the_policy() {
-    let readme = read(Path::new("README.md"));
-    for word in [
-        "make ",
-        "cargo ",
-        "tests/",
-        "test_data/",
-        ".ci/",
-        "e2e.bats",
-    ] {
-        assert!(
-            !readme.contains(word),
-            "README.md mentions `{word}`: move it to CONTRIBUTING.md or docs/contributing/testing.md"
-        );
-    }
 }
