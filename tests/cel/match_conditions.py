@@ -150,7 +150,7 @@ CASES = [
     ("pod with an empty label map", without_labels(plain_pod, empty=True), False),
     ("pod DELETE, no object", with_operation(jobset_pod, "DELETE"), False),
     ("JobSet DELETE, no object", with_operation(jobset, "DELETE"), True),
-    # Plain Jobs (docs/spec.md §4.6): only those opted into the JAX env, and not a JobSet's child.
+    # Plain Jobs (docs/contributing/spec.md §4.6): only those opted into the JAX env, and not a JobSet's child.
     ("opted-in Job CREATE", opted_in_job, True),
     ("opted-in Job UPDATE", with_operation(opted_in_job, "UPDATE"), True),
     ("the example Job (examples/jax-indexed-job.yaml) CREATE", example_job, True),
@@ -300,7 +300,7 @@ def policy_host(args):
     if args.host == "kwctl" or (args.host == "auto" and kwctl):
         if not kwctl:
             raise SystemExit("error: --host kwctl, but kwctl is not installed "
-                             "(docs/testing.md \"Kubewarden's own tools\")")
+                             "(docs/contributing/testing.md \"Kubewarden's own tools\")")
         return Kwctl(kwctl)
     return Harness(args.evaluate, args.wasm)
 

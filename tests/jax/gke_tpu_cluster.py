@@ -1,4 +1,4 @@
-"""Feeds each TPU container's env to JAX's own GKE TPU cluster detection (docs/spec.md §4.3).
+"""Feeds each TPU container's env to JAX's own GKE TPU cluster detection (docs/contributing/spec.md §4.3).
 
 `gke_tpu_cluster.py SPEC.json`: SPEC["containers"] is a list of {"name", "env"}, SPEC["hosts"]
 maps every pod's DNS name to a loopback address (standing in for the cluster DNS, which

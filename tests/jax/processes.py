@@ -1,4 +1,4 @@
-"""Runs real JAX processes on the env the policy injected (docs/spec.md §4.4).
+"""Runs real JAX processes on the env the policy injected (docs/contributing/spec.md §4.4).
 
 `processes.py launch SPEC.json` starts one JAX process per entry of SPEC["processes"], each
 as `processes.py worker` with its own loopback address, waits for all of them at most

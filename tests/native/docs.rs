@@ -1,20 +1,32 @@
 //! Facts the docs state that a test can keep true: every relative link of README.md,
-//! CONTRIBUTING.md and docs/ resolves (the file, and an `#anchor` to one of its headings);
-//! every rule of `Rule` has its section in docs/rules.md (with a before/after YAML and what
-//! happens without it) and its row in the README's rule table; every example file is linked from the docs or admitted by a test; and the README, the
-//! policy's page on Artifact Hub, says nothing about how we build or test it.
+//! CONTRIBUTING.md and docs/ resolves (the file, and an `#anchor` to one of its headings), and
+//! so does every pointer to a section written in prose or code (`README "Install"`,
+//! `docs/contributing/spec.md §4.2`); every rule of `Rule` has its section in docs/rules.md
+//! (with a before/after YAML and what happens without it) and its row in the README's rule
+//! table; every example file is linked from the docs or admitted by a test; every example
+//! policy lists every setting, or defers to the pair's one settings file; and the README names
+//! this version.
+use jobset_multislice_policy::settings::KEYS;
 use multislice_host::workspace_root;
 use std::collections::BTreeSet;
 use std::path::{Component, Path, PathBuf};
 
-/// The markdown a reader is sent through, relative to the workspace root.
+/// The markdown a reader is sent through, relative to the workspace root: the README,
+/// CONTRIBUTING.md and everything under docs/.
 fn markdown_files() -> Vec<PathBuf> {
     let mut files = vec![PathBuf::from("README.md"), PathBuf::from("CONTRIBUTING.md")];
-    let mut docs: Vec<PathBuf> = std::fs::read_dir(workspace_root().join("docs"))
-        .unwrap()
-        .map(|e| Path::new("docs").join(e.unwrap().file_name()))
-        .filter(|p| p.extension().is_some_and(|x| x == "md"))
-        .collect();
+    let mut docs = Vec::new();
+    let mut dirs = vec![PathBuf::from("docs")];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(workspace_root().join(&dir)).unwrap() {
+            let path = dir.join(entry.unwrap().file_name());
+            if workspace_root().join(&path).is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|x| x == "md") {
+                docs.push(path);
+            }
+        }
+    }
     docs.sort();
     files.extend(docs);
     files
@@ -171,7 +183,7 @@ fn the_anchor_of_a_heading_is_githubs() {
 }
 
 /// The rule ids, as the `Rule` enum of src/violation.rs declares them.
-fn rule_ids() -> Vec<String> {
+pub(crate) fn rule_ids() -> Vec<String> {
     let source = read(Path::new("src/violation.rs"));
     let body = source
         .split_once("pub enum Rule {")
@@ -251,22 +263,244 @@ fn every_example_is_linked_from_the_docs_or_admitted_by_a_test() {
     );
 }
 
-/// README.md is the policy's page (embedded by `kwctl annotate`, shown on Artifact Hub): how
-/// we build and test it is CONTRIBUTING.md's and docs/testing.md's.
-#[test]
-fn the_readme_says_nothing_about_building_or_testing_the_policy() {
-    let readme = read(Path::new("README.md"));
-    for word in [
-        "make ",
-        "cargo ",
-        "tests/",
-        "test_data/",
-        ".ci/",
-        "e2e.bats",
-    ] {
-        assert!(
-            !readme.contains(word),
-            "README.md mentions `{word}`: move it to CONTRIBUTING.md or docs/testing.md"
-        );
+/// The files a pointer to a section may be written in: the source, docs, examples, scripts and
+/// build files of the workspace. CHANGELOG.md is left out: its entries point at sections as
+/// they were when each was written.
+fn pointer_sources() -> Vec<PathBuf> {
+    const SOURCE: [&str; 8] = ["rs", "md", "yml", "yaml", "toml", "py", "sh", "bats"];
+    let mut out = Vec::new();
+    let mut dirs = vec![PathBuf::new()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(workspace_root().join(&dir)).unwrap() {
+            let entry = entry.unwrap();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let path = dir.join(&name);
+            let kind = entry.file_type().unwrap();
+            if kind.is_dir() {
+                let hidden = name.starts_with('.') && name != ".ci" && name != ".github";
+                if !hidden && name != "target" && name != "node_modules" {
+                    dirs.push(path);
+                }
+            } else if kind.is_file()
+                && name != "CHANGELOG.md"
+                && (name == "Makefile"
+                    || dir.starts_with(".ci")
+                    || path
+                        .extension()
+                        .is_some_and(|x| SOURCE.contains(&&*x.to_string_lossy())))
+            {
+                out.push(path);
+            }
+        }
     }
+    out.sort();
+    out
+}
+
+/// What a pointer names: a heading by its text, or a numbered section of the contract.
+#[derive(Debug)]
+enum Target {
+    Heading(String),
+    Section(String),
+}
+
+/// The pointers of a text, as (file as written, target): `README "Install"`,
+/// `docs/contributing/testing.md "A real control plane"`, `docs/contributing/spec.md §4.2`,
+/// `SPEC §3`, and lists such as `§4.2–§4.4` or `§3, §4.2 and §4.3`.
+fn pointers(text: &str) -> Vec<(String, Target)> {
+    // A quote escaped in a string literal of code is a quote of the text it writes.
+    let text = text.replace("\\\"", "\"");
+    let mut out = Vec::new();
+    for (i, _) in text.match_indices(' ') {
+        let start = text[..i]
+            .char_indices()
+            .rev()
+            .find(|(_, c)| c.is_whitespace() || "([<`'\"".contains(*c))
+            .map_or(0, |(s, c)| s + c.len_utf8());
+        let file = &text[start..i];
+        let after = &text[i + 1..];
+        let names_a_file = file == "README" || file.ends_with(".md");
+        // A heading starts with a capital: `notes.md "${args[@]}"` in a script is no pointer.
+        let quoted_heading = after
+            .strip_prefix('"')
+            .is_some_and(|q| q.starts_with(|c: char| c.is_uppercase()));
+        if names_a_file && quoted_heading {
+            let quoted = &after[1..];
+            if let Some(end) = quoted.find(['"', '\n']) {
+                if quoted[end..].starts_with('"') {
+                    out.push((file.to_string(), Target::Heading(quoted[..end].to_string())));
+                }
+            }
+        } else if (file == "SPEC" || file.ends_with("spec.md")) && after.starts_with('§') {
+            let mut rest = after;
+            while let Some(number) = rest.strip_prefix('§') {
+                let end = number
+                    .find(|c: char| !c.is_ascii_digit() && c != '.')
+                    .unwrap_or(number.len());
+                let section = number[..end].trim_end_matches('.');
+                if section.is_empty() {
+                    break;
+                }
+                out.push((file.to_string(), Target::Section(section.to_string())));
+                rest = number[end..]
+                    .trim_start_matches([',', ' ', '–', '-'])
+                    .trim_start_matches("and ");
+            }
+        }
+    }
+    out
+}
+
+/// Every pointer to a section that names no such section, as `source: pointer (why)`.
+fn broken_pointers() -> Vec<String> {
+    let mut broken = Vec::new();
+    for source in pointer_sources() {
+        let Ok(text) = std::fs::read_to_string(workspace_root().join(&source)) else {
+            continue;
+        };
+        for (file, target) in pointers(&text) {
+            let path = match file.as_str() {
+                "README" => PathBuf::from("README.md"),
+                "SPEC" => PathBuf::from("docs/contributing/spec.md"),
+                f if workspace_root().join(f).is_file() => PathBuf::from(f),
+                f => join(source.parent().unwrap_or(Path::new("")), f),
+            };
+            let why = if !workspace_root().join(&path).is_file() {
+                Some(format!("no file {file}"))
+            } else {
+                let headings = headings(&read(&path));
+                let found = match &target {
+                    // A shell script splits a quoted name to put a `'` in it: its text up to
+                    // the split counts where a heading starts with it.
+                    Target::Heading(h) => headings
+                        .iter()
+                        .any(|x| x == h || (h.ends_with('\'') && x.starts_with(h.as_str()))),
+                    Target::Section(n) => {
+                        let prefix = if n.contains('.') {
+                            format!("{n} ")
+                        } else {
+                            format!("{n}. ")
+                        };
+                        headings.iter().any(|x| x.starts_with(&prefix))
+                    }
+                };
+                (!found).then(|| format!("no section {target:?} in {}", path.display()))
+            };
+            if let Some(why) = why {
+                broken.push(format!("{}: {file} {target:?} ({why})", source.display()));
+            }
+        }
+    }
+    broken
+}
+
+#[test]
+fn every_pointer_to_a_section_resolves() {
+    assert_eq!(broken_pointers(), Vec::<String>::new());
+}
+
+#[test]
+fn pointers_are_read_as_written() {
+    let found: Vec<String> = pointers(
+        "see README \"Install\" and (docs/contributing/spec.md §4.2–§4.4, §5) or SPEC §3; \
+         echo \"x (see docs/a.md \\\"Kubewarden's own tools\\\")\"",
+    )
+    .into_iter()
+    .map(|(file, target)| format!("{file} {target:?}"))
+    .collect();
+    assert_eq!(
+        found,
+        [
+            "README Heading(\"Install\")",
+            "docs/contributing/spec.md Section(\"4.2\")",
+            "docs/contributing/spec.md Section(\"4.4\")",
+            "docs/contributing/spec.md Section(\"5\")",
+            "SPEC Section(\"3\")",
+            "docs/a.md Heading(\"Kubewarden's own tools\")",
+        ]
+    );
+}
+
+/// Every `:vX.Y.Z` tag the README names (the module to push and to point the manifests at) is
+/// this version's.
+#[test]
+fn the_readme_names_this_version() {
+    let version = read(Path::new("Cargo.toml"))
+        .lines()
+        .find_map(|l| l.strip_prefix("version = \""))
+        .and_then(|v| v.strip_suffix('"'))
+        .unwrap()
+        .to_string();
+    let readme = read(Path::new("README.md"));
+    let tags: Vec<&str> = readme
+        .match_indices(":v")
+        .map(|(i, _)| {
+            let tag = &readme[i + 2..];
+            let end = tag
+                .find(|c: char| !c.is_ascii_digit() && c != '.')
+                .unwrap_or(tag.len());
+            tag[..end].trim_end_matches('.')
+        })
+        .filter(|t| t.contains('.'))
+        .collect();
+    assert!(!tags.is_empty(), "README names no :vX.Y.Z tag");
+    for tag in tags {
+        assert_eq!(tag, version, "README names v{tag}");
+    }
+}
+
+/// The `settings:` block of a policy manifest: its lines after `  settings:`, as written.
+fn settings_block(text: &str) -> Vec<&str> {
+    text.lines()
+        .skip_while(|l| *l != "  settings:")
+        .skip(1)
+        .take_while(|l| l.starts_with("    ") || l.is_empty())
+        .collect()
+}
+
+/// Every example policy lists every setting in its `settings:` block, set or as a comment, so
+/// that a user sees them all where they deploy; or it is a half of the pair, which defers to
+/// examples/pair-settings.yaml (its one settings source) and sets only what is its own.
+#[test]
+fn every_example_policy_lists_every_setting_or_defers_to_the_pairs() {
+    let mut seen = 0;
+    for entry in std::fs::read_dir(workspace_root().join("examples")).unwrap() {
+        let path = Path::new("examples").join(entry.unwrap().file_name());
+        let text = read(&path);
+        let is_policy = text
+            .lines()
+            .any(|l| l == "kind: ClusterAdmissionPolicy" || l == "kind: AdmissionPolicy");
+        if !is_policy {
+            continue;
+        }
+        seen += 1;
+        let block = settings_block(&text);
+        let key_of = |line: &str| -> Option<(bool, String)> {
+            let line = line.trim_start();
+            let (commented, line) = match line.strip_prefix('#') {
+                Some(rest) => (true, rest.trim_start()),
+                None => (false, line),
+            };
+            let key = line.split(':').next()?;
+            KEYS.contains(&key).then(|| (commented, key.to_string()))
+        };
+        let keys: Vec<(bool, String)> = block.iter().copied().filter_map(key_of).collect();
+        if block.iter().any(|l| l.contains("pair-settings.yaml")) {
+            let set: Vec<&str> = keys.iter().filter(|k| !k.0).map(|k| k.1.as_str()).collect();
+            assert!(
+                set.iter().all(|k| ["role", "queueCheck"].contains(k)),
+                "{}: a half of the pair sets {set:?}, which pair-settings.yaml holds",
+                path.display()
+            );
+        } else {
+            let named: Vec<&str> = keys.iter().map(|k| k.1.as_str()).collect();
+            let missing: Vec<&&str> = KEYS.iter().filter(|k| !named.contains(*k)).collect();
+            assert!(
+                missing.is_empty(),
+                "{}: its settings list lacks {missing:?}",
+                path.display()
+            );
+        }
+    }
+    assert!(seen >= 6, "read {seen} example policies");
 }

@@ -1,5 +1,8 @@
 //! Tests of the native build that need no `policy.wasm`: the rule fixtures table through
-//! `admission::evaluate`, the shape of the source tree, and the facts the docs state.
+//! `admission::evaluate`, the shape of the source tree, the facts the docs state (and the rules
+//! they say each setting turns off), and the pair's one settings source.
 mod docs;
+mod pair;
 mod rules;
+mod setting_claims;
 mod source_tree;

@@ -17,7 +17,7 @@ use multislice_host::{default_wasm_path, workspace_root, Policy};
 use serde_json::{json, Value};
 
 /// The policy ids the server runs, with their settings and whether they are deployed as
-/// mutating policies. The recommended pair (docs/spec.md §5): the validating half is deployed with
+/// mutating policies. The recommended pair (docs/contributing/spec.md §5): the validating half is deployed with
 /// `mutating: false`, so policy-server would refuse any patch it returned.
 fn settings() -> Vec<(&'static str, Value, bool)> {
     vec![
@@ -38,7 +38,7 @@ fn settings() -> Vec<(&'static str, Value, bool)> {
     ]
 }
 
-/// Every request sent, named: JobSet CREATE and UPDATE, plain Job CREATE and UPDATE (docs/spec.md
+/// Every request sent, named: JobSet CREATE and UPDATE, plain Job CREATE and UPDATE (docs/contributing/spec.md
 /// §4.6), and pods of JobSets, of opted-in Jobs, and plain pods.
 fn requests(harness: &Policy) -> Vec<(String, Value)> {
     let mut out = Vec::new();

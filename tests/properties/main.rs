@@ -18,7 +18,7 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
 
     /// Valid JobSets are accepted, and warned about only where a template sets a value the
-    /// policy contradicts: the generator's literal MEGASCALE_NUM_SLICES "999" (docs/spec.md §4.2),
+    /// policy contradicts: the generator's literal MEGASCALE_NUM_SLICES "999" (docs/contributing/spec.md §4.2),
     /// once per TPU container of each TPU replicated job that has pods (one with `replicas: 0`
     /// has none to warn about; a split pod has two TPU containers). Its other user env (a fieldRef to the user's own
     /// annotation, a `$(VAR)` of an injected variable, `envFrom`) earns none. A queued one
@@ -42,7 +42,7 @@ proptest! {
         for w in contradictions {
             prop_assert!(w.contains(": MEGASCALE_NUM_SLICES resolves to \"999\" for pod "), "{}", w);
         }
-        // Then one per replicated job left to the Kueue flavour, in order (docs/spec.md §4.7).
+        // Then one per replicated job left to the Kueue flavour, in order (docs/contributing/spec.md §4.7).
         for w in narrowing {
             prop_assert!(w.contains(gen::NARROWED), "{}", w);
         }
@@ -139,7 +139,7 @@ pub const SETTINGS: [&str; 4] = [
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
-    /// Nothing lost, only allowed paths, idempotent, deterministic, and docs/spec.md §4 on every pod.
+    /// Nothing lost, only allowed paths, idempotent, deterministic, and docs/contributing/spec.md §4 on every pod.
     /// Mostly under the `tpuResource` the shape's containers ask for; now and then without it,
     /// where a shape of another resource has no TPU container at all for the policy and the
     /// oracle alike.
@@ -161,7 +161,7 @@ proptest! {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
-    /// docs/spec.md §4.5 and §4.6 over generated opted-in Jobs and every pod of each: nothing lost,
+    /// docs/contributing/spec.md §4.5 and §4.6 over generated opted-in Jobs and every pod of each: nothing lost,
     /// only allowed paths, idempotent, deterministic, and each JAX process's env.
     #[test]
     fn mutation_invariants_hold_for_every_generated_job(

@@ -1,4 +1,4 @@
-//! Bad input gets a 400 that names the field, never a trap (docs/spec.md §6).
+//! Bad input gets a 400 that names the field, never a trap (docs/contributing/spec.md §6).
 use crate::common::*;
 use multislice_host::controller::{self, JobSetApi};
 use multislice_host::request::{admission_request, Kind};

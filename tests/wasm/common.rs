@@ -88,7 +88,7 @@ fn admit_pods(sims: Vec<SimPod>, settings: &Value) -> Vec<AdmittedPod> {
         .collect()
 }
 
-/// Warnings apart from the narrowing's (docs/spec.md §4.7), which come last: `(others, narrowing)`.
+/// Warnings apart from the narrowing's (docs/contributing/spec.md §4.7), which come last: `(others, narrowing)`.
 pub fn split_narrowing(warnings: &[String]) -> (Vec<String>, Vec<String>) {
     warnings
         .iter()

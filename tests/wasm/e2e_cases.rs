@@ -98,7 +98,7 @@ fn e2e_bats_runs_every_case_and_only_those() {
 enum Twin {
     /// The harness test (a `fn` under tests/wasm/) that asserts the same of the policy.
     Harness(&'static str),
-    /// What it asserts is kwctl's own behaviour, so no twin can exist (docs/testing.md's test
+    /// What it asserts is kwctl's own behaviour, so no twin can exist (docs/contributing/testing.md's test
     /// table marks it kwctl-only).
     KwctlOnly(&'static str),
 }

@@ -1,4 +1,4 @@
-//! TPU host env (docs/spec.md §4.3) and JAX distributed env (§4.4) through the real module and the
+//! TPU host env (docs/contributing/spec.md §4.3) and JAX distributed env (§4.4) through the real module and the
 //! controller simulation: every pod's resolved values, computed here from first principles.
 use crate::common::*;
 use multislice_host::controller::{self, JobSetApi};
@@ -101,7 +101,7 @@ struct JaxWanted<'a> {
 
 /// (JAX_NUM_PROCESSES, coordinator host, port) of a JAX JobSet, and each pod's process id:
 /// the pods of earlier replicated jobs of the group + job index × parallelism + completion
-/// index, with the coordinator pod's id swapped with 0 (docs/spec.md §4.4). In TPU pods each TPU
+/// index, with the coordinator pod's id swapped with 0 (docs/contributing/spec.md §4.4). In TPU pods each TPU
 /// container is a process: id × n + k among num × n, and other containers get nothing.
 fn check_jax(fixture: &str, settings: &Value, want: &JaxWanted) {
     let JaxWanted {
@@ -250,7 +250,7 @@ fn cpu_jax_uses_spec_coordinator_and_init_containers_get_the_env_too() {
 fn in_a_tpu_jobset_the_jax_group_is_the_slice_group() {
     // jaxEnv: always, without the annotation: the CPU driver is not a JAX process, nor is the
     // log shipper beside the TPU containers. The TPU init container is TPU container 1 of 2
-    // (docs/spec.md §3), so 8 pods run 16 processes.
+    // (docs/contributing/spec.md §3), so 8 pods run 16 processes.
     check_jax(
         "cpu-driver-default",
         &json!({"jaxEnv": "always"}),

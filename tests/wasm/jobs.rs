@@ -1,4 +1,4 @@
-//! JAX on a plain Indexed Job (docs/spec.md §4.6): Job CREATE and UPDATE through the real module.
+//! JAX on a plain Indexed Job (docs/contributing/spec.md §4.6): Job CREATE and UPDATE through the real module.
 use crate::common::*;
 use multislice_host::env::resolve;
 use multislice_host::fixtures;
@@ -171,7 +171,7 @@ fn jax(coordinator: &str, count: u32, id: u32) -> Vec<(String, String)> {
     ]
 }
 
-/// docs/spec.md §4.6 through the Job controller simulation: admit the Job, make its pods with the
+/// docs/contributing/spec.md §4.6 through the Job controller simulation: admit the Job, make its pods with the
 /// Job controller's labels and hostnames, admit each, and resolve every container's env.
 #[test]
 fn every_pod_of_an_opted_in_job_gets_its_process() {
@@ -462,7 +462,7 @@ fn under_jax_env_never_a_stamped_job_may_resize() {
     assert!(outcome.accepted, "{:?}", outcome.message);
 }
 
-// --- N2 (docs/spec.md §6): an opted-in Job of several processes resolves cluster DNS names.
+// --- N2 (docs/contributing/spec.md §6): an opted-in Job of several processes resolves cluster DNS names.
 
 fn with_dns(host_network: Option<bool>, dns_policy: Option<&str>, completions: u32) -> Value {
     let mut job = job_request("jax-gpu-4")["object"].clone();
@@ -492,7 +492,7 @@ fn n2_rejects_a_job_whose_pods_cannot_resolve_cluster_dns(
     #[case] message: String,
     #[values("{}", r#"{"jaxEnv": "always"}"#, r#"{"jaxEnv": "never"}"#)] settings: &str,
 ) {
-    // Whatever jaxEnv says (docs/spec.md §6 N2).
+    // Whatever jaxEnv says (docs/contributing/spec.md §6 N2).
     let settings: Value = serde_json::from_str(settings).unwrap();
     let job = with_dns(host_network, dns_policy, 4);
     let outcome = validate(

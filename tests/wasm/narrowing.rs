@@ -1,4 +1,4 @@
-//! docs/spec.md §4.7 through the module: a queued TPU JobSet that leaves its slice shape to the Kueue
+//! docs/contributing/spec.md §4.7 through the module: a queued TPU JobSet that leaves its slice shape to the Kueue
 //! flavour gets a required node affinity that admits exactly the shapes where it fits, the
 //! author's own terms kept in every term made from them, and nothing where GKE's slice
 //! controller or Kueue TAS places the slice.
@@ -110,7 +110,7 @@ fn slices_that_gke_or_kueue_tas_places_are_left_alone() {
     }
 }
 
-/// The unsuspend of a narrowed JobSet (docs/spec.md §4.7): T3 reads the pairs Kueue's flavour labels
+/// The unsuspend of a narrowed JobSet (docs/contributing/spec.md §4.7): T3 reads the pairs Kueue's flavour labels
 /// leave. One topology left is a selection; two are not.
 #[test]
 fn t3_at_the_unsuspend_reads_what_the_flavour_leaves_of_the_pairs() {

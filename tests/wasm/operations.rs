@@ -1,4 +1,4 @@
-//! Exact outcomes per kind and operation (docs/spec.md §5), through the real module.
+//! Exact outcomes per kind and operation (docs/contributing/spec.md §5), through the real module.
 use crate::common::*;
 use multislice_host::controller::{self, JobSetApi};
 use multislice_host::fixtures;

@@ -1,4 +1,4 @@
-//! Real JAX on the env the policy injected (docs/spec.md §4.3, §4.4). After the controller simulation
+//! Real JAX on the env the policy injected (docs/contributing/spec.md §4.3, §4.4). After the controller simulation
 //! resolved every pod's env, one real JAX process runs per JAX process, and JAX's own GKE TPU
 //! cluster detection reads every TPU container's env. `make test` (and `make jax-test`, these
 //! tests alone) installs the pinned jax into a venv outside the clone and names its Python in
@@ -100,7 +100,7 @@ fn env_map(pod: &Value, c: &Value) -> Map<String, Value> {
         .collect()
 }
 
-/// The containers of a pod in docs/spec.md §3 order (containers, then init containers).
+/// The containers of a pod in docs/contributing/spec.md §3 order (containers, then init containers).
 fn containers(pod: &Value) -> Vec<Value> {
     ["containers", "initContainers"]
         .iter()
@@ -198,7 +198,7 @@ fn real_jax_initializes_on_the_injected_env() {
     }
 }
 
-/// docs/spec.md §4.6: the 4 pods of an opted-in plain Indexed Job, as the Job controller makes them,
+/// docs/contributing/spec.md §4.6: the 4 pods of an opted-in plain Indexed Job, as the Job controller makes them,
 /// initialise one JAX run on nothing but the env the policy injected.
 #[test]
 fn real_jax_initializes_on_a_plain_indexed_job() {

@@ -1,5 +1,5 @@
 //! JobSets shaped the way real tools submit them (xpk, JobSet's own TPU example, the Kueue
-//! flow), and the validation of docs/spec.md they exercise: Kueue queueing (§2, §5), GKE dynamic
+//! flow), and the validation of docs/contributing/spec.md they exercise: Kueue queueing (§2, §5), GKE dynamic
 //! slicing (§2, §3), upstream's exclusive-placement precedence (§2), a coordinator in a
 //! replicated job with replicas > 0 (§3), JobSets the policy does not judge (§6) and
 //! ElasticJobSet resizes (§5). Each test runs the built module.
@@ -90,7 +90,7 @@ fn assert_multislice_env(
 }
 
 /// The coordinator the contract gives a fixture's pods (a pod with several TPU containers
-/// may carry a port, docs/spec.md §4.2), from the independent oracle.
+/// may carry a port, docs/contributing/spec.md §4.2), from the independent oracle.
 fn oracle_coordinator(name: &str, api: JobSetApi) -> String {
     let jobset = served(name, api);
     let (_, _, coordinator) =
@@ -192,12 +192,12 @@ fn a_super_slice_without_its_annotation_has_no_topology_and_no_placement() {
     );
 }
 
-/// The required node affinity JobSet's v6e example gets (docs/spec.md §4.7): one term per
+/// The required node affinity JobSet's v6e example gets (docs/contributing/spec.md §4.7): one term per
 /// accelerator of the table, each with the topologies where 4 pods of 4 chips make one slice.
 pub const V6E_EXAMPLE_AFFINITY: &str = r#"{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"cloud.google.com/gke-tpu-accelerator","operator":"In","values":["tpu-v4-podslice"]},{"key":"cloud.google.com/gke-tpu-topology","operator":"In","values":["2x2x4"]}]},{"matchExpressions":[{"key":"cloud.google.com/gke-tpu-accelerator","operator":"In","values":["tpu-v5-lite-podslice"]},{"key":"cloud.google.com/gke-tpu-topology","operator":"In","values":["4x4"]}]},{"matchExpressions":[{"key":"cloud.google.com/gke-tpu-accelerator","operator":"In","values":["tpu-v5p-slice"]},{"key":"cloud.google.com/gke-tpu-topology","operator":"In","values":["2x2x4"]}]},{"matchExpressions":[{"key":"cloud.google.com/gke-tpu-accelerator","operator":"In","values":["tpu-v6e-slice"]},{"key":"cloud.google.com/gke-tpu-topology","operator":"In","values":["4x4"]}]},{"matchExpressions":[{"key":"cloud.google.com/gke-tpu-accelerator","operator":"In","values":["tpu7x"]},{"key":"cloud.google.com/gke-tpu-topology","operator":"In","values":["2x2x4"]}]}]}}}"#;
 
 /// Issue problem 1: JobSet's own v6e example, queued, with the node selectors left to the
-/// Kueue flavour. Accepted at CREATE, narrowed to the slice shapes that fit (docs/spec.md §4.7); T3
+/// Kueue flavour. Accepted at CREATE, narrowed to the slice shapes that fit (docs/contributing/spec.md §4.7); T3
 /// and T4 judge Kueue's unsuspending UPDATE.
 #[rstest]
 fn a_queued_jobset_waits_for_kueues_selectors(
@@ -436,7 +436,7 @@ fn resized(jobset: &Value, rjob: usize, to: u64) -> Value {
     new
 }
 
-/// ElasticJobSet (docs/spec.md §5, E1): resizing a replicated job whose pods got parallelism-dependent
+/// ElasticJobSet (docs/contributing/spec.md §5, E1): resizing a replicated job whose pods got parallelism-dependent
 /// values at CREATE is refused, naming the field; other resizes pass.
 #[test]
 fn elastic_resizes_that_would_leave_stamped_values_stale_are_rejected() {

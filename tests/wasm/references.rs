@@ -1,4 +1,4 @@
-//! Env references that can never resolve (docs/spec.md §4.2): a `fieldRef` to a
+//! Env references that can never resolve (docs/contributing/spec.md §4.2): a `fieldRef` to a
 //! `jobset.sigs.k8s.io/` key that no controller puts on the pods is empty in every pod, and the
 //! JobSet (or opted-in Job) CREATE response says so, once per entry. Each warning is asserted
 //! exactly; the property test at the end generates templates that mix keys JobSet sets, typos
@@ -319,7 +319,7 @@ fn updates_and_pods_carry_no_reference_warning() {
     }
 }
 
-// --- Opted-in plain Jobs (docs/spec.md §4.6): the Job controller's keys.
+// --- Opted-in plain Jobs (docs/contributing/spec.md §4.6): the Job controller's keys.
 
 fn job_with_env(env: Value) -> Value {
     let mut job = crate::jobs::job_request("jax-gpu-4")["object"].clone();
@@ -550,7 +550,7 @@ proptest! {
         prop_assert_eq!(got.accepted, plain.accepted);
         prop_assert_eq!(&got.message, &plain.message);
         prop_assert_eq!(got.code, plain.code);
-        // The narrowing's warnings (docs/spec.md §4.7) come last, and the entries change none.
+        // The narrowing's warnings (docs/contributing/spec.md §4.7) come last, and the entries change none.
         let (got_warnings, got_narrowed) = split_narrowing(&got.warnings);
         let (plain_warnings, plain_narrowed) = split_narrowing(&plain.warnings);
         prop_assert_eq!(got_narrowed, plain_narrowed);
@@ -606,7 +606,7 @@ fn job_key() -> impl Strategy<Value = JobKey> {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
 
-    /// The same property on opted-in plain Jobs (docs/spec.md §4.6): no JobSet owns them, so every
+    /// The same property on opted-in plain Jobs (docs/contributing/spec.md §4.6): no JobSet owns them, so every
     /// `jobset.sigs.k8s.io/` key the template does not set itself is missing.
     #[test]
     fn a_plain_job_warns_exactly_for_each_reference_that_never_resolves(

@@ -1,4 +1,4 @@
-//! The roles of docs/spec.md §5, through the module: the recommended pair (a `mutate` policy, then a
+//! The roles of docs/contributing/spec.md §5, through the module: the recommended pair (a `mutate` policy, then a
 //! `validate` policy on the object as it will be stored) gives every object exactly what the
 //! single `both` policy gives it; `validate` never mutates and `mutate` never judges.
 use crate::common::*;
@@ -66,7 +66,7 @@ fn pair_gives_what_both_gives(what: &str, kind: Kind, object: &Value, settings: 
     );
     if both.accepted {
         assert_eq!(mutate.patch, both.patch, "{what}: patch");
-        // Each half warns about its own work: the mutating one about what it added (docs/spec.md
+        // Each half warns about its own work: the mutating one about what it added (docs/contributing/spec.md
         // §4.7), the validating one the rest; `both` gives the two.
         let halves = [judged.warnings, mutate.warnings].concat();
         assert_eq!(halves, both.warnings, "{what}: warnings");

@@ -1,4 +1,4 @@
-//! docs/spec.md §6 through the real module: every rule's failing fixture with its exact message, its
+//! docs/contributing/spec.md §6 through the real module: every rule's failing fixture with its exact message, its
 //! near miss accepted, realistic JobSets accepted, and suspended JobSets under Kueue.
 use crate::common::*;
 use multislice_gen::rule_fixtures::{expectations, fixture, Answer, Expected};
@@ -232,7 +232,7 @@ fn bad_chip_counts_get_t4s_message(#[case] chips: Value, #[case] problem: &str) 
 }
 
 /// N2 on a JAX JobSet of several processes (no TPU): every JAX process dials the coordinator
-/// by name. With the JAX env off the policy does not judge the JobSet at all (docs/spec.md §6).
+/// by name. With the JAX env off the policy does not judge the JobSet at all (docs/contributing/spec.md §6).
 #[test]
 fn n2_judges_a_jax_jobset_of_several_processes() {
     let mut jobset =

@@ -40,7 +40,7 @@ const MANIFESTS: [&str; 2] = [
     "examples/admission-policy.yaml",
 ];
 
-/// The recommended pair (docs/spec.md §5): the mutating half, then the validating half.
+/// The recommended pair (docs/contributing/spec.md §5): the mutating half, then the validating half.
 const PAIR: [&str; 2] = [
     "examples/cluster-admission-policy-mutate.yaml",
     "examples/cluster-admission-policy-validate.yaml",
@@ -119,14 +119,21 @@ fn versions_rules_and_mutation_flag_agree() {
             assert_eq!(tag, format!("v{version}"), "{file}: {oci}:{tag}");
         }
     }
-    // The README's install applies the pair as the example files are, and shows no manifest
-    // of its own that could drift from them.
+    // The README's install applies the pair through examples/kustomization.yaml, which lists
+    // the two example files as they are (tests/native/pair.rs renders it), and shows no
+    // manifest of its own that could drift from them.
     let readme = text("README.md");
     assert!(
-        readme.contains(&format!("kubectl apply -f {} \\\n", PAIR[0]))
-            && readme.contains(&format!("-f {}\n", PAIR[1])),
-        "README applies {PAIR:?}"
+        readme.contains("kubectl apply -k examples/\n"),
+        "README applies examples/kustomization.yaml"
     );
+    let listed: Vec<String> = yaml("examples/kustomization.yaml")["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| format!("examples/{}", r.as_str().unwrap()))
+        .collect();
+    assert_eq!(listed, PAIR, "examples/kustomization.yaml");
     for block in readme
         .split("```yaml\n")
         .skip(1)
@@ -565,9 +572,9 @@ fn the_pair_differs_only_in_role() {
     );
 }
 
-/// The validating policy with the queue check on (README "The queue check") is the validating
-/// half of the pair plus exactly three things: `queueCheck`, the `contextAwareResources` that
-/// the metadata lists (what the lookup reads), and nothing else in the spec.
+/// The validating policy with the queue check on (docs/kueue-gke-xpk.md "The queue check") is
+/// the validating half of the pair plus exactly three things: `queueCheck`, the
+/// `contextAwareResources` that the metadata lists (what the lookup reads), and nothing else.
 #[test]
 fn the_queue_check_manifest_is_the_validating_half_with_its_context() {
     let plain = yaml(PAIR[1]);

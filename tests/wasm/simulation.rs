@@ -1,5 +1,5 @@
 //! Controller simulation: admit each fixture JobSet, build every pod as the JobSet and Job
-//! controllers would, admit it, resolve its env, and check docs/spec.md §4 across all pods.
+//! controllers would, admit it, resolve its env, and check docs/contributing/spec.md §4 across all pods.
 use crate::common::*;
 use multislice_gen::invariants::pod_env_is_exactly;
 use multislice_gen::oracle;
@@ -202,7 +202,7 @@ fn every_pod_gets_the_spec_values(fixture: &str, api: JobSetApi) {
                         .map(|(n, _)| n.as_str())
                         .collect();
                     assert_eq!(names, injected);
-                    // docs/spec.md §4.2: with several TPU containers, each has its own DCN port.
+                    // docs/contributing/spec.md §4.2: with several TPU containers, each has its own DCN port.
                     let k = want
                         .tpu_containers
                         .iter()

@@ -1,4 +1,4 @@
-//! Pods with several TPU containers (docs/spec.md §3, §4.2, §4.3, §4.4): every container's resolved
+//! Pods with several TPU containers (docs/contributing/spec.md §3, §4.2, §4.3, §4.4): every container's resolved
 //! value of every variable the policy may set, through the module and the controller
 //! simulation, for each fixture the contract names.
 use crate::common::*;

@@ -1,4 +1,4 @@
-//! Warnings at JobSet CREATE, the response `kubectl apply` prints (docs/spec.md §4.2): every case where
+//! Warnings at JobSet CREATE, the response `kubectl apply` prints (docs/contributing/spec.md §4.2): every case where
 //! a template's own env contradicts what its pods will get, each asserted exactly, and none
 //! where the template agrees or where a reference cannot be resolved at admission.
 use crate::common::*;

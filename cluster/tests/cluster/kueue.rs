@@ -1,4 +1,4 @@
-//! docs/spec.md §5 for real: queued JobSets admitted by a real Kueue (its webhooks, its JobSet
+//! docs/contributing/spec.md §5 for real: queued JobSets admitted by a real Kueue (its webhooks, its JobSet
 //! integration, its scheduler), on a control plane of their own. Kueue suspends what carries
 //! the queue label, reserves quota in a flavour, then unsuspends it with the flavour's node
 //! selectors; that UPDATE goes through our webhook, and the pods the real controllers then

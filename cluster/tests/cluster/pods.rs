@@ -1,4 +1,4 @@
-//! docs/spec.md §4 on the real pods: the group labels, the multislice and JAX env of each JobSet's
+//! docs/contributing/spec.md §4 on the real pods: the group labels, the multislice and JAX env of each JobSet's
 //! pods against the oracle (tests/gen), and each opted-in Job's JAX processes.
 use crate::common::Failures;
 use multislice_gen::oracle;
@@ -10,7 +10,7 @@ pub(crate) fn label<'a>(pod: &'a Value, key: &str) -> &'a str {
     pod["metadata"]["labels"][key].as_str().unwrap_or_default()
 }
 
-/// Whether a Job opts in to the JAX env (docs/spec.md §4.6).
+/// Whether a Job opts in to the JAX env (docs/contributing/spec.md §4.6).
 pub(crate) fn is_opted_in_job(job: &Value) -> bool {
     job["metadata"]["annotations"]["multislice.kubewarden.io/jax-distributed"] == "true"
 }
@@ -22,7 +22,7 @@ pub(crate) fn containers(pod: &Value) -> Vec<Value> {
         .collect()
 }
 
-/// docs/spec.md §4 on every real pod of a JobSet, against the oracle, and the invariants across pods.
+/// docs/contributing/spec.md §4 on every real pod of a JobSet, against the oracle, and the invariants across pods.
 pub(crate) fn check_jobset_pods(f: &mut Failures, what: &str, jobset: &Value, pods: &[Value]) {
     let name = jobset["metadata"]["name"].as_str().unwrap_or_default();
     let subdomain = jobset["spec"]["network"]["subdomain"]
@@ -78,7 +78,7 @@ pub(crate) fn check_jobset_pods(f: &mut Failures, what: &str, jobset: &Value, po
                 }
             };
             let cname = c["name"].as_str().unwrap_or_default();
-            // A variable the template sets itself is the user's and stays (docs/spec.md §4.5).
+            // A variable the template sets itself is the user's and stays (docs/contributing/spec.md §4.5).
             let own = own_env(jobset, &rjob, cname);
             let expect = |f: &mut Failures, var: &str, want: Option<&str>| {
                 if !own.contains(var) {
@@ -227,7 +227,7 @@ pub(crate) fn is_jax_process(pod: &Value, c: &Value) -> bool {
         .any(|n| c["name"] == json!(n))
 }
 
-/// docs/spec.md §4.6 on a plain Job's real pods: process ids 0..N-1, one coordinator, process 0 on it.
+/// docs/contributing/spec.md §4.6 on a plain Job's real pods: process ids 0..N-1, one coordinator, process 0 on it.
 pub(crate) fn check_job_pods(f: &mut Failures, what: &str, job: &Value, pods: &[Value]) {
     if !is_opted_in_job(job) {
         for p in pods {

@@ -108,7 +108,7 @@ pub(crate) async fn run_batch(
     b: usize,
 ) -> anyhow::Result<ShapesRun> {
     // A shape that rests on a bare queue label leaves its slice shape to a queue: the policy
-    // limits it to the shapes where it fits (a required node affinity, docs/spec.md §4.7), and its
+    // limits it to the shapes where it fits (a required node affinity, docs/contributing/spec.md §4.7), and its
     // nodes are made for the object as stored, once it is.
     let late = |s: &Shape| s.objects.iter().any(rests_on_bare_label);
     let mut pools: Vec<Pool> = shapes

@@ -1,4 +1,4 @@
-//! docs/spec.md §4 and §4.5 checked over one generated JobSet and every pod the controllers make from
+//! docs/contributing/spec.md §4 and §4.5 checked over one generated JobSet and every pod the controllers make from
 //! it, for any way of admitting (native or through the wasm module).
 use crate::oracle;
 use multislice_host::controller::{self, as_served, JobSetApi};
@@ -130,7 +130,7 @@ pub fn pod_env_is_exactly(
         for (c, original) in containers.iter().zip(&originals) {
             let injected = &policy_env[c["name"].as_str().unwrap_or("")];
             let user_entries = oracle::own_entries(original);
-            // The env as docs/spec.md §4 has it: the policy's variables, then the user's own entries.
+            // The env as docs/contributing/spec.md §4 has it: the policy's variables, then the user's own entries.
             let mut entries: Vec<Value> = injected
                 .iter()
                 .map(|(var, value)| json!({"name": var, "value": value}))

@@ -1,4 +1,4 @@
-//! A generator of opted-in plain Indexed Jobs (docs/spec.md §4.6), and the checks over one Job and
+//! A generator of opted-in plain Indexed Jobs (docs/contributing/spec.md §4.6), and the checks over one Job and
 //! every pod the Job controller makes from it: nothing lost, only allowed paths, idempotent,
 //! and each JAX process's env, computed here from the Job alone.
 use crate::invariants::{admit_checked, Admitted};
@@ -9,7 +9,7 @@ use proptest::prelude::*;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
-/// The JAX env of docs/spec.md §4.6, the only family a plain Job's pods get.
+/// The JAX env of docs/contributing/spec.md §4.6, the only family a plain Job's pods get.
 const JAX: [&str; 3] = [
     "JAX_COORDINATOR_ADDRESS",
     "JAX_NUM_PROCESSES",
@@ -236,7 +236,7 @@ pub fn check_job(
                     }
                 }
                 // The whole env, exactly: the JAX env (but what the container sets itself),
-                // then the user's own entries, and nothing else (docs/spec.md §4.6: no other family).
+                // then the user's own entries, and nothing else (docs/contributing/spec.md §4.6: no other family).
                 let user_entries = crate::oracle::own_entries(original);
                 let injected: BTreeMap<&str, String> = JAX
                     .iter()

@@ -9,7 +9,7 @@ pub mod rule_fixtures;
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
-/// What the warning about a narrowed affinity (docs/spec.md §4.7) says, and no other warning.
+/// What the warning about a narrowed affinity (docs/contributing/spec.md §4.7) says, and no other warning.
 pub const NARROWED: &str = " leaves its slice shape to the queue, so it is limited to slices of ";
 
 /// How many TPU replicated jobs of the shape's JobSet leave their slice shape to the flavour,
@@ -172,7 +172,7 @@ pub struct Extras {
     /// The node-selector flag: 0 nowhere; 1 on the JobSet (beside its key); 2 on every TPU
     /// replicated job (honoured with the JobSet's key); 3 both.
     pub node_selector_flag: u8,
-    /// What a queued JobSet leaves to the Kueue flavour (docs/spec.md §4.7): 0 nothing; 1 the
+    /// What a queued JobSet leaves to the Kueue flavour (docs/contributing/spec.md §4.7): 0 nothing; 1 the
     /// topology; 2 accelerator and topology, with a required affinity term of the author's;
     /// 3 both, and no affinity. 2 and 3 only with one TPU replicated job, since a group of
     /// several left with several shapes is refused (G5).
@@ -556,7 +556,7 @@ pub struct Broken {
     pub message: String,
 }
 
-/// `[rule] path: what; fix`, one line of a rejection (docs/spec.md §9).
+/// `[rule] path: what; fix`, one line of a rejection (docs/contributing/spec.md §9).
 fn violation(rule: &str, path: &str, text: &str) -> String {
     format!("[{rule}] {path}: {text}")
 }

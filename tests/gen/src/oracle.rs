@@ -1,12 +1,12 @@
-//! What docs/spec.md §3 and §4 say each pod must end up with, computed straight from the JobSet the
+//! What docs/contributing/spec.md §3 and §4 say each pod must end up with, computed straight from the JobSet the
 //! user wrote and the settings, independently of the policy's code.
 use serde_json::Value;
 use std::collections::BTreeMap;
 
-/// The TPU resource when the setting `tpuResource` is not given (docs/spec.md §3, §8).
+/// The TPU resource when the setting `tpuResource` is not given (docs/contributing/spec.md §3, §8).
 pub const TPU_RESOURCE: &str = "google.com/tpu";
 
-/// The settings the env depends on (docs/spec.md §8), read from the settings object sent with the
+/// The settings the env depends on (docs/contributing/spec.md §8), read from the settings object sent with the
 /// request, each with its default.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Settings {
@@ -62,7 +62,7 @@ pub fn group(r: &Value) -> String {
         .to_string()
 }
 
-/// Whether the container holds a non-zero quantity of the default TPU resource (docs/spec.md §3).
+/// Whether the container holds a non-zero quantity of the default TPU resource (docs/contributing/spec.md §3).
 pub fn is_tpu_container(c: &Value) -> bool {
     is_tpu_container_of(c, TPU_RESOURCE)
 }
@@ -91,7 +91,7 @@ pub fn is_tpu_of(r: &Value, resource: &str) -> bool {
     !tpu_container_names_of(&r["template"]["spec"]["template"]["spec"], resource).is_empty()
 }
 
-/// The names of a pod template's (or pod's) TPU containers in docs/spec.md §3 order: containers, then
+/// The names of a pod template's (or pod's) TPU containers in docs/contributing/spec.md §3 order: containers, then
 /// init containers.
 pub fn tpu_container_names(pod_spec: &Value) -> Vec<String> {
     tpu_container_names_of(pod_spec, TPU_RESOURCE)
@@ -115,8 +115,8 @@ pub fn tpu_container_names_of(pod_spec: &Value, resource: &str) -> Vec<String> {
         .collect()
 }
 
-/// The containers of a pod (or pod template) that are its JAX processes (docs/spec.md §4.4, §4.6), by
-/// name, in docs/spec.md §3 order: each container of the TPU resource `resource` when the pod has any,
+/// The containers of a pod (or pod template) that are its JAX processes (docs/contributing/spec.md §4.4, §4.6), by
+/// name, in docs/contributing/spec.md §3 order: each container of the TPU resource `resource` when the pod has any,
 /// else the pod's first container (the one process of a pod without TPU containers). Which
 /// containers *receive* the JAX env is each object's own rule; this says which of them run a
 /// JAX process, for tests/gen's oracle and Job property and for the cluster tests alike.
@@ -140,7 +140,7 @@ pub struct Expected {
     pub job_group_index: u64,
     /// (NUM_SLICES, SLICE_ID, COORDINATOR) for TPU replicated jobs.
     pub multislice: Option<(u64, u64, String)>,
-    /// The pod's TPU containers in docs/spec.md §3 order; with two or more, container k gets
+    /// The pod's TPU containers in docs/contributing/spec.md §3 order; with two or more, container k gets
     /// MEGASCALE_PORT 8081 + k.
     pub tpu_containers: Vec<String>,
 }
@@ -202,7 +202,7 @@ pub fn expected_of(
                 )
             }
         };
-        // docs/spec.md §4.2: with several TPU containers, a coordinator of the slice group is named
+        // docs/contributing/spec.md §4.2: with several TPU containers, a coordinator of the slice group is named
         // with container 0's DCN port; one outside it (a Pathways head) keeps the bare address.
         let coordinator_rjob = jobset
             .pointer("/spec/coordinator/replicatedJob")
@@ -229,7 +229,7 @@ pub fn expected_of(
     }
 }
 
-/// `spec.network.subdomain`, or the JobSet's name when it is unset or empty (docs/spec.md §2).
+/// `spec.network.subdomain`, or the JobSet's name when it is unset or empty (docs/contributing/spec.md §2).
 pub fn subdomain(jobset: &Value, name: &str) -> String {
     jobset
         .pointer("/spec/network/subdomain")
@@ -258,7 +258,7 @@ pub struct PodAt<'a> {
     pub completion_index: u64,
 }
 
-/// Each container's variables from the policy (docs/spec.md §4.2 multislice, §4.3 TPU host, §4.4
+/// Each container's variables from the policy (docs/contributing/spec.md §4.2 multislice, §4.3 TPU host, §4.4
 /// JAX), by container name, every container of the pod listed: what its env holds before the
 /// user's own entries. A variable the container sets itself is not there: the user's entry
 /// stays as it is (§4.2), and a `TPU_PROCESS_PORT` of the user's is the one the address lists
@@ -283,7 +283,7 @@ pub fn policy_env(
         .iter()
         .map(|c| (container_name(c), BTreeMap::new()))
         .collect();
-    // TPU container k of n, in docs/spec.md §3 order.
+    // TPU container k of n, in docs/contributing/spec.md §3 order.
     let tpu = tpu_container_names_of(pod_spec, resource);
     let n = tpu.len() as u64;
     let subdomain = subdomain(jobset, name);
@@ -422,7 +422,7 @@ pub fn policy_env(
         }
     }
 
-    // A variable the container sets itself is the user's (docs/spec.md §4.2, and §4.4 by reference).
+    // A variable the container sets itself is the user's (docs/contributing/spec.md §4.2, and §4.4 by reference).
     for c in &all {
         let own: Vec<Value> = own_entries(c);
         let vars = out.get_mut(&container_name(c)).unwrap();

@@ -1,4 +1,4 @@
-//! docs/spec.md §4.7 on the real Kueue, the cases the narrowing adds: what a user sees while no flavour
+//! docs/contributing/spec.md §4.7 on the real Kueue, the cases the narrowing adds: what a user sees while no flavour
 //! fits (Kueue's Warning Event, no TPU quota reserved) and what happens when one is added; a
 //! flavour that labels only the accelerator; and G5 at CREATE.
 use super::runs::{create_queued, fixture_jobset};
@@ -235,7 +235,7 @@ pub async fn g5_refused_at_create(plane: &ControlPlane) -> anyhow::Result<Failur
     Ok(f)
 }
 
-/// docs/spec.md §4.7 on the real Kueue: the policy limits JobSet's v6e example, which leaves its slice
+/// docs/contributing/spec.md §4.7 on the real Kueue: the policy limits JobSet's v6e example, which leaves its slice
 /// shape to the queue, to the shapes where 4 hosts of 4 chips make a slice (a required node
 /// affinity), and Kueue's flavour assigner skips a flavour whose node labels it does not
 /// match. In a queue of 2x4 slices (2 hosts) only, the JobSet stays queued, with Kueue's

@@ -116,7 +116,7 @@ fn q1(namespace: &str) -> String {
     )
 }
 
-/// The mutating policy's warning on the fixture at CREATE (docs/spec.md §4.7).
+/// The mutating policy's warning on the fixture at CREATE (docs/contributing/spec.md §4.7).
 const NARROWED: &str = "spec.replicatedJobs[0].template.spec.template.spec.affinity: replicated job \"workers\" leaves its slice shape to the queue, so it is limited to slices of 4 hosts with 4 chips per pod: tpu-v6e-slice 4x4 (a required node affinity, so that Kueue admits it only into a flavour where it fits)";
 
 /// The CREATE reviews of a JobSet that one policy answered.

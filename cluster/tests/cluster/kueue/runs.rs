@@ -162,7 +162,7 @@ pub(crate) async fn queued_jobset_runs(
         }
     }
 
-    // The real pods: the flavour's selectors, the env of docs/spec.md §4, one slice per node pool.
+    // The real pods: the flavour's selectors, the env of docs/contributing/spec.md §4, one slice per node pool.
     let stored = plane.cluster.get(created).await?.unwrap_or(created.clone());
     for p in &pods {
         if p["spec"]["containers"]

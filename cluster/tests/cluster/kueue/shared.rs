@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 /// How long Kueue may take to admit a workload, or the controllers to make its pods.
 pub(crate) const BOUND: Duration = Duration::from_secs(180);
 
-/// The policy's annotation on each pod template (docs/spec.md §4.4).
+/// The policy's annotation on each pod template (docs/contributing/spec.md §4.4).
 pub(crate) const FACTS: &str = "multislice.kubewarden.io/facts";
 
 /// A TPU flavour: the node labels of one node-pool shape (v6e: 4 chips per host).
