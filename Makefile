@@ -5,7 +5,7 @@ CARGO_TARGET_DIR ?= target
 WASM_OUT := $(CARGO_TARGET_DIR)/wasm32-wasip1/release/jobset_multislice_policy.wasm
 EXAMPLE ?= examples/multislice-v5p.yaml
 
-# Kubewarden's own binaries (docs/testing.md "Kubewarden's own tools"): named by KWCTL and POLICY_SERVER
+# Kubewarden's own binaries (docs/contributing/testing.md "Kubewarden's own tools"): named by KWCTL and POLICY_SERVER
 # (a path, or a name on PATH), else on PATH, else in ../shared/tools. .ci/kubewarden finds
 # them, and runs the steps that need them or prints one `skipped:` line for each; the resolved
 # paths are exported to everything the recipes start (e2e.bats, the tests, bench-server).
@@ -241,7 +241,7 @@ clean:
 	cargo clean
 	rm -f policy.wasm annotated-policy.wasm bench/baseline.wasm bench/against.wasm bench/annotated-against.wasm
 
-# A real control plane on loopback (cluster/, docs/testing.md "A real control plane"): etcd,
+# A real control plane on loopback (cluster/, docs/contributing/testing.md "A real control plane"): etcd,
 # kube-apiserver, kube-controller-manager, kube-scheduler, JobSet and Kueue, each built with the `go`
 # client from its Go module into ~/.cache/jobset-multislice-policy/cluster/<module>@<version>.
 .PHONY: cluster-deps

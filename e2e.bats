@@ -18,7 +18,7 @@ POLICY=annotated-policy.wasm
 
 setup_file() {
   KWCTL="$("$BATS_TEST_DIRNAME/.ci/kubewarden" which kwctl)" || {
-    echo "kwctl is not installed: $KWCTL (see docs/testing.md \"Kubewarden's own tools\")" >&2
+    echo "kwctl is not installed: $KWCTL (see docs/contributing/testing.md \"Kubewarden's own tools\")" >&2
     return 1
   }
   # The Sigstore trust config, when there is one, so that kwctl does not reach for the

@@ -1,4 +1,4 @@
-//! The TPU accelerator table (docs/spec.md §7) as data, and topology parsing.
+//! The TPU accelerator table (docs/contributing/spec.md §7) as data, and topology parsing.
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -157,7 +157,7 @@ pub struct BuiltIn {
 const SMALL_3D: &[&str] = &["2x2x1", "2x2x2", "2x2x4", "2x4x4"];
 const LITE_2D: &[&str] = &["1x1", "2x2", "2x4", "4x4", "4x8", "8x8", "8x16", "16x16"];
 
-/// docs/spec.md §7. Sources: xpk `system_characteristics.py`, GKE's TPU pages, KubeRay's TPU webhook.
+/// docs/contributing/spec.md §7. Sources: xpk `system_characteristics.py`, GKE's TPU pages, KubeRay's TPU webhook.
 pub const BUILT_IN: &[BuiltIn] = &[
     BuiltIn {
         name: "tpu-v4-podslice",
@@ -273,7 +273,7 @@ pub fn known_names(overrides: &Overrides) -> Vec<&str> {
     names
 }
 
-/// Largest dimension the cube rule allows (docs/spec.md §7: multiples of 4 in 4..256).
+/// Largest dimension the cube rule allows (docs/contributing/spec.md §7: multiples of 4 in 4..256).
 const CUBE_MAX_DIM: u32 = 256;
 
 impl Accelerator<'_> {

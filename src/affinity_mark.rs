@@ -1,4 +1,4 @@
-//! The policy's mark on a pod template whose required node affinity it narrowed (docs/spec.md §4.7):
+//! The policy's mark on a pod template whose required node affinity it narrowed (docs/contributing/spec.md §4.7):
 //! which (accelerator, topology) pairs it ANDed into the required terms, under which label
 //! keys. It is written beside the terms and read back by the view, which takes the pairs out
 //! again, so that T3 reads the user's own selection and a second admission changes nothing.

@@ -30,7 +30,7 @@ pub struct Facts {
     /// Parallelism of the replicated job.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pods_per_job: Option<u32>,
-    /// Only on an opted-in plain Indexed Job (docs/spec.md §4.6), never on a JobSet's.
+    /// Only on an opted-in plain Indexed Job (docs/contributing/spec.md §4.6), never on a JobSet's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub job: Option<JobFacts>,
 }
@@ -62,7 +62,7 @@ pub struct OffsetFacts {
     pub offset: u32,
 }
 
-/// A JAX group (docs/spec.md §4.4): pods are numbered like [`OffsetFacts`], then the coordinator pod
+/// A JAX group (docs/contributing/spec.md §4.4): pods are numbered like [`OffsetFacts`], then the coordinator pod
 /// and pod 0 of the group swap ids, so that the coordinator is process 0.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

@@ -1,4 +1,4 @@
-//! The facts stamped on each replicated job (docs/spec.md §3, §4): its group keys on JobSets without
+//! The facts stamped on each replicated job (docs/contributing/spec.md §3, §4): its group keys on JobSets without
 //! native groups, its slice group's count, offset and coordinator, and its JAX group's
 //! numbering. Pure functions of the JobSet plan.
 use crate::error::{checked_add, checked_mul, InputError};
@@ -18,7 +18,7 @@ fn pods_of(rjob: &ReplicatedJob) -> Result<u32, InputError> {
 }
 
 /// The group's first member that has pods: a replicated job may have `replicas: 0`, and its
-/// pods never exist (docs/spec.md §3). The first member when none has any (no pod needs a coordinator).
+/// pods never exist (docs/contributing/spec.md §3). The first member when none has any (no pod needs a coordinator).
 fn first_with_pods<'v, 'a>(group: &Group<'v, 'a>) -> &'v ReplicatedJob<'a> {
     group
         .members
@@ -38,7 +38,7 @@ fn coordinator(view: &JobSetView, group: &Group) -> String {
     }
 }
 
-/// The JAX group's process 0 (docs/spec.md §4.4): `spec.coordinator` when it names a pod of the
+/// The JAX group's process 0 (docs/contributing/spec.md §4.4): `spec.coordinator` when it names a pod of the
 /// group, with the id the numbering gives it (`starts` are the members' pod offsets); else
 /// pod 0 of job 0 of the first member that has pods, id 0. `None` when no member has pods.
 fn jax_coordinator(

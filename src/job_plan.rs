@@ -1,4 +1,4 @@
-//! The facts an opted-in plain Indexed Job's pods need (docs/spec.md §4.6), as [`crate::groups`]
+//! The facts an opted-in plain Indexed Job's pods need (docs/contributing/spec.md §4.6), as [`crate::groups`]
 //! computes a JobSet's: a pure function of the Job view, stamped by `mutate::stamp_job`.
 use crate::facts::{Facts, JobFacts};
 use crate::views::job_view::JobView;

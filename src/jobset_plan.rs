@@ -1,4 +1,4 @@
-//! One plan per JobSet request (docs/spec.md §3): the replica groups, slice groups and JAX groups,
+//! One plan per JobSet request (docs/contributing/spec.md §3): the replica groups, slice groups and JAX groups,
 //! each found once from the view and holding references to its members, and the slice shapes
 //! of §4.7, computed when first asked. The rules, the facts, the CREATE warnings and the
 //! resize check all read it.
@@ -27,7 +27,7 @@ impl Group<'_, '_> {
 pub struct JobSetPlan<'v, 'a> {
     pub view: &'v JobSetView<'a>,
     pub settings: &'v Settings,
-    /// Whether the JAX distributed env is on for this JobSet (docs/spec.md §4.4).
+    /// Whether the JAX distributed env is on for this JobSet (docs/contributing/spec.md §4.4).
     pub jax_enabled: bool,
     /// Replica groups in order of first appearance.
     pub groups: Vec<Group<'v, 'a>>,
@@ -73,7 +73,7 @@ impl<'v, 'a> JobSetPlan<'v, 'a> {
         }
     }
 
-    /// The JAX groups when the JAX env is on (docs/spec.md §4.4): the slice groups in a TPU JobSet (a
+    /// The JAX groups when the JAX env is on (docs/contributing/spec.md §4.4): the slice groups in a TPU JobSet (a
     /// CPU driver beside the slices is not a JAX process of the job), otherwise the replica
     /// groups. Empty when it is off.
     pub fn jax_groups(&self) -> &[Group<'v, 'a>] {
@@ -99,7 +99,7 @@ impl<'v, 'a> JobSetPlan<'v, 'a> {
         })
     }
 
-    /// Each replicated job's group as its pods' group keys say (docs/spec.md §4.1), in spec order: the
+    /// Each replicated job's group as its pods' group keys say (docs/contributing/spec.md §4.1), in spec order: the
     /// group's name, its replicas, and the job-group-index of the replicated job's job 0.
     pub fn group_keys(&self) -> Result<Vec<GroupFacts>, InputError> {
         let mut out = vec![None; self.view.replicated_jobs.len()];

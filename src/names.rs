@@ -1,4 +1,4 @@
-//! The names the JobSet and Job controllers generate (docs/spec.md §2), in one place. Job `j` of
+//! The names the JobSet and Job controllers generate (docs/contributing/spec.md §2), in one place. Job `j` of
 //! replicated job `r` is `<jobset>-<r>-<j>`; its pod with completion index `c` has the
 //! hostname `<job>-<c>`; the headless Service named by the subdomain makes
 //! `<hostname>.<subdomain>` resolve. The facts store a pod as `<r>-<j>-<c>`, without the JobSet

@@ -1,4 +1,4 @@
-//! docs/spec.md §4.7: the slice shapes where a TPU replicated job fits, read from its own node
+//! docs/contributing/spec.md §4.7: the slice shapes where a TPU replicated job fits, read from its own node
 //! selection and the accelerator table. Kueue picks a flavour for each pod set and skips one
 //! whose node labels its required affinity rules out, so a JobSet narrowed to these pairs is
 //! admitted only where it can run; G5 and T4 judge what is left.
@@ -122,7 +122,7 @@ pub fn plan<'g, 'v: 'g, 'a: 'v>(
     ShapePlan { own, group }
 }
 
-/// The narrowing each replicated job gets (docs/spec.md §4.7): where its own selection leaves the
+/// The narrowing each replicated job gets (docs/contributing/spec.md §4.7): where its own selection leaves the
 /// accelerator or the topology open and its group leaves some pair, the mark of those pairs.
 pub fn marks(shapes: &ShapePlan, settings: &Settings) -> Vec<Option<AffinityMark>> {
     if !settings.narrow_queued_jobsets {

@@ -11,7 +11,7 @@ pub fn pinned<'r, 'a>(rjob: &'r ReplicatedJob<'a>, key: &str) -> Option<&'r Pin<
     rjob.pins.iter().find(|p| p.key == key)
 }
 
-/// The slice topology of a replicated job (docs/spec.md §3): the GKE slice-topology annotation when
+/// The slice topology of a replicated job (docs/contributing/spec.md §3): the GKE slice-topology annotation when
 /// present (a sub-slice keeps its node pool's larger topology in the nodeSelector; a
 /// super-slice has none), else the value its node selection pins for `topology_label`.
 pub fn slice_topology<'a>(rjob: &ReplicatedJob<'a>, topology_label: &str) -> Option<Pin<'a>> {
@@ -65,7 +65,7 @@ fn has(annotations: Option<&Object>, key: &str) -> bool {
 }
 
 /// The exclusive placement a replicated job's child Job ends up with, built as upstream's
-/// `constructJob` and `labelAndAnnotateObject` build it (docs/spec.md §2): the Job starts with the
+/// `constructJob` and `labelAndAnnotateObject` build it (docs/contributing/spec.md §2): the Job starts with the
 /// replicated job's template annotations (flag included); a JobSet-level key is then set,
 /// with the JobSet's flag when it has one; a replicated-job key is set last and wins. So the
 /// key is the replicated job's, else the JobSet's, and the flag is on when the replicated job

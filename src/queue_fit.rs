@@ -1,4 +1,4 @@
-//! The queue check's verdict (docs/spec.md §8 `queueCheck`): which flavours of the JobSet's Kueue queue
+//! The queue check's verdict (docs/contributing/spec.md §8 `queueCheck`): which flavours of the JobSet's Kueue queue
 //! each TPU replicated job fits, read as Kueue's flavour assigner reads them. Kueue compares a
 //! pod set's node selection with a flavour's node labels, on the label keys that the flavours
 //! of the resource group carry. A replicated job fits a flavour when one of the slice shapes of

@@ -1,5 +1,5 @@
 //! Whether a slice shape of the accelerator table fits a replicated job's pods (rule T4), and
-//! which shapes do (docs/spec.md §4.7). One reading of the table for both: what T4 accepts is exactly
+//! which shapes do (docs/contributing/spec.md §4.7). One reading of the table for both: what T4 accepts is exactly
 //! what a queued JobSet is narrowed to.
 use crate::accelerators::{self, Accelerator, Overrides, Shapes, Topology, TopologyError};
 

@@ -1,6 +1,6 @@
 //! The controller simulation: what the API server, the JobSet controller and the Job
 //! controller (`controller/job.rs`) do between `kubectl apply` and a pod reaching admission
-//! (docs/spec.md §2), so tests can admit real-looking pods. This file holds the API server's serving
+//! (docs/contributing/spec.md §2), so tests can admit real-looking pods. This file holds the API server's serving
 //! of a JobSet and the JobSet controller's Jobs.
 mod job;
 

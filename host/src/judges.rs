@@ -1,11 +1,11 @@
-//! The judges of a patch (docs/spec.md §4.5), kept apart from the policy's code so they can judge it:
+//! The judges of a patch (docs/contributing/spec.md §4.5), kept apart from the policy's code so they can judge it:
 //! which paths a host-computed patch may touch, and that nothing of the original object is
 //! lost. (`tests/gen`'s `invariants.rs` holds the properties of whole generated JobSets.)
 use json_patch::{Patch, PatchOperation};
 use serde_json::Value;
 
 const FACTS_KEY: &str = "multislice.kubewarden.io~1facts";
-/// The policy's mark of a narrowed affinity (docs/spec.md §4.7), on a JobSet's pod templates.
+/// The policy's mark of a narrowed affinity (docs/contributing/spec.md §4.7), on a JobSet's pod templates.
 const MARK_KEY: &str = "multislice.kubewarden.io~1narrowed";
 const REQUIRED: [&str; 3] = [
     "affinity",
@@ -18,7 +18,7 @@ const GROUP_KEYS: [&str; 3] = [
     "jobset.sigs.k8s.io~1job-group-index",
 ];
 
-/// Every variable the policy may put at the top of a container's env (docs/spec.md §4.2–§4.4).
+/// Every variable the policy may put at the top of a container's env (docs/contributing/spec.md §4.2–§4.4).
 pub const POLICY_ENV: [&str; 12] = [
     "MEGASCALE_NUM_SLICES",
     "MEGASCALE_SLICE_ID",
@@ -40,7 +40,7 @@ fn is_index(s: &str) -> bool {
 
 /// The operation is one the policy may cause on a JobSet: adding its facts annotation (or
 /// the objects that hold it), or replacing its own facts; and the narrowing of a pod
-/// template's required node affinity with its mark (docs/spec.md §4.7): the objects that hold the
+/// template's required node affinity with its mark (docs/contributing/spec.md §4.7): the objects that hold the
 /// terms, and any edit of the terms, which [`nothing_lost`] then checks term by term.
 fn jobset_op_allowed(op: &str, seg: &[&str]) -> bool {
     let prefix_ok = seg.len() >= 7
@@ -72,7 +72,7 @@ fn affinity_op_allowed(op: &str, below_spec: &[&str]) -> bool {
         && below_spec[REQUIRED.len()] == "nodeSelectorTerms"
 }
 
-/// The same on a plain Job (docs/spec.md §4.6), whose one pod template is `spec.template`.
+/// The same on a plain Job (docs/contributing/spec.md §4.6), whose one pod template is `spec.template`.
 fn job_op_allowed(op: &str, seg: &[&str]) -> bool {
     seg.len() >= 3
         && seg[..3] == ["spec", "template", "metadata"]
@@ -91,7 +91,7 @@ fn facts_op_allowed(op: &str, below_metadata: &[&str]) -> bool {
 
 /// The operation is one the policy may cause on a pod (`before`): adding group labels and
 /// annotations (or the maps that hold them), and the operations an index-based diff makes of a
-/// prepend to a container's env (docs/spec.md §4.5): the list itself where there was none, `add` at
+/// prepend to a container's env (docs/contributing/spec.md §4.5): the list itself where there was none, `add` at
 /// indexes past the original end, and `replace` at (or any edit inside) an original index,
 /// whose entry moved down. Never a `remove` of an entry. [`nothing_lost`] then checks that
 /// the original entries are all still there, in order, after the prepended ones.
@@ -151,7 +151,7 @@ pub fn nothing_lost(before: &Value, after: &Value) -> Vec<String> {
     problems
 }
 
-/// docs/spec.md §4.5's one exception (§4.7): each original required term is repeated once per pair
+/// docs/contributing/spec.md §4.5's one exception (§4.7): each original required term is repeated once per pair
 /// the policy narrowed to, in order, and every term made from it keeps all its fields and
 /// starts with all its expressions. Terms where there were none are the policy's alone.
 fn terms_kept(before: &Value, after: &[Value], path: &str, out: &mut Vec<String>) {
@@ -308,7 +308,7 @@ mod tests {
         out
     }
 
-    /// docs/spec.md §4.5's exception: each user term repeated per pair, with the pair appended.
+    /// docs/contributing/spec.md §4.5's exception: each user term repeated per pair, with the pair appended.
     #[test]
     fn a_narrowing_keeps_every_user_term_in_every_term_made_from_it() {
         let zone = json!({"key": "zone", "operator": "In", "values": ["a"]});

@@ -47,7 +47,7 @@ pub fn kwctl() -> Result<PathBuf> {
     kubewarden_binary("KWCTL", "kwctl")
 }
 
-/// One of Kubewarden's own binaries, found as `.ci/kubewarden which` finds it (README
+/// One of Kubewarden's own binaries, found as `.ci/kubewarden which` finds it (docs/contributing/testing.md
 /// "Kubewarden's own tools"): the environment variable `var` when it holds a path, else its
 /// value (default `name`) on PATH, else in `../shared/tools`.
 pub fn kubewarden_binary(var: &str, name: &str) -> Result<PathBuf> {
@@ -66,7 +66,7 @@ pub fn kubewarden_binary(var: &str, name: &str) -> Result<PathBuf> {
         } else {
             format!("{value} is neither on PATH nor in ../shared/tools")
         };
-        anyhow!("{name} is not installed ({looked}); see README \"Kubewarden's own tools\"")
+        anyhow!("{name} is not installed ({looked}); see docs/contributing/testing.md \"Kubewarden's own tools\"")
     })
 }
 

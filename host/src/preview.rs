@@ -269,7 +269,7 @@ pub fn run_jobset(
     Ok((out, rows))
 }
 
-/// Admits a plain Job (docs/spec.md §4.6), then every pod the Job controller would make from it.
+/// Admits a plain Job (docs/contributing/spec.md §4.6), then every pod the Job controller would make from it.
 pub fn run_job(policy: &Policy, job: &Value, settings: &Value) -> Result<(String, Vec<PodRow>)> {
     let mut out = String::new();
     let title = format!("Job {}", controller::final_name(job));

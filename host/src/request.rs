@@ -1,12 +1,12 @@
 //! AdmissionRequests as the API server sends them to webhooks (and kwctl requires).
 use serde_json::{json, Value};
 
-/// The kinds the policy is bound to (docs/spec.md §1).
+/// The kinds the policy is bound to (docs/contributing/spec.md §1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     JobSet,
     Pod,
-    /// `batch/v1` Job (docs/spec.md §4.6).
+    /// `batch/v1` Job (docs/contributing/spec.md §4.6).
     Job,
 }
 

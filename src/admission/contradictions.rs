@@ -1,5 +1,5 @@
 //! JobSet CREATE (and opted-in Job CREATE, §4.6): a warning wherever a pod template's own
-//! env contradicts what its pods will get (docs/spec.md §4.2). That response is the one `kubectl apply` prints; a pod's warnings go to
+//! env contradicts what its pods will get (docs/contributing/spec.md §4.2). That response is the one `kubectl apply` prints; a pod's warnings go to
 //! the Job controller. A template's value is predicted from what it shows: literals (with
 //! `$(VAR)` expanded as the kubelet will) and `fieldRef`s to the controllers' labels and
 //! annotations. Each is compared on a few pods of each replicated job: the first two and the
@@ -160,7 +160,7 @@ impl SampledPod<'_> {
     }
 }
 
-/// The warnings for an opted-in plain Job about to be admitted (docs/spec.md §4.6), on the pods with
+/// The warnings for an opted-in plain Job about to be admitted (docs/contributing/spec.md §4.6), on the pods with
 /// the first two and the last completion indexes.
 pub fn job_warnings(
     view: &JobView,

@@ -1,4 +1,4 @@
-//! JobSets (docs/spec.md §5, §6): JobSet CREATE is judged and stamped; JobSet UPDATE is judged on
+//! JobSets (docs/contributing/spec.md §5, §6): JobSet CREATE is judged and stamped; JobSet UPDATE is judged on
 //! what it changed.
 use super::contradictions;
 use super::queue_lookup::{self, ClusterReader};
@@ -18,9 +18,9 @@ use serde_json::Value;
 
 /// JobSet CREATE: the rules, then the facts each replicated job's pods need, stamped on its
 /// pod template, with the warnings about templates that contradict them; and a TPU replicated
-/// job that leaves its slice shape to Kueue narrowed to the shapes that fit (docs/spec.md §4.7), with a
+/// job that leaves its slice shape to Kueue narrowed to the shapes that fit (docs/contributing/spec.md §4.7), with a
 /// warning that says so. The role decides
-/// which half runs (docs/spec.md §5): `mutate` stamps and judges nothing, `validate` judges and stamps
+/// which half runs (docs/contributing/spec.md §5): `mutate` stamps and judges nothing, `validate` judges and stamps
 /// nothing, `both` does both.
 pub(super) fn admit_create(
     mut object: Value,
@@ -83,7 +83,7 @@ pub(super) struct Cluster<'a> {
     pub reader: &'a dyn ClusterReader,
 }
 
-/// The queue check (docs/spec.md §8 `queueCheck`), where it applies: at CREATE of a TPU JobSet the
+/// The queue check (docs/contributing/spec.md §8 `queueCheck`), where it applies: at CREATE of a TPU JobSet the
 /// policy judges, that names a queue and waits in it. A running JobSet is never looked up.
 fn check_queue(plan: &JobSetPlan, cluster: &Cluster, findings: &mut Findings) {
     let settings = plan.settings;
@@ -156,7 +156,7 @@ pub(super) fn admit_update(object: &Value, old: Option<&Value>, settings: &Setti
         .into_iter()
         .filter(|w| !old_warnings.contains(w))
         .collect();
-    // ElasticJobSet resizes that would leave stamped values stale (docs/spec.md §5, E1). Objects that
+    // ElasticJobSet resizes that would leave stamped values stale (docs/contributing/spec.md §5, E1). Objects that
     // cannot be read have no sizes to compare; their problem is reported by the findings.
     if let (Some(Ok(old)), Ok(new)) = (&old_view, &new_view) {
         let old = JobSetPlan::new(old, settings);

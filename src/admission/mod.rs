@@ -1,4 +1,4 @@
-//! The edge: kwctl's payload in, a verdict out. Dispatch on kind and operation (docs/spec.md §5),
+//! The edge: kwctl's payload in, a verdict out. Dispatch on kind and operation (docs/contributing/spec.md §5),
 //! with the cheap path that lets a pod outside any JobSet, or a Job that did not opt in, pass
 //! without being parsed. One file per kind: [`jobset`], [`job`] and [`pod`].
 mod contradictions;
@@ -51,7 +51,7 @@ impl Route {
         }
     }
 
-    /// Whether the role does anything with these requests (docs/spec.md §5): pods are only mutated,
+    /// Whether the role does anything with these requests (docs/contributing/spec.md §5): pods are only mutated,
     /// UPDATEs only judged.
     fn in_role(self, role: Role) -> bool {
         match self {

@@ -1,4 +1,4 @@
-//! The lookup of the queue check (docs/spec.md §8 `queueCheck`): the JobSet's LocalQueue, its
+//! The lookup of the queue check (docs/contributing/spec.md §8 `queueCheck`): the JobSet's LocalQueue, its
 //! ClusterQueue, then each ResourceFlavor of the resource group that covers the TPU resource,
 //! read through Kubewarden's `kubernetes.get_resource` host capability. One call per object,
 //! in that order, never a list: a recorded session (kwctl's record and replay) answers them

@@ -1,4 +1,4 @@
-//! JobSet CREATE: the narrowing of docs/spec.md §4.7 written into each replicated job's pod template,
+//! JobSet CREATE: the narrowing of docs/contributing/spec.md §4.7 written into each replicated job's pod template,
 //! as a required node affinity and the policy's mark. The author's own terms are kept whole:
 //! each is repeated once per pair, with the pair's two expressions appended, so that Kueue,
 //! which drops an affinity that a term leaves empty after its label filter, keeps it.

@@ -131,7 +131,7 @@ fn process_ports(
     Ok(ports)
 }
 
-/// JAX distributed env (docs/spec.md §4.4) for a pod of the JAX group: one list per TPU container in
+/// JAX distributed env (docs/contributing/spec.md §4.4) for a pod of the JAX group: one list per TPU container in
 /// a TPU group, else one list for the whole pod.
 fn jax_vars(
     facts: &Facts,

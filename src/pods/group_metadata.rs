@@ -1,4 +1,4 @@
-//! The group labels and annotations of a JobSet pod (docs/spec.md §4.1): JobSet v0.9+ controllers
+//! The group labels and annotations of a JobSet pod (docs/contributing/spec.md §4.1): JobSet v0.9+ controllers
 //! write them; on older ones the policy adds them, from the facts of JobSet admission.
 use super::place::PodPlace;
 use super::pod_plan::MetadataAdd;

@@ -1,4 +1,4 @@
-//! JAX distributed env (docs/spec.md §4.4), as a pure function of the group's layout, the pod's
+//! JAX distributed env (docs/contributing/spec.md §4.4), as a pure function of the group's layout, the pod's
 //! number in it, its TPU containers and the port. Nothing here knows about JobSets, so that a
 //! plain Indexed Job (§4.6) numbers its pods the same way.
 use crate::error::{checked_add, checked_mul, InputError};

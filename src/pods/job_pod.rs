@@ -1,4 +1,4 @@
-//! Pods of an opted-in plain Indexed Job (docs/spec.md §4.6). The Job is a JAX group of its own, its
+//! Pods of an opted-in plain Indexed Job (docs/contributing/spec.md §4.6). The Job is a JAX group of its own, its
 //! pods numbered by completion index, so §4.4's numbering ([`super::jax`]) applies unchanged
 //! with the coordinator at index 0: no swap.
 use super::jax::{self, JaxGroup, Processes};
@@ -67,7 +67,7 @@ pub fn wanted_env(
     Ok(out)
 }
 
-/// A pod of an opted-in plain Indexed Job (docs/spec.md §4.6): the JAX env from the Job's `name` and
+/// A pod of an opted-in plain Indexed Job (docs/contributing/spec.md §4.6): the JAX env from the Job's `name` and
 /// the pod's completion index, which the Job controller put on it, and the completions
 /// stamped at Job CREATE. Nothing else is added. `jaxEnv: never` turns it off.
 pub fn plan(pod: &PodView, job: &JobFacts, settings: &Settings) -> Result<PodPlan, InputError> {

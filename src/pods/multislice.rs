@@ -1,4 +1,4 @@
-//! TPU multislice env (docs/spec.md §4.2): the slice count, the pod's slice id and the slice group's
+//! TPU multislice env (docs/contributing/spec.md §4.2): the slice count, the pod's slice id and the slice group's
 //! coordinator, and with several TPU containers in a pod, a DCN port per container.
 use super::place::PodPlace;
 use crate::error::{checked_add, InputError};

@@ -1,4 +1,4 @@
-//! ElasticJobSet UPDATEs (docs/spec.md §5), and elastic Indexed Jobs (§4.6): an UPDATE may change
+//! ElasticJobSet UPDATEs (docs/contributing/spec.md §5), and elastic Indexed Jobs (§4.6): an UPDATE may change
 //! `parallelism` and `completions`, but the facts stamped at CREATE (process counts and ids,
 //! worker hostnames) would then be stale for pods whose values depend on them.
 use crate::facts::JobFacts;
@@ -60,7 +60,7 @@ pub fn stale_resizes(old: &JobSetPlan, new: &JobSetView) -> Vec<Violation> {
     out
 }
 
-/// Why an UPDATE of a plain Job whose template carries `stamped` facts (docs/spec.md §4.6) would
+/// Why an UPDATE of a plain Job whose template carries `stamped` facts (docs/contributing/spec.md §4.6) would
 /// leave its pods' JAX env stale, naming the field; `None` when it would not. The count was
 /// stamped at CREATE, and running JAX processes cannot learn a new one.
 pub fn stale_job_resize(stamped: &JobFacts, old: &JobView, new: &JobView) -> Option<String> {

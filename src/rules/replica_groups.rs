@@ -124,7 +124,7 @@ pub fn g3_no_cpu_job_among_slices(plan: &JobSetPlan) -> Vec<Violation> {
     out
 }
 
-/// G4: the slices of a multislice are identical: same accelerator, slice topology (docs/spec.md §3),
+/// G4: the slices of a multislice are identical: same accelerator, slice topology (docs/contributing/spec.md §3),
 /// chips per pod and number of TPU containers per pod.
 pub fn g4_identical_slices(plan: &JobSetPlan) -> Vec<Violation> {
     let settings = plan.settings;
@@ -196,7 +196,7 @@ pub fn g4_identical_slices(plan: &JobSetPlan) -> Vec<Violation> {
 /// G5 (while the JobSet is suspended or queued): a slice group of two or more TPU replicated
 /// jobs is left with exactly one (accelerator, topology) pair. Kueue assigns each pod set a
 /// flavour of its own, so with more the replicated jobs could land in different shapes, and
-/// G4 would refuse the unsuspend (docs/spec.md §4.7). A group left with none is G4's or T4's to
+/// G4 would refuse the unsuspend (docs/contributing/spec.md §4.7). A group left with none is G4's or T4's to
 /// report: its members differ, or nothing fits one of them.
 pub fn g5_one_shape_per_queued_slice_group(plan: &JobSetPlan) -> Vec<Violation> {
     let (shapes, settings) = (plan.shapes(), plan.settings);

@@ -65,7 +65,7 @@ pub fn t3_accelerator_and_topology_selected(plan: &JobSetPlan) -> Vec<Violation>
     t3(view, settings, false)
 }
 
-/// T3 at an UPDATE, such as Kueue's unsuspend (docs/spec.md §4.7): the flavour's labels, now in the
+/// T3 at an UPDATE, such as Kueue's unsuspend (docs/contributing/spec.md §4.7): the flavour's labels, now in the
 /// nodeSelector, leave some of the pairs the policy narrowed the job to, and the selection
 /// holds when they all share one topology. A flavour that labels only the accelerator leaves
 /// that accelerator's pairs, and every one of them fits by construction.
@@ -264,7 +264,7 @@ fn check_slice(r: &ReplicatedJob, acc: &Accelerator, topology: &Pin) -> Option<V
     })
 }
 
-/// T4 while the JobSet is suspended or queued (docs/spec.md §4.7): no slice of the table fits the
+/// T4 while the JobSet is suspended or queued (docs/contributing/spec.md §4.7): no slice of the table fits the
 /// replicated job at all, so no flavour can ever run it. Refused at CREATE rather than held in
 /// the queue. A pinned slice that does not fit gets T4's own message.
 pub fn t4_some_slice_fits(plan: &JobSetPlan) -> Vec<Violation> {

@@ -1,4 +1,4 @@
-//! A read-only view over a raw `batch/v1` Job that opted into the JAX env (docs/spec.md §4.6): what
+//! A read-only view over a raw `batch/v1` Job that opted into the JAX env (docs/contributing/spec.md §4.6): what
 //! rules J1–J3 and the stamping need, each read naming its JSON path.
 use crate::error::InputError;
 use crate::facts::{Facts, JobFacts};
@@ -25,7 +25,7 @@ pub struct JobView<'a> {
 }
 
 impl JobView<'_> {
-    /// What Job CREATE stamped on the pod template (docs/spec.md §4.6), if it did: only such a Job's
+    /// What Job CREATE stamped on the pod template (docs/contributing/spec.md §4.6), if it did: only such a Job's
     /// pods got a JAX env that a resize could make stale. Facts the policy cannot read count
     /// as none.
     pub fn stamped(&self) -> Option<JobFacts> {

@@ -22,7 +22,7 @@ pub struct JobSetView<'a> {
     pub enable_dns_hostnames: Option<bool>,
     pub suspend: bool,
     /// Kueue's queue name (label, else the annotation of older Kueue): Kueue's webhook, which
-    /// runs after a mutating policy, suspends the JobSet (docs/spec.md §5).
+    /// runs after a mutating policy, suspends the JobSet (docs/contributing/spec.md §5).
     pub queue: Option<QueueName<'a>>,
     pub coordinator: Option<CoordinatorRef<'a>>,
     pub replicated_jobs: Vec<ReplicatedJob<'a>>,
@@ -83,7 +83,7 @@ pub struct ReplicatedJob<'a> {
     pub required_terms: &'a [Value],
     /// The author's required node-selector terms, without what the policy's narrowing added.
     pub own_terms: Vec<OwnTerm<'a>>,
-    /// The policy's narrowing of the required node affinity (docs/spec.md §4.7), when it made one.
+    /// The policy's narrowing of the required node affinity (docs/contributing/spec.md §4.7), when it made one.
     pub mark: Option<AffinityMark>,
     pub chips_per_pod: u32,
 }
@@ -98,7 +98,7 @@ impl<'a> ReplicatedJob<'a> {
         self.at.render()
     }
 
-    /// TPU containers per pod, containers and init containers alike (docs/spec.md §3).
+    /// TPU containers per pod, containers and init containers alike (docs/contributing/spec.md §3).
     pub fn tpu_containers(&self) -> usize {
         self.template
             .containers
@@ -201,7 +201,7 @@ impl<'a> JobSetView<'a> {
     }
 
     /// The coordinator must be a pod that will exist, or every process waits on a ghost. Only
-    /// asked of JobSets the policy judges (docs/spec.md §6); JobSet's own webhook checks the others.
+    /// asked of JobSets the policy judges (docs/contributing/spec.md §6); JobSet's own webhook checks the others.
     /// `podIndex` is bounded by completions, as JobSet bounds it.
     pub fn check_coordinator(&self) -> Result<(), InputError> {
         let Some(c) = &self.coordinator else {

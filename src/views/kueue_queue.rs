@@ -1,4 +1,4 @@
-//! Read-only views over the Kueue objects the queue check reads (docs/spec.md §8 `queueCheck`): a
+//! Read-only views over the Kueue objects the queue check reads (docs/contributing/spec.md §8 `queueCheck`): a
 //! LocalQueue names its ClusterQueue, a ClusterQueue's resource groups name the flavours that
 //! serve each resource, and a ResourceFlavor carries the node labels of its nodes.
 //!

@@ -1,4 +1,4 @@
-//! Containers of a pod spec, and the TPU chips they ask for (docs/spec.md §3). Shared by the JobSet
+//! Containers of a pod spec, and the TPU chips they ask for (docs/contributing/spec.md §3). Shared by the JobSet
 //! view (pod templates) and pod admission.
 use crate::error::InputError;
 use crate::json::{self, field, join, Object};
