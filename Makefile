@@ -21,7 +21,9 @@ export KWCTL POLICY_SERVER SIGSTORE_TRUST_CONFIG
 # Every native cargo command selects the whole workspace (`--workspace`, then a target filter),
 # never one package with `-p`: cargo unifies dependency features over the packages it builds,
 # and the cluster crate's kube-rs turns on features (tokio's, rustls') that wasmtime-wasi shares,
-# so a `-p` build would compile a second wasmtime (about 10 minutes cold).
+# so a `-p` build would compile a second wasmtime (about 10 minutes cold). The one exception is
+# the preview (PREVIEW_BIN), built alone and without the host crate's `wasm` feature: it
+# compiles no wasmtime at all.
 WORKSPACE_BINS := cargo build -q --workspace --bins
 
 .PHONY: wasm-target
@@ -210,10 +212,13 @@ fuzz:
 	cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run -O validate_bytes -- -max_total_time=$(FUZZ_SECONDS)
 	cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run -O structured -- -max_total_time=$(FUZZ_SECONDS)
 
-# Builds the policy and runs an example JobSet through it and the simulated controllers.
+# Runs an example JobSet (or Job) through the policy and the simulated controllers. The policy
+# runs as its library compiled natively, which answers as policy.wasm does on every fixture
+# (tests/wasm/native_agrees.rs), so a first preview builds neither the module nor wasmtime.
+PREVIEW_BIN := cargo build -q -p multislice-host --no-default-features --bin preview
 .PHONY: preview
-preview: policy.wasm
-	$(WORKSPACE_BINS)
+preview:
+	$(PREVIEW_BIN)
 	$(CARGO_TARGET_DIR)/debug/preview $(EXAMPLE) $(PREVIEW_ARGS)
 
 # Regenerates test_data/requests/*.json from the YAML sources in test_data/.
