@@ -137,7 +137,7 @@ e2e-tests: policy.wasm evaluate-bin $(VENV_STAMP)
 # The publish steps against a real OCI registry on loopback (tests/registry/publish.bats):
 # `make push` to CNCF distribution's registry, `kwctl pull` and `kwctl run registry://…`, and
 # policy-server loading the policy from it. The registry is built from its Go module
-# (cluster/deps.sh registry, about 2 minutes cold, cached after) only by this test, which
+# (cluster/deps.sh registry, 76 s cold on 2 cores, cached after) only by this test, which
 # `make e2e-tests` runs only where kwctl and policy-server are installed.
 .PHONY: registry-test
 registry-test: annotated-policy.wasm
