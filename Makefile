@@ -21,7 +21,9 @@ export KWCTL POLICY_SERVER SIGSTORE_TRUST_CONFIG
 # Every native cargo command selects the whole workspace (`--workspace`, then a target filter),
 # never one package with `-p`: cargo unifies dependency features over the packages it builds,
 # and the cluster crate's kube-rs turns on features (tokio's, rustls') that wasmtime-wasi shares,
-# so a `-p` build would compile a second wasmtime (about 10 minutes cold).
+# so a `-p` build would compile a second wasmtime (about 10 minutes cold). The one exception is
+# the preview (PREVIEW_BIN), built alone and without the host crate's `wasm` feature: it
+# compiles no wasmtime at all.
 WORKSPACE_BINS := cargo build -q --workspace --bins
 
 .PHONY: wasm-target
@@ -117,8 +119,9 @@ evaluate-bin:
 
 # kwctl run on the annotated policy and on the example manifests (e2e.bats), `make artifacthub`
 # (e2e.bats' `artifacthub` tag), the policy inside policy-server compared with the waPC harness,
-# and the manifests' matchConditions in CEL. Each step that needs kwctl or policy-server runs
-# where they are installed and prints one `skipped:` line where they are not (an error under
+# the publish steps against a real registry (registry-test), and the manifests'
+# matchConditions in CEL. Each step that needs kwctl or policy-server runs where they are
+# installed and prints one `skipped:` line where they are not (an error under
 # KUBEWARDEN_REQUIRED=1); the CEL test always runs, through kwctl or the waPC harness.
 .PHONY: e2e-tests
 e2e-tests: policy.wasm evaluate-bin $(VENV_STAMP)
@@ -127,19 +130,34 @@ e2e-tests: policy.wasm evaluate-bin $(VENV_STAMP)
 	@$(KUBEWARDEN) step "the make artifacthub check" kwctl -- bats --filter-tags artifacthub e2e.bats
 	@$(KUBEWARDEN) step "the policy-server comparison" policy-server kwctl -- \
 		cargo test --workspace --test policy_server
+	@$(KUBEWARDEN) step "the publish steps against a registry on loopback" kwctl policy-server -- \
+		$(MAKE) --no-print-directory registry-test
 	@$(KUBEWARDEN) step "the matchConditions test, through $(if $(filter kwctl,$(CEL_HOST)),kwctl run,the waPC harness)" -- \
 		$(VENV)/bin/python tests/cel/match_conditions.py --host $(CEL_HOST) \
 		--evaluate $(EVALUATE) --wasm policy.wasm
+
+# The publish steps against a real OCI registry on loopback (tests/registry/publish.bats):
+# `make push` to CNCF distribution's registry, `kwctl pull` and `kwctl run registry://…`, and
+# policy-server loading the policy from it. The registry is built from its Go module
+# (cluster/deps.sh registry, 76 s cold on 2 cores, cached after) only by this test, which
+# `make e2e-tests` runs only where kwctl and policy-server are installed.
+.PHONY: registry-test
+registry-test: annotated-policy.wasm
+	bats tests/registry/publish.bats
 
 # Where `make push` pushes: yours to choose, the project names no registry of its own
 # (make push REGISTRY=<registry>/<path>).
 REGISTRY ?=
 TAG ?= v$(VERSION)
 
+# kwctl's sources file (`insecure_sources`, `source_authorities`), for a registry served over
+# plain HTTP or under a private CA, as the loopback one of tests/registry/publish.bats is.
+SOURCES ?=
+
 # Pushes the annotated policy to an OCI registry (kwctl uses the docker credentials).
 .PHONY: push need-kwctl-push need-registry
 push: need-registry need-kwctl-push annotated-policy.wasm
-	$(KWCTL) push annotated-policy.wasm $(REGISTRY):$(TAG)
+	$(KWCTL) push $(if $(SOURCES),--sources-path $(SOURCES)) annotated-policy.wasm $(REGISTRY):$(TAG)
 need-kwctl-push:
 	@$(KUBEWARDEN) require kwctl "make push"
 need-registry:
@@ -224,10 +242,13 @@ fuzz:
 	cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run -O validate_bytes -- -max_total_time=$(FUZZ_SECONDS)
 	cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run -O structured -- -max_total_time=$(FUZZ_SECONDS)
 
-# Builds the policy and runs an example JobSet through it and the simulated controllers.
+# Runs an example JobSet (or Job) through the policy and the simulated controllers. The policy
+# runs as its library compiled natively, which answers as policy.wasm does on every fixture
+# (tests/wasm/native_agrees.rs), so a first preview builds neither the module nor wasmtime.
+PREVIEW_BIN := cargo build -q -p multislice-host --no-default-features --bin preview
 .PHONY: preview
-preview: policy.wasm
-	$(WORKSPACE_BINS)
+preview:
+	$(PREVIEW_BIN)
 	$(CARGO_TARGET_DIR)/debug/preview $(EXAMPLE) $(PREVIEW_ARGS)
 
 # Regenerates test_data/requests/*.json from the YAML sources in test_data/.

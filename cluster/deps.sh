@@ -4,7 +4,13 @@
 #   ~/.cache/jobset-multislice-policy/cluster/<module>@<version>/
 # One small module of ours per component (cluster/deps/<component>/go.mod) pins it, since
 # they depend on different k8s.io versions. A component already built is not built again.
-# Prints the directory of each component, one `name=dir` line each, on stdout.
+# Prints the path of each binary, one `name=path` line each, on stdout.
+#
+#   cluster/deps.sh            the control plane (make cluster-deps)
+#   cluster/deps.sh registry   only CNCF distribution's registry, for the publish test
+#                              (tests/registry/publish.bats), which `make e2e-tests` runs where
+#                              kwctl and policy-server are installed: a run that would skip it
+#                              does not build it
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 cache="${CLUSTER_CACHE:-$HOME/.cache/jobset-multislice-policy/cluster}"
@@ -36,6 +42,13 @@ build() {
   fi
   echo "$binary=$dir/$binary"
 }
+
+if [ "${1-}" = registry ]; then
+  build registry github.com/distribution/distribution/v3 \
+    github.com/distribution/distribution/v3/cmd/registry registry
+  exit 0
+fi
+[ $# -eq 0 ] || { echo "usage: cluster/deps.sh [registry]" >&2; exit 2; }
 
 k8s=$(required kubernetes k8s.io/kubernetes)
 minor=${k8s#v1.}; minor=${minor%%.*}

@@ -1,6 +1,8 @@
-//! A Kubewarden-like waPC host for jobset-multislice-policy, in four parts:
-//! - the runner ([`runner`]): runs the built `.wasm` the way kwctl and policy-server do (wapc +
-//!   wasmtime-provider), with policy-server's evaluation deadline;
+//! A Kubewarden-like host for jobset-multislice-policy, in four parts:
+//! - the runners, which answer as kwctl and policy-server do ([`outcome`]): [`runner`] runs
+//!   the built `.wasm` through wapc + wasmtime-provider, with policy-server's evaluation
+//!   deadline; [`native`] runs the policy's library compiled natively (the preview's, which then
+//!   builds no wasmtime);
 //! - the controller simulation ([`controller`], and [`env`] for what the kubelet makes of a
 //!   container's env): what the API server and the JobSet and Job controllers do, so tests and
 //!   the preview command see the pods a cluster would;
@@ -13,22 +15,32 @@
 //! preview ([`preview`]); and the host capabilities the policy's host calls reach
 //! ([`capabilities`]: the allow-list and the Kubernetes backend; [`session`]: kwctl's recorded
 //! sessions).
+//!
+//! The `wasm` feature (on by default) brings the wasm runner and what needs it (the webhook
+//! server, `evaluate`, `wasi-run`); `make preview` builds without it.
 pub mod capabilities;
 pub mod controller;
 pub mod env;
 pub mod fixtures;
-#[cfg(test)]
+#[cfg(all(test, feature = "wasm"))]
 mod guest_calls;
 pub mod judges;
+pub mod native;
+pub mod outcome;
 pub mod policy_server_client;
 pub mod preview;
 pub mod request;
 pub mod review;
+#[cfg(feature = "wasm")]
 pub mod runner;
 pub mod session;
+#[cfg(feature = "wasm")]
 pub mod webhook_server;
 
-pub use runner::{Instance, Outcome, Policy, SettingsOutcome};
+pub use native::Native;
+pub use outcome::{Evaluator, Outcome, SettingsOutcome};
+#[cfg(feature = "wasm")]
+pub use runner::{Instance, Policy};
 
 use std::path::PathBuf;
 

@@ -1,9 +1,10 @@
-//! `preview`: a JobSet or Job file through the built policy and the simulated controllers,
-//! printed as a verdict, a patch and a table of every pod's resolved values.
+//! `preview`: a JobSet or Job file through the policy (either runner, [`Evaluator`]) and the
+//! simulated controllers, printed as a verdict, a patch and a table of every pod's resolved
+//! values.
 use crate::controller::{self, JobSetApi, SimPod};
 use crate::env;
+use crate::outcome::{apply, Evaluator};
 use crate::request::{admission_request, Kind};
-use crate::runner::{apply, Policy};
 use anyhow::{Context, Result};
 use serde::Deserialize;
 use serde_json::Value;
@@ -119,7 +120,7 @@ struct Owner<'a> {
 /// Admits the CREATE of the owner and writes its verdict, message, warnings and patch.
 /// Returns the object as admitted, or `None` when it was rejected.
 fn admit_owner(
-    policy: &Policy,
+    policy: &dyn Evaluator,
     owner: &Owner,
     settings: &Value,
     out: &mut String,
@@ -173,7 +174,7 @@ fn kind_name(kind: Kind) -> &'static str {
 /// Admits every simulated pod, writes their rejections and warnings, and returns a row per
 /// container with its resolved env.
 fn admit_pods(
-    policy: &Policy,
+    policy: &dyn Evaluator,
     pods: Vec<SimPod>,
     settings: &Value,
     out: &mut String,
@@ -239,7 +240,7 @@ fn admit_pods(
 /// Admits a JobSet, then every pod the controllers would make from it. Returns the report
 /// and the rows (for tests).
 pub fn run_jobset(
-    policy: &Policy,
+    policy: &dyn Evaluator,
     jobset: &Value,
     settings: &Value,
     api: JobSetApi,
@@ -270,7 +271,11 @@ pub fn run_jobset(
 }
 
 /// Admits a plain Job (docs/contributing/spec.md §4.6), then every pod the Job controller would make from it.
-pub fn run_job(policy: &Policy, job: &Value, settings: &Value) -> Result<(String, Vec<PodRow>)> {
+pub fn run_job(
+    policy: &dyn Evaluator,
+    job: &Value,
+    settings: &Value,
+) -> Result<(String, Vec<PodRow>)> {
     let mut out = String::new();
     let title = format!("Job {}", controller::final_name(job));
     let Some(admitted) = admit_owner(
@@ -296,7 +301,12 @@ pub fn run_job(policy: &Policy, job: &Value, settings: &Value) -> Result<(String
 }
 
 /// The preview of every JobSet and Job in a YAML stream; other kinds are listed and skipped.
-pub fn preview(policy: &Policy, yaml: &str, settings: &Value, api: JobSetApi) -> Result<String> {
+pub fn preview(
+    policy: &dyn Evaluator,
+    yaml: &str,
+    settings: &Value,
+    api: JobSetApi,
+) -> Result<String> {
     let mut out = String::new();
     for doc in yaml_documents(yaml)? {
         let kind = doc.get("kind").and_then(Value::as_str).unwrap_or("");

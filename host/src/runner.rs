@@ -1,9 +1,8 @@
 //! The runner: loads the policy into wasmtime through waPC and calls it as kwctl and
 //! policy-server do.
 use crate::capabilities::Capabilities;
+use crate::outcome::Evaluator;
 use anyhow::{anyhow, Context, Result};
-use json_patch::Patch;
-use serde::Deserialize;
 use serde_json::{json, Value};
 use std::cell::RefCell;
 use std::path::Path;
@@ -12,10 +11,9 @@ use std::time::Duration;
 use wapc::WapcHost;
 use wasmtime_provider::{EpochDeadlines, WasmtimeEngineProviderBuilder, WasmtimeEngineProviderPre};
 
-/// policy-server's answer to an evaluation that ran past its deadline (policy-evaluator,
-/// `src/runtimes/wapc/runtime.rs`), a rejection with code 500.
-pub const DEADLINE_MESSAGE: &str =
-    "Policy execution interrupted because it exceeded the allowed execution time";
+// The runner's answers, read as any host reads them; the tests and tools name them here.
+pub use crate::outcome::{apply, diff, Outcome, SettingsOutcome, DEADLINE_MESSAGE};
+
 /// How wasmtime-provider reports an interrupted guest call; policy-evaluator looks for it too.
 const INTERRUPTED: &str = "guest code interrupted, execution deadline exceeded";
 /// policy-server's `--policy-timeout` default, in seconds.
@@ -139,20 +137,7 @@ impl Instance {
             Err(e) if format!("{e}").contains(INTERRUPTED) => return Ok(Outcome::interrupted()),
             Err(e) => return Err(e),
         };
-        let wire: ResponseWire = serde_json::from_slice(&out)
-            .with_context(|| format!("bad response: {}", String::from_utf8_lossy(&out)))?;
-        let patch = wire
-            .mutated_object
-            .as_ref()
-            .map(|m| diff(object.unwrap_or(&Value::Null), m));
-        Ok(Outcome {
-            accepted: wire.accepted,
-            message: wire.message,
-            code: wire.code,
-            warnings: wire.warnings.unwrap_or_default(),
-            mutated_object: wire.mutated_object,
-            patch,
-        })
+        Outcome::from_response(&out, object)
     }
 }
 
@@ -174,61 +159,6 @@ fn wapc_host(
         };
     WapcHost::new(Box::new(engine), Some(Box::new(callback)))
         .map_err(|e| anyhow!("cannot start the waPC host: {e}"))
-}
-
-/// The policy's answer to `validate`, with the JSON patch the host derives from it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Outcome {
-    pub accepted: bool,
-    pub message: Option<String>,
-    pub code: Option<u16>,
-    pub warnings: Vec<String>,
-    pub mutated_object: Option<Value>,
-    /// `json_patch::diff(object, mutated_object)`, as Kubewarden's policy-evaluator computes it.
-    pub patch: Option<Patch>,
-}
-
-impl Outcome {
-    /// policy-server's refusal of an evaluation that ran past its deadline.
-    pub fn interrupted() -> Outcome {
-        Outcome {
-            accepted: false,
-            message: Some(DEADLINE_MESSAGE.to_string()),
-            code: Some(500),
-            warnings: Vec::new(),
-            mutated_object: None,
-            patch: None,
-        }
-    }
-
-    /// The patch as JSON (`[]` when there is none).
-    pub fn patch_json(&self) -> Value {
-        self.patch
-            .as_ref()
-            .map(|p| serde_json::to_value(p).unwrap_or(Value::Null))
-            .unwrap_or_else(|| json!([]))
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct SettingsOutcome {
-    pub valid: bool,
-    #[serde(default)]
-    pub message: Option<String>,
-}
-
-/// The guest's response, as the SDK serializes it (snake_case field names).
-#[derive(Deserialize)]
-struct ResponseWire {
-    accepted: bool,
-    #[serde(default)]
-    message: Option<String>,
-    #[serde(default)]
-    code: Option<u16>,
-    #[serde(default)]
-    mutated_object: Option<Value>,
-    #[serde(default)]
-    warnings: Option<Vec<String>>,
 }
 
 impl Policy {
@@ -338,14 +268,12 @@ fn tick_every_second(engine: &wasmtime::Engine) {
     });
 }
 
-/// The patch a Kubewarden host derives from a mutation (policy-evaluator's own call).
-pub fn diff(object: &Value, mutated: &Value) -> Patch {
-    json_patch::diff(object, mutated)
-}
+impl Evaluator for Policy {
+    fn validate(&self, request: &Value, settings: &Value) -> Result<Outcome> {
+        Policy::validate(self, request, settings)
+    }
 
-/// Applies a host-computed patch to an object, as the API server does.
-pub fn apply(object: &Value, patch: &Patch) -> Result<Value> {
-    let mut out = object.clone();
-    json_patch::patch(&mut out, patch).map_err(|e| anyhow!("patch does not apply: {e}"))?;
-    Ok(out)
+    fn validate_settings(&self, settings: &Value) -> Result<SettingsOutcome> {
+        Policy::validate_settings(self, settings)
+    }
 }

@@ -8,6 +8,7 @@ mod env_features;
 mod example_references;
 mod jobs;
 mod narrowing;
+mod native_agrees;
 mod operations;
 mod properties;
 mod real_jax;

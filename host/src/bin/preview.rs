@@ -1,19 +1,20 @@
-//! preview: run a JobSet YAML file through the built policy and simulated controllers.
+//! preview: run a JobSet YAML file through the policy and simulated controllers. The policy
+//! is its library compiled natively ([`Native`]), which answers as the module does
+//! (tests/wasm/native_agrees.rs), so the preview builds no wasmtime.
 //!
-//! usage: preview [--settings FILE | --settings-json JSON] [--jobset-api v0.8|v0.9] [--wasm FILE] JOBSET.yaml
+//! usage: preview [--settings FILE | --settings-json JSON] [--jobset-api v0.8|v0.9] JOBSET.yaml
 use anyhow::{bail, Context, Result};
 use multislice_host::controller::JobSetApi;
 use multislice_host::preview::{preview, yaml_documents};
-use multislice_host::{default_wasm_path, Policy};
+use multislice_host::{Evaluator, Native};
 use serde_json::Value;
-use std::path::PathBuf;
 
-const USAGE: &str = "usage: preview [--settings FILE | --settings-json JSON] [--jobset-api v0.8|v0.9] [--wasm FILE] JOBSET.yaml";
+const USAGE: &str =
+    "usage: preview [--settings FILE | --settings-json JSON] [--jobset-api v0.8|v0.9] JOBSET.yaml";
 
 fn main() -> Result<()> {
     let mut args = std::env::args().skip(1);
     let mut settings = Value::Object(Default::default());
-    let mut wasm = default_wasm_path();
     let mut api = JobSetApi::V09;
     let mut file = None;
     while let Some(arg) = args.next() {
@@ -34,7 +35,6 @@ fn main() -> Result<()> {
             "--settings-json" => {
                 settings = serde_json::from_str(&value()?).context("--settings-json is not JSON")?
             }
-            "--wasm" => wasm = PathBuf::from(value()?),
             "--jobset-api" => {
                 api = match value()?.as_str() {
                     "v0.8" => JobSetApi::V08,
@@ -51,7 +51,7 @@ fn main() -> Result<()> {
         }
     }
     let file = file.with_context(|| USAGE.to_string())?;
-    let policy = Policy::load(&wasm)?;
+    let policy = Native::new();
     let check = policy.validate_settings(&settings)?;
     if !check.valid {
         bail!("invalid settings: {}", check.message.unwrap_or_default());
