@@ -2,13 +2,16 @@
 //! LocalQueue names its ClusterQueue, a ClusterQueue's resource groups name the flavours that
 //! serve each resource, and a ResourceFlavor carries the node labels of its nodes.
 //!
-//! They are read as `kueue.x-k8s.io/v1beta1`: every Kueue release serves it (from v0.15 as a
-//! deprecated version beside v1beta2), and xpk's recipes still write it. The fields read here
-//! are the same in both versions.
+//! They are read as `kueue.x-k8s.io/v1beta2`, Kueue's API from v0.15 (its storage version from
+//! v0.16, where v1beta1 became deprecated), and as v1beta1 only where v1beta2 is not served
+//! (a Kueue before v0.15; docs/kueue-gke-xpk.md). The fields read here are the same in both.
 use serde_json::Value;
 use std::collections::BTreeMap;
 
-pub const API_VERSION: &str = "kueue.x-k8s.io/v1beta1";
+/// Kueue's current API, read first.
+pub const API_VERSION: &str = "kueue.x-k8s.io/v1beta2";
+/// Its deprecated API, read only where the current one is not served.
+pub const FALLBACK_API_VERSION: &str = "kueue.x-k8s.io/v1beta1";
 
 /// A ResourceFlavor as Kueue's flavour assigner reads it: its name and node labels.
 #[derive(Debug, Clone, PartialEq, Eq)]
