@@ -601,6 +601,23 @@ fn the_queue_check_manifest_is_the_validating_half_with_its_context() {
     );
 }
 
+/// The queue check reads Kueue's v1beta2 first and v1beta1 only where v1beta2 is not served
+/// (docs/kueue-gke-xpk.md, "Which API version"): the metadata grants each kind it reads in
+/// both versions, and nothing else.
+#[test]
+fn the_metadata_grants_each_kueue_kind_in_both_versions() {
+    use jobset_multislice_policy::views::kueue_queue::{API_VERSION, FALLBACK_API_VERSION};
+    let granted = yaml("policy-metadata.yml")["contextAwareResources"].clone();
+    let want: Vec<Value> = [API_VERSION, FALLBACK_API_VERSION]
+        .iter()
+        .flat_map(|version| {
+            ["LocalQueue", "ClusterQueue", "ResourceFlavor"]
+                .map(|kind| json!({"apiVersion": version, "kind": kind}))
+        })
+        .collect();
+    assert_eq!(granted, json!(want));
+}
+
 /// The metadata claims no owner, home or registry the project lacks (issue 29): no field names
 /// Kubewarden's maintainers, github.com/kubewarden or ghcr.io/kubewarden; the fields a release
 /// must fill hold the one placeholder, SET-AT-RELEASE; and `make push` has no default registry.
