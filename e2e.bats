@@ -272,6 +272,22 @@ check_manifest() {
   check_case queue-one-call-short-warn
 }
 
+@test "queueCheck refuse: a Kueue serving only v1beta1 is read there, and the misfit refused" {
+  check_case queue-v1beta1-only-2x4-refuse
+}
+
+@test "queueCheck warn: a Kueue serving only v1beta1 is read there, and the misfit warned of" {
+  check_case queue-v1beta1-only-2x4-warn
+}
+
+@test "queueCheck refuse: a cluster without Kueue is accepted with a one-line warning" {
+  check_case queue-no-kueue-refuse
+}
+
+@test "queueCheck warn: a host error with a stack backtrace is quoted up to its first line" {
+  check_case queue-backtrace-warn
+}
+
 @test "queueCheck refuse: no context-aware capability is accepted with a warning" {
   check_case queue-no-capability-refuse
 }
