@@ -5,8 +5,9 @@ use crate::context_aware::capabilities_for;
 use crate::plane::{ControlPlane, Served};
 use crate::policies::{Deployment, Installed, Manifest};
 use anyhow::{bail, Result};
+use multislice_host::capabilities::allowed_by_file;
 use multislice_host::webhook_server::{WebhookConfig, WebhookPolicy, WebhookServer};
-use multislice_host::Policy;
+use multislice_host::{workspace_root, Policy};
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -86,7 +87,7 @@ impl ControlPlane {
 
     async fn install(
         &mut self,
-        manifest: Manifest,
+        mut manifest: Manifest,
         overriding: Option<&Value>,
         scope: &[Value],
     ) -> Result<Installed> {
@@ -95,6 +96,7 @@ impl ControlPlane {
         };
         let path = manifest.path.clone();
         let settings = manifest.settings(overriding);
+        grant_queue_check(&mut manifest.value, &settings)?;
         let outcome = served.module.validate_settings(&settings)?;
         if !outcome.valid {
             bail!(
@@ -130,4 +132,22 @@ impl ControlPlane {
         self.installed.push(installed.clone());
         Ok(installed)
     }
+}
+
+/// What examples/cluster-admission-policy-validate-queue-check.yaml adds for its settings: a
+/// ClusterAdmissionPolicy whose settings turn the queue check on where it judges (role
+/// `validate` or `both`; as `make cluster-preview SETTINGS=…` may, for a manifest that grants
+/// nothing) is granted what the check reads, policy-metadata.yml's `contextAwareResources`,
+/// where its manifest lists none. Without it, policy-server refuses every lookup as not
+/// granted, and the check only warns that the queue was not checked.
+fn grant_queue_check(manifest: &mut Value, settings: &Value) -> Result<()> {
+    let checks = settings["queueCheck"].as_str().is_some_and(|c| c != "off")
+        && settings["role"].as_str() != Some("mutate");
+    let grants_nothing = manifest["spec"]["contextAwareResources"].is_null();
+    if !checks || !grants_nothing || manifest["kind"] != "ClusterAdmissionPolicy" {
+        return Ok(());
+    }
+    let allowed = allowed_by_file(&workspace_root().join("policy-metadata.yml"))?;
+    manifest["spec"]["contextAwareResources"] = serde_json::to_value(allowed)?;
+    Ok(())
 }
