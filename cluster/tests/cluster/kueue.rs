@@ -41,18 +41,29 @@ pub async fn cases(binaries: &Binaries, report: &mut Report) -> anyhow::Result<(
     if part("kueue") {
         kueue_cases(&mut plane, &agent, report).await;
     }
-    report.record(
-        "queueCheck refuse: kubectl apply of a TPU JobSet into a queue whose only flavour misfits fails with Q1",
-        queue_check::misfit_refused(&plane, &check).await,
-    );
-    report.record(
-        "queueCheck refuse: the same JobSet into a queue whose flavour fits is accepted, admitted by Kueue, and runs",
-        queue_check::fitting_runs(&plane, &check).await,
-    );
-    report.record(
-        "queueCheck warn: the misfit JobSet is accepted with Q1 as a warning and waits as a pending Workload",
-        queue_check::misfit_warned(&plane, &check).await,
-    );
+    let queue_check = part("kueue") || part("queue-check");
+    if queue_check {
+        report.record(
+            "queueCheck refuse: kubectl apply of a TPU JobSet into a queue whose only flavour misfits fails with Q1",
+            queue_check::misfit_refused(&plane, &check).await,
+        );
+    }
+    if queue_check || part("queue-check-v1beta2") {
+        report.record(
+            "queueCheck on Kueue v0.17: the lookups ask kueue.x-k8s.io/v1beta2 alone, and the misfit is refused with Q1; a group version the API server does not serve is answered with its 404",
+            queue_check::reads_v1beta2(&plane).await,
+        );
+    }
+    if queue_check {
+        report.record(
+            "queueCheck refuse: the same JobSet into a queue whose flavour fits is accepted, admitted by Kueue, and runs",
+            queue_check::fitting_runs(&plane, &check).await,
+        );
+        report.record(
+            "queueCheck warn: the misfit JobSet is accepted with Q1 as a warning and waits as a pending Workload",
+            queue_check::misfit_warned(&plane, &check).await,
+        );
+    }
     if let Err(e) = plane.check_alive() {
         report.record("the Kueue control plane stayed up", Err(e));
     }

@@ -41,12 +41,12 @@ pub(crate) async fn main_async() -> anyhow::Result<bool> {
     {
         plain_cases(&binaries, &mut report).await?;
     }
-    if part("kueue") || part("queue-check") {
+    if part("kueue") || part("queue-check") || part("queue-check-v1beta2") {
         if let Err(e) = kueue::cases(&binaries, &mut report).await {
             report.record("the Kueue cases", Err(e));
         }
     }
-    if part("kueue") {
+    if part("kueue") || part("preview-queue-check") {
         // cluster-preview starts a control plane of its own, after the others have stopped.
         preview::cases(&mut report);
     }

@@ -1,6 +1,6 @@
 //! `make cluster-preview` as a user runs it, with Kueue: the binary starts a control plane of
 //! its own, and its JSON report is checked.
-use crate::common::{Failures, Report};
+use crate::common::{part, Failures, Report};
 use multislice_host::workspace_root;
 use serde_json::{json, Value};
 
@@ -174,12 +174,72 @@ fn preview_in_flavour(run: &Run) -> anyhow::Result<Failures> {
     Ok(f)
 }
 
+/// `make cluster-preview FILE=examples/kueue-queued.yaml SETTINGS=(queueCheck: refuse)
+/// QUEUE_FLAVOR=tpu-v5p-slice:2x2x2`: the queue's only flavour fits no 4 hosts of 4 chips, and
+/// the validating policy, granted what the queue check reads as
+/// examples/cluster-admission-policy-validate-queue-check.yaml grants it, refuses the JobSet
+/// at CREATE with Q1, as the cluster would; no pod is made.
+fn preview_queue_check_refuses() -> anyhow::Result<Failures> {
+    let mut f = Failures::default();
+    let scratch = std::env::temp_dir().join(format!(
+        "cluster-preview-queue-check-{}",
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&scratch)?;
+    let settings = scratch.join("settings.yaml");
+    std::fs::write(&settings, "queueCheck: refuse\n")?;
+    let out = std::process::Command::new("timeout")
+        .args(["--kill-after=5", "400"])
+        .arg(env!("CARGO_BIN_EXE_cluster-preview"))
+        .arg(workspace_root().join("examples/kueue-queued.yaml"))
+        .arg("--settings")
+        .arg(&settings)
+        .args(["--queue-flavor", "tpu-v5p-slice:2x2x2", "--wait", "60"])
+        .stderr(std::process::Stdio::inherit())
+        .output()?;
+    let _ = std::fs::remove_dir_all(&scratch);
+    f.check(out.status.success(), || {
+        format!("cluster-preview exited {}", out.status)
+    });
+    let report: Value = serde_json::from_slice(&out.stdout)
+        .map_err(|e| anyhow::anyhow!("cluster-preview printed no JSON report: {e}"))?;
+    let object = &report["objects"][0];
+    let q1 = "[Q1] metadata.labels[\"kueue.x-k8s.io/queue-name\"]: names queue \"team-a/tpu-v5p\" (ClusterQueue \"preview\"), where replicated job \"slice\" fits no flavour of google.com/tpu: \"tpu-v5p-slice-2x2x2\" (tpu-v5p-slice 2x2x2); it needs a slice of 4 hosts with 4 chips per pod: tpu-v4-podslice 2x2x4, tpu-v5-lite-podslice 4x4, tpu-v5p-slice 2x2x4, tpu-v6e-slice 4x4, tpu7x 2x2x4, so Kueue would never admit it; submit it to a queue with a flavour of one of those shapes, or add such a flavour to the ClusterQueue; see docs/rules.md, Q1";
+    f.eq(
+        &object["allowed"],
+        &json!(false),
+        "queued-v5p: CREATE allowed",
+    );
+    let message = object["message"].as_str().unwrap_or_default();
+    f.check(
+        message.starts_with("admission webhook \"")
+            && message.ends_with(&format!(" denied the request: {q1}")),
+        || {
+            format!(
+                "queued-v5p: message {message:?}, want the validating policy's denial with {q1:?}"
+            )
+        },
+    );
+    f.eq(report["pods"].as_array().map(Vec::len), Some(0), "pods");
+    eprintln!("kueue: cluster-preview SETTINGS=(queueCheck: refuse) QUEUE_FLAVOR=tpu-v5p-slice:2x2x2: allowed {}, {message}", object["allowed"]);
+    Ok(f)
+}
+
 /// The preview runs: a flavour that fits examples/kueue-queued.yaml; one that does not, with
 /// the narrowing turned off in SETTINGS (which must reach both policies of the pair: the
 /// mutating one would narrow, and Kueue would then skip the flavour and send no UPDATE); and
 /// a list of flavours whose first does not fit, Kueue's default queue taking the example
 /// without its label.
 pub fn cases(report: &mut Report) {
+    if part("kueue") || part("preview-queue-check") {
+        report.record(
+            "make cluster-preview SETTINGS=(queueCheck: refuse) QUEUE_FLAVOR=tpu-v5p-slice:2x2x2 refuses the JobSet with Q1",
+            preview_queue_check_refuses(),
+        );
+    }
+    if !part("kueue") {
+        return;
+    }
     report.record(
         "make cluster-preview QUEUE_FLAVOR=tpu-v5p-slice:2x2x4 runs examples/kueue-queued.yaml through Kueue",
         preview_in_flavour(&Run {

@@ -225,3 +225,98 @@ pub(crate) async fn misfit_warned(
     plane.cluster.delete(&object_named(&sub)).await?;
     Ok(f)
 }
+
+/// The queue check's host calls on this Kueue (v0.17.0: v1beta2, and the deprecated v1beta1):
+/// the module, granted what the queue-check manifest grants and answered by the API server as
+/// policy-server answers (context_aware.rs), each call recorded in kwctl's session format.
+/// It asks v1beta2 alone and refuses the misfit JobSet with Q1, as the webhook did. And the
+/// answer it falls back on (docs/spec.md §8): the API server's for a group version it does
+/// not serve, in policy-evaluator's words.
+pub(crate) async fn reads_v1beta2(plane: &ControlPlane) -> anyhow::Result<Failures> {
+    use multislice_cluster::context_aware::ClusterBackend;
+    use multislice_host::capabilities::{
+        Capabilities, ContextAwareResource, GetResource, KubernetesBackend,
+    };
+    use multislice_host::request::{admission_request, Kind};
+    use multislice_host::session::Recorder;
+    use multislice_host::{default_wasm_path, Policy};
+    use std::sync::Arc;
+
+    let mut f = Failures::default();
+    let manifest = Manifest::load(QUEUE_CHECK_MANIFEST)?;
+    let allowed = ContextAwareResource::list_of(&manifest.value).map_err(anyhow::Error::msg)?;
+    let recorder = Arc::new(Recorder::new(Arc::new(ClusterBackend::new(&plane.cluster))));
+    let module = Policy::load(&default_wasm_path())?
+        .with_capabilities(Capabilities::kubernetes(recorder.clone(), allowed));
+    // As the validating policy sees it: Kueue's webhook has suspended it.
+    let mut object = jobset_in(REFUSED)?;
+    object["spec"]["suspend"] = json!(true);
+    let request = admission_request(Kind::JobSet, "CREATE", &object, None);
+    let settings = manifest.settings(None);
+    // From a thread of its own, as the webhook server's connection threads call it.
+    let outcome = std::thread::spawn(move || module.validate(&request, &settings))
+        .join()
+        .map_err(|_| anyhow::anyhow!("the evaluation panicked"))??;
+    f.eq(
+        (outcome.accepted, outcome.message.clone()),
+        (false, Some(q1(REFUSED))),
+        "the queue check's verdict",
+    );
+    let session: Vec<Value> = serde_yaml::from_str(&recorder.to_yaml()?)?;
+    let field = |text: &str, key: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{key}: ")))
+            .unwrap_or_default()
+            .to_string()
+    };
+    let asked: Vec<(String, String, String, Value)> = session
+        .iter()
+        .map(|exchange| {
+            let request = exchange["request"].as_str().unwrap_or_default();
+            (
+                field(request, "api_version"),
+                field(request, "kind"),
+                field(request, "name"),
+                exchange["response"]["type"].clone(),
+            )
+        })
+        .collect();
+    let v1beta2 = |kind: &str, name: &str| {
+        (
+            "kueue.x-k8s.io/v1beta2".to_string(),
+            kind.to_string(),
+            name.to_string(),
+            json!("Success"),
+        )
+    };
+    f.eq(
+        asked,
+        vec![
+            v1beta2("LocalQueue", LOCAL_QUEUE),
+            v1beta2("ClusterQueue", ONLY_2X4),
+            v1beta2("ResourceFlavor", V6E_2X4.name),
+        ],
+        "the calls the queue check made (apiVersion, kind, name, answer)",
+    );
+    let unserved = GetResource::new(
+        "kueue.x-k8s.io/v1beta9",
+        "LocalQueue",
+        LOCAL_QUEUE,
+        Some(REFUSED),
+    );
+    let backend = Arc::new(ClusterBackend::new(&plane.cluster));
+    let answer = std::thread::spawn(move || backend.get_resource(&unserved))
+        .join()
+        .map_err(|_| anyhow::anyhow!("the webhook thread panicked"))?;
+    let text = answer.err().unwrap_or_default();
+    f.check(
+        text.starts_with("error finding resource kueue.x-k8s.io/v1beta9 / LocalQueue: ApiError: 404 page not found\n")
+            && text.contains("code: 404"),
+        || format!("a group version not served: {text:?}"),
+    );
+    eprintln!(
+        "queue check: asked {:?}; a version not served: {text:?}",
+        session.len()
+    );
+    Ok(f)
+}
