@@ -49,9 +49,10 @@ impl Report {
     }
 }
 
-/// Which parts run: `CLUSTER_PARTS=shapes,rules,match-conditions,node-selector,unprotected,kueue,queue-check`
+/// Which parts run: `CLUSTER_PARTS=shapes,rules,match-conditions,node-selector,unprotected,kueue,queue-check,accelerators`
 /// (all by default; `kueue` includes cluster-preview with Kueue; `queue-check` alone runs only
-/// the queue check's cases on the Kueue control plane), to narrow a run when debugging.
+/// the queue check's cases on the Kueue control plane, `accelerators` only those of
+/// kueue/accelerators.rs), to narrow a run when debugging.
 pub(crate) fn part(name: &str) -> bool {
     std::env::var("CLUSTER_PARTS").map_or(true, |parts| parts.split(',').any(|p| p == name))
 }

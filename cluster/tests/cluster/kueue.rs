@@ -4,6 +4,7 @@
 //! selectors; that UPDATE goes through our webhook, and the pods the real controllers then
 //! make are checked as in every other shape. This file only declares and runs the cases;
 //! what they share is in kueue/shared.rs.
+mod accelerators;
 mod context;
 mod fit;
 mod namespaced;
@@ -37,32 +38,17 @@ pub async fn cases(binaries: &Binaries, report: &mut Report) -> anyhow::Result<(
     let agent = NodeAgent::start(plane.cluster.clone(), plane.remaining());
     set_up_queues(&plane.cluster).await?;
     let check = queue_check::set_up(&mut plane).await?;
+    accelerators::set_up(&mut plane).await?;
     let before = report.failed;
+    if part("accelerators") {
+        accelerators::cases(&plane, report).await;
+    }
     if part("kueue") {
         kueue_cases(&mut plane, &agent, report).await;
     }
     let queue_check = part("kueue") || part("queue-check");
-    if queue_check {
-        report.record(
-            "queueCheck refuse: kubectl apply of a TPU JobSet into a queue whose only flavour misfits fails with Q1",
-            queue_check::misfit_refused(&plane, &check).await,
-        );
-    }
     if queue_check || part("queue-check-v1beta2") {
-        report.record(
-            "queueCheck on Kueue v0.17: the lookups ask kueue.x-k8s.io/v1beta2 alone, and the misfit is refused with Q1; a group version the API server does not serve is answered with its 404",
-            queue_check::reads_v1beta2(&plane).await,
-        );
-    }
-    if queue_check {
-        report.record(
-            "queueCheck refuse: the same JobSet into a queue whose flavour fits is accepted, admitted by Kueue, and runs",
-            queue_check::fitting_runs(&plane, &check).await,
-        );
-        report.record(
-            "queueCheck warn: the misfit JobSet is accepted with Q1 as a warning and waits as a pending Workload",
-            queue_check::misfit_warned(&plane, &check).await,
-        );
+        queue_check_cases(&plane, &check, queue_check, report).await;
     }
     if let Err(e) = plane.check_alive() {
         report.record("the Kueue control plane stayed up", Err(e));
@@ -71,6 +57,37 @@ pub async fn cases(binaries: &Binaries, report: &mut Report) -> anyhow::Result<(
         plane.keep_logs();
     }
     Ok(())
+}
+
+/// The queue check's cases (parts `queue-check` and `kueue`, all of them; part
+/// `queue-check-v1beta2`, only the version case).
+async fn queue_check_cases(
+    plane: &ControlPlane,
+    check: &queue_check::QueueCheck,
+    all: bool,
+    report: &mut Report,
+) {
+    if all {
+        report.record(
+            "queueCheck refuse: kubectl apply of a TPU JobSet into a queue whose only flavour misfits fails with Q1",
+            queue_check::misfit_refused(plane, check).await,
+        );
+    }
+    report.record(
+        "queueCheck on Kueue v0.17: the lookups ask kueue.x-k8s.io/v1beta2 alone, and the misfit is refused with Q1; a group version the API server does not serve is answered with its 404",
+        queue_check::reads_v1beta2(plane).await,
+    );
+    if !all {
+        return;
+    }
+    report.record(
+        "queueCheck refuse: the same JobSet into a queue whose flavour fits is accepted, admitted by Kueue, and runs",
+        queue_check::fitting_runs(plane, check).await,
+    );
+    report.record(
+        "queueCheck warn: the misfit JobSet is accepted with Q1 as a warning and waits as a pending Workload",
+        queue_check::misfit_warned(plane, check).await,
+    );
 }
 
 /// The cases of part `kueue` but the queue check's.

@@ -41,7 +41,7 @@ pub(crate) async fn main_async() -> anyhow::Result<bool> {
     {
         plain_cases(&binaries, &mut report).await?;
     }
-    if part("kueue") || part("queue-check") || part("queue-check-v1beta2") {
+    if part("kueue") || part("queue-check") || part("queue-check-v1beta2") || part("accelerators") {
         if let Err(e) = kueue::cases(&binaries, &mut report).await {
             report.record("the Kueue cases", Err(e));
         }
