@@ -29,6 +29,10 @@ pub struct AcceleratorSetting {
     /// `chipsPerHost` when not given (v5e and v6e: 4, although an 8-chip machine exists).
     #[serde(default)]
     pub multi_host_chips_per_host: Option<u32>,
+    /// Every slice is one host, so one pod holds all its chips (GKE's `tpu-v5-lite-device`:
+    /// the ct5l machine types offer no multi-host slice).
+    #[serde(default)]
+    pub single_host: bool,
     #[serde(default)]
     pub topologies: Vec<String>,
     #[serde(default)]
@@ -46,7 +50,11 @@ impl AcceleratorSetting {
             out.push("chipsPerHost: list one or more chip counts, each at least 1".into());
         }
         if let Some(m) = self.multi_host_chips_per_host {
-            if !self.chips_per_host.contains(&m) {
+            if self.single_host {
+                out.push(format!(
+                    "multiHostChipsPerHost: is {m}, but a singleHost accelerator has no multi-host slices"
+                ));
+            } else if !self.chips_per_host.contains(&m) {
                 out.push(format!(
                     "multiHostChipsPerHost: {m} is not one of chipsPerHost"
                 ));
@@ -149,7 +157,8 @@ pub struct BuiltIn {
     pub name: &'static str,
     pub dims: u8,
     pub chips_per_host: &'static [u32],
-    pub multi_host_chips_per_host: u32,
+    /// `None`: every slice is one host.
+    pub multi_host_chips_per_host: Option<u32>,
     pub topologies: &'static [&'static str],
     pub cube_rule: Option<(u32, bool)>,
 }
@@ -157,13 +166,13 @@ pub struct BuiltIn {
 const SMALL_3D: &[&str] = &["2x2x1", "2x2x2", "2x2x4", "2x4x4"];
 const LITE_2D: &[&str] = &["1x1", "2x2", "2x4", "4x4", "4x8", "8x8", "8x16", "16x16"];
 
-/// docs/contributing/spec.md §7. Sources: xpk `system_characteristics.py`, GKE's TPU pages, KubeRay's TPU webhook.
+/// docs/contributing/spec.md §7, where the sources of each row are listed.
 pub const BUILT_IN: &[BuiltIn] = &[
     BuiltIn {
         name: "tpu-v4-podslice",
         dims: 3,
         chips_per_host: &[4],
-        multi_host_chips_per_host: 4,
+        multi_host_chips_per_host: Some(4),
         topologies: SMALL_3D,
         cube_rule: Some((64, false)),
     },
@@ -171,15 +180,24 @@ pub const BUILT_IN: &[BuiltIn] = &[
         name: "tpu-v5p-slice",
         dims: 3,
         chips_per_host: &[4],
-        multi_host_chips_per_host: 4,
+        multi_host_chips_per_host: Some(4),
         topologies: SMALL_3D,
         cube_rule: Some((140, true)),
+    },
+    BuiltIn {
+        // ct5l-hightpu-1t/4t/8t: single-host machine types, one per slice.
+        name: "tpu-v5-lite-device",
+        dims: 2,
+        chips_per_host: &[1, 4, 8],
+        multi_host_chips_per_host: None,
+        topologies: &["1x1", "2x2", "2x4"],
+        cube_rule: None,
     },
     BuiltIn {
         name: "tpu-v5-lite-podslice",
         dims: 2,
         chips_per_host: &[1, 4, 8],
-        multi_host_chips_per_host: 4,
+        multi_host_chips_per_host: Some(4),
         topologies: LITE_2D,
         cube_rule: None,
     },
@@ -187,7 +205,7 @@ pub const BUILT_IN: &[BuiltIn] = &[
         name: "tpu-v6e-slice",
         dims: 2,
         chips_per_host: &[1, 4, 8],
-        multi_host_chips_per_host: 4,
+        multi_host_chips_per_host: Some(4),
         topologies: LITE_2D,
         cube_rule: None,
     },
@@ -195,9 +213,21 @@ pub const BUILT_IN: &[BuiltIn] = &[
         name: "tpu7x",
         dims: 3,
         chips_per_host: &[1, 4],
-        multi_host_chips_per_host: 4,
+        multi_host_chips_per_host: Some(4),
         topologies: &["1x1x1", "2x2x1", "2x2x2", "2x2x4", "2x4x4"],
         cube_rule: Some((144, true)),
+    },
+    BuiltIn {
+        // tpu7-standard-1t and -4t; the multi-host shapes xpk lists (up to 4 cubes), sorted.
+        name: "tpu7",
+        dims: 3,
+        chips_per_host: &[1, 4],
+        multi_host_chips_per_host: Some(4),
+        topologies: &[
+            "1x1x1", "2x2x1", "2x2x2", "2x2x4", "2x4x4", "4x4x4", "4x4x8", "4x4x12", "4x4x16",
+            "4x8x8",
+        ],
+        cube_rule: None,
     },
 ];
 
@@ -231,7 +261,8 @@ pub struct Accelerator<'a> {
     pub name: &'a str,
     pub dims: u8,
     pub chips_per_host: &'a [u32],
-    pub multi_host_chips_per_host: u32,
+    /// Chips per host of the multi-host slices; `None` where every slice is one host.
+    pub multi_host_chips_per_host: Option<u32>,
     pub topologies: Shapes<'a>,
     pub cube_rule: Option<(u32, bool)>,
 }
@@ -244,7 +275,8 @@ pub fn lookup<'a>(overrides: &'a Overrides, name: &'a str) -> Option<Accelerator
             name,
             dims: entry.dims,
             chips_per_host: &entry.chips_per_host,
-            multi_host_chips_per_host: entry.multi_host_chips_per_host.unwrap_or(largest),
+            multi_host_chips_per_host: (!entry.single_host)
+                .then(|| entry.multi_host_chips_per_host.unwrap_or(largest)),
             topologies: Shapes::Setting(&entry.topologies),
             cube_rule: entry.cube_rule.as_ref().map(|c| (c.max_cubes, c.sorted)),
         });
@@ -351,6 +383,10 @@ mod tests {
     #[case::v6e_wrong_rank("tpu-v6e-slice", "2x2x1", false)]
     #[case::tpu7x_single("tpu7x", "1x1x1", true)]
     #[case::tpu7x_144_cubes("tpu7x", "12x12x16", true)]
+    #[case::v5e_device_one_host_of_eight("tpu-v5-lite-device", "2x4", true)]
+    #[case::v5e_device_no_multi_host("tpu-v5-lite-device", "4x4", false)]
+    #[case::tpu7_four_cubes("tpu7", "4x8x8", true)]
+    #[case::tpu7_no_cube_rule("tpu7", "8x8x8", false)]
     fn the_table_allows_what_section_7_lists(
         #[case] name: &str,
         #[case] topology: &str,
@@ -372,13 +408,14 @@ mod tests {
                 dims: 2,
                 chips_per_host: vec![4],
                 multi_host_chips_per_host: None,
+                single_host: false,
                 topologies: vec!["32x32".into()],
                 cube_rule: None,
             },
         );
         let acc = lookup(&settings.accelerators, "tpu-v6e-slice").unwrap();
         assert!(acc.topologies.contains("32x32") && !acc.topologies.contains("4x4"));
-        assert_eq!(acc.multi_host_chips_per_host, 4);
+        assert_eq!(acc.multi_host_chips_per_host, Some(4));
         assert!(lookup(&settings.accelerators, "tpu-v9").is_none());
     }
 

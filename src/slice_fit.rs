@@ -16,6 +16,10 @@ pub enum Misfit {
     MultiHost {
         chips: u32,
     },
+    /// The accelerator has no multi-host slices: one pod holds the whole slice.
+    OneHost {
+        chips: u32,
+    },
     Hosts {
         hosts: u32,
     },
@@ -35,8 +39,12 @@ pub fn misfit(acc: &Accelerator, raw: &str, per_pod: u32, parallelism: u32) -> O
         return Some(Misfit::ChipsPerPod { chips });
     }
     let hosts = chips / per_pod;
-    if hosts > 1 && per_pod != acc.multi_host_chips_per_host {
-        return Some(Misfit::MultiHost { chips });
+    if hosts > 1 {
+        match acc.multi_host_chips_per_host {
+            None => return Some(Misfit::OneHost { chips }),
+            Some(multi) if per_pod != multi => return Some(Misfit::MultiHost { chips }),
+            Some(_) => {}
+        }
     }
     (hosts != parallelism).then_some(Misfit::Hosts { hosts })
 }
@@ -228,6 +236,11 @@ mod tests {
     #[case::v5p_thirty_two_hosts("tpu-v5p-slice", 4, 32, &["4x4x8"])]
     #[case::v4_unsorted("tpu-v4-podslice", 4, 32, &["4x4x8", "4x8x4", "8x4x4"])]
     #[case::tpu7x_one_chip("tpu7x", 1, 1, &["1x1x1"])]
+    #[case::v5e_device_one_host_of_eight("tpu-v5-lite-device", 8, 1, &["2x4"])]
+    #[case::v5e_device_one_host_of_four("tpu-v5-lite-device", 4, 1, &["2x2"])]
+    #[case::v5e_device_never_two_hosts("tpu-v5-lite-device", 4, 2, &[])]
+    #[case::tpu7_sixteen_hosts("tpu7", 4, 16, &["4x4x4"])]
+    #[case::tpu7_forty_eight_hosts("tpu7", 4, 48, &["4x4x12"])]
     fn lists_the_shapes_t4_accepts(
         #[case] name: &str,
         #[case] per_pod: u32,
@@ -250,7 +263,7 @@ mod tests {
         for accelerator in [None, Some("tpu-v9")] {
             assert_eq!(
                 topology_hint(&table, accelerator, 8, 1),
-                "the topology of your accelerator that fits 1 host with 8 chips per pod: \"2x4\" on tpu-v5-lite-podslice, \"2x4\" on tpu-v6e-slice"
+                "the topology of your accelerator that fits 1 host with 8 chips per pod: \"2x4\" on tpu-v5-lite-device, \"2x4\" on tpu-v5-lite-podslice, \"2x4\" on tpu-v6e-slice"
             );
         }
         assert_eq!(

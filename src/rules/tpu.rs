@@ -89,13 +89,23 @@ fn narrowed_topology<'r>(r: &'r ReplicatedJob, settings: &Settings) -> Option<&'
     left.all(|t| t == first).then_some(first)
 }
 
+/// Whether the flavour chose an accelerator that the table lacks and the marked terms left
+/// open: the policy cannot judge its shapes, so it asks for no topology either.
+fn left_open(r: &ReplicatedJob, settings: &Settings) -> bool {
+    let (Some(mark), Some(pin)) = (&r.mark, pinned(r, &settings.accelerator_label)) else {
+        return false;
+    };
+    mark.leaves_open(pin.value) && accelerators::lookup(&settings.accelerators, pin.value).is_none()
+}
+
 fn t3(view: &JobSetView, settings: &Settings, read_mark: bool) -> Vec<Violation> {
     if !settings.require_tpu_node_selectors {
         return Vec::new();
     }
     let mut out = Vec::new();
     for (_, r) in view.tpu_jobs() {
-        let narrowed = read_mark && narrowed_topology(r, settings).is_some();
+        let narrowed =
+            read_mark && (narrowed_topology(r, settings).is_some() || left_open(r, settings));
         let selected = [
             narrowed || pinned(r, &settings.accelerator_label).is_some(),
             // GKE dynamic slicing names the topology in a pod template annotation instead.
@@ -197,6 +207,15 @@ pub fn t4_topology_fits_the_slice(plan: &JobSetPlan) -> Vec<Violation> {
     out
 }
 
+/// `1 or 4 or 8`: the chips of each machine type of `acc`.
+fn chip_counts(acc: &Accelerator) -> String {
+    acc.chips_per_host
+        .iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join(" or ")
+}
+
 fn check_slice(r: &ReplicatedJob, acc: &Accelerator, topology: &Pin) -> Option<Violation> {
     let per_pod = r.chips_per_pod;
     let misfit = slice_fit::misfit(acc, topology.value, per_pod, r.parallelism)?;
@@ -224,15 +243,27 @@ fn check_slice(r: &ReplicatedJob, acc: &Accelerator, topology: &Pin) -> Option<V
             ),
             format!(
                 "a pod takes a whole host: ask for {} chips per pod, as the machine type has",
-                acc.chips_per_host
-                    .iter()
-                    .map(u32::to_string)
-                    .collect::<Vec<_>>()
-                    .join(" or ")
+                chip_counts(acc)
             ),
         ),
+        Misfit::OneHost { chips } => Violation::new(
+            Rule::T4,
+            containers(),
+            format!(
+                "ask for {per_pod} chips per pod, but a {} slice is one host: its {} slice ({chips} chips) runs in one pod",
+                acc.name, topology.value
+            ),
+            if acc.chips_per_host.contains(&chips) {
+                format!("ask for {chips} chips per pod and set parallelism and completions to 1")
+            } else {
+                format!(
+                    "select a topology of one host, whose chips are {} chips per pod, and set parallelism and completions to 1",
+                    chip_counts(acc)
+                )
+            },
+        ),
         Misfit::MultiHost { chips } => {
-            let multi = acc.multi_host_chips_per_host;
+            let multi = acc.multi_host_chips_per_host.unwrap_or(per_pod).max(1);
             Violation::new(
                 Rule::T4,
                 containers(),
