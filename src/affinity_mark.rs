@@ -18,6 +18,15 @@ pub struct AffinityMark {
     /// The topology label key (setting `topologyLabel`).
     pub topology: String,
     pub pairs: Pairs,
+    /// When not empty, one more term admits a node of any accelerator but these (the table's
+    /// names): a flavour of an accelerator the table lacks is left open, since the policy
+    /// cannot judge its slice shapes (docs/contributing/spec.md §4.7).
+    #[serde(
+        default,
+        rename = "anyAcceleratorBut",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub any_accelerator_but: Vec<String>,
 }
 
 impl AffinityMark {
@@ -32,16 +41,33 @@ impl AffinityMark {
         serde_json::from_str(text).ok()
     }
 
-    /// The two expressions each pair adds to a term, one pair after the other.
-    pub fn pair_expressions(&self) -> Vec<[Value; 2]> {
-        self.pairs
+    /// The expressions each of the policy's terms adds: two per pair (accelerator In,
+    /// topology In), one after the other, then the accelerator NotIn the table's names where
+    /// unknown accelerators are left open.
+    pub fn term_expressions(&self) -> Vec<Vec<Value>> {
+        let mut out: Vec<Vec<Value>> = self
+            .pairs
             .iter()
             .map(|(accelerator, topologies)| {
-                [
+                vec![
                     json!({"key": self.accelerator, "operator": "In", "values": [accelerator]}),
                     json!({"key": self.topology, "operator": "In", "values": topologies}),
                 ]
             })
-            .collect()
+            .collect();
+        if !self.any_accelerator_but.is_empty() {
+            out.push(vec![json!({
+                "key": self.accelerator,
+                "operator": "NotIn",
+                "values": self.any_accelerator_but,
+            })]);
+        }
+        out
+    }
+
+    /// Whether the terms leave `accelerator`, one the table lacks, open.
+    pub fn leaves_open(&self, accelerator: &str) -> bool {
+        !self.any_accelerator_but.is_empty()
+            && !self.any_accelerator_but.iter().any(|a| a == accelerator)
     }
 }

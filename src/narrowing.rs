@@ -88,6 +88,11 @@ fn intersect(a: &Pairs, b: &Pairs) -> Pairs {
 pub struct ShapePlan {
     pub own: Vec<Option<Shapes>>,
     pub group: Vec<Option<Pairs>>,
+    /// Whether a flavour of an accelerator the table lacks is left open to the replicated job:
+    /// it leaves the accelerator to the queue, alone in its slice group (two members could get
+    /// two such flavours, which G5 exists to prevent), and the table does not refuse what it
+    /// does not know (`rejectUnknownAccelerators`).
+    pub unknown_open: Vec<bool>,
 }
 
 /// `slice_groups` are the members of each slice group.
@@ -102,7 +107,21 @@ pub fn plan<'g, 'v: 'g, 'a: 'v>(
         .map(|r| r.is_tpu().then(|| own_shapes(r, settings)))
         .collect();
     let mut group = vec![None; view.replicated_jobs.len()];
+    let mut unknown_open: Vec<bool> = view
+        .replicated_jobs
+        .iter()
+        .map(|r| {
+            r.is_tpu()
+                && !settings.reject_unknown_accelerators
+                && pinned(r, &settings.accelerator_label).is_none()
+        })
+        .collect();
     for members in slice_groups {
+        if members.len() > 1 {
+            for m in members {
+                unknown_open[m.index] = false;
+            }
+        }
         let judged: Vec<&Pairs> = members
             .iter()
             .filter_map(|m| own[m.index].as_ref()?.pairs())
@@ -119,24 +138,40 @@ pub fn plan<'g, 'v: 'g, 'a: 'v>(
             }
         }
     }
-    ShapePlan { own, group }
+    ShapePlan {
+        own,
+        group,
+        unknown_open,
+    }
 }
 
 /// The narrowing each replicated job gets (docs/contributing/spec.md §4.7): where its own selection leaves the
-/// accelerator or the topology open and its group leaves some pair, the mark of those pairs.
+/// accelerator or the topology open and its group leaves some pair, the mark of those pairs,
+/// and of the accelerators the table lacks where those are left open. None where the nodes
+/// carry no GKE labels to select (`requireTpuNodeSelectors: false`).
 pub fn marks(shapes: &ShapePlan, settings: &Settings) -> Vec<Option<AffinityMark>> {
-    if !settings.narrow_queued_jobsets {
+    if !settings.narrow_queued_jobsets || !settings.require_tpu_node_selectors {
         return vec![None; shapes.own.len()];
     }
+    let known: Vec<String> = accelerators::known_names(&settings.accelerators)
+        .into_iter()
+        .map(str::to_string)
+        .collect();
     shapes
         .own
         .iter()
         .zip(shapes.group.iter().cloned())
-        .map(|(own, group)| match (own, group) {
+        .zip(&shapes.unknown_open)
+        .map(|((own, group), &unknown_open)| match (own, group) {
             (Some(Shapes::Open(_)), Some(pairs)) if !pairs.is_empty() => Some(AffinityMark {
                 accelerator: settings.accelerator_label.clone(),
                 topology: settings.topology_label.clone(),
                 pairs,
+                any_accelerator_but: if unknown_open {
+                    known.clone()
+                } else {
+                    Vec::new()
+                },
             }),
             _ => None,
         })
@@ -158,13 +193,18 @@ pub fn count(pairs: &Pairs) -> usize {
 }
 
 /// The CREATE warning that says what the narrowing added, in words.
-pub fn warning(rjob: &ReplicatedJob, pairs: &Pairs) -> String {
+pub fn warning(rjob: &ReplicatedJob, mark: &AffinityMark) -> String {
+    let unknown = if mark.any_accelerator_but.is_empty() {
+        ""
+    } else {
+        "; a flavour whose accelerator is not in the accelerator table is left open, since the policy cannot judge its slice shapes"
+    };
     format!(
-        "{}: replicated job {:?} leaves its slice shape to the queue, so it is limited to slices of {} hosts with {} chips per pod: {} (a required node affinity, so that Kueue admits it only into a flavour where it fits)",
+        "{}: replicated job {:?} leaves its slice shape to the queue, so it is limited to slices of {} hosts with {} chips per pod: {} (a required node affinity, so that Kueue admits it only into a flavour where it fits){unknown}",
         rjob.at.pod_template().spec_field("affinity"),
         rjob.name,
         rjob.parallelism,
         rjob.chips_per_pod,
-        describe(pairs)
+        describe(&mark.pairs)
     )
 }

@@ -3,6 +3,7 @@
 //! pod set's node selection with a flavour's node labels, on the label keys that the flavours
 //! of the resource group carry. A replicated job fits a flavour when one of the slice shapes of
 //! §4.7 that fit it has the flavour's accelerator and topology.
+use crate::accelerators;
 use crate::affinity_mark::Pairs;
 use crate::jobset_plan::JobSetPlan;
 use crate::narrowing::{self, Shapes};
@@ -113,9 +114,16 @@ pub fn judge(plan: &JobSetPlan, queue: &Queue) -> QueueFindings {
             Some(Shapes::Fixed(p) | Shapes::Open(p)) => p,
             _ => continue,
         };
+        // A flavour of an accelerator the table lacks is left open (docs/contributing/spec.md §4.7).
+        let unknown = |f: &Flavour| {
+            plan.shapes().unknown_open[rjob.index]
+                && f.labels
+                    .get(acc_key)
+                    .is_some_and(|a| accelerators::lookup(&settings.accelerators, a).is_none())
+        };
         let (fit, misfit): (Vec<&Flavour>, Vec<&Flavour>) = flavours
             .iter()
-            .partition(|f| fits(f, pairs, (acc_key, topo_key), acc_carried));
+            .partition(|f| fits(f, pairs, (acc_key, topo_key), acc_carried) || unknown(f));
         if fit.is_empty() {
             out.violations
                 .push(no_flavour_fits(plan, rjob, pairs, &named, &shown(&misfit)));

@@ -63,7 +63,7 @@ pub(super) fn admit_create(
         warnings.extend(
             narrowings
                 .iter()
-                .map(|n| narrowing::warning(&view.replicated_jobs[n.index], &n.mark.pairs)),
+                .map(|n| narrowing::warning(&view.replicated_jobs[n.index], &n.mark)),
         );
         let stamps = mutate::stamp_jobset::changes(&view, &facts);
         ((stamps, narrowings), warnings)

@@ -1,6 +1,6 @@
 //! JobSet CREATE: the narrowing of docs/contributing/spec.md §4.7 written into each replicated job's pod template,
 //! as a required node affinity and the policy's mark. The author's own terms are kept whole:
-//! each is repeated once per pair, with the pair's two expressions appended, so that Kueue,
+//! each is repeated once per term of the mark, with its expressions appended, so that Kueue,
 //! which drops an affinity that a term leaves empty after its label filter, keeps it.
 use super::{object_at, pod_template_steps};
 use crate::affinity_mark::AffinityMark;
@@ -18,13 +18,13 @@ pub struct Narrowing {
 
 /// The required terms of `rjob` narrowed to `mark`'s pairs.
 fn narrowed_terms(rjob: &ReplicatedJob, mark: &AffinityMark) -> Vec<Value> {
-    let pairs = mark.pair_expressions();
+    let pairs = mark.term_expressions();
     if rjob.own_terms.is_empty() {
         return pairs
             .into_iter()
             .map(|pair| {
                 let mut term = Map::new();
-                term.insert("matchExpressions".into(), Value::Array(pair.to_vec()));
+                term.insert("matchExpressions".into(), Value::Array(pair));
                 Value::Object(term)
             })
             .collect();

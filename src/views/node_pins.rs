@@ -149,23 +149,23 @@ fn required_terms(pod_spec: &Object, at: SpecAt) -> Result<&[Value], InputError>
 }
 
 /// The author's terms, when the stored ones are exactly what the policy makes of them with
-/// `mark`: each own term repeated once per pair, in order, with the pair's two expressions
+/// `mark`: each own term repeated once per term of the mark, in order, with its expressions
 /// appended. `None` when they are not (the template was edited since): then every stored term
 /// counts as the author's. Terms made from no own term hold the pair's expressions alone.
 fn strip_mark<'a>(stored: &[OwnTerm<'a>], mark: &AffinityMark) -> Option<Vec<OwnTerm<'a>>> {
-    let added = mark.pair_expressions();
+    let added = mark.term_expressions();
     if added.is_empty() || stored.is_empty() || !stored.len().is_multiple_of(added.len()) {
         return None;
     }
     let mut own = Vec::new();
     for chunk in stored.chunks(added.len()) {
         let first = chunk[0];
-        let keep = first.expressions.len().checked_sub(2)?;
+        let keep = first.expressions.len().checked_sub(added[0].len())?;
         let prefix = &first.expressions[..keep];
         for (term, pair) in chunk.iter().zip(&added) {
             let (theirs, ours) = term
                 .expressions
-                .split_at(term.expressions.len().checked_sub(2)?);
+                .split_at(term.expressions.len().checked_sub(pair.len())?);
             let same_rest = term.term.len() == first.term.len()
                 && term
                     .term

@@ -1,7 +1,7 @@
 //! Every accelerator label GKE puts on TPU nodes (issue 45, item 3), on the real Kueue and
 //! scheduler: a flavour of v5e's single-host machine types (`tpu-v5-lite-device`) admits a
 //! single-host JobSet that leaves its shape to the queue; a flavour whose accelerator the
-//! table does not know is not skipped because of the policy's narrowing (docs/spec.md §4.7);
+//! table does not know is not skipped because of the policy's narrowing (docs/contributing/spec.md §4.7);
 //! and with `requireTpuNodeSelectors: false` no node affinity is written, so a JobSet runs on
 //! TPU nodes without GKE's labels.
 //!
@@ -41,7 +41,7 @@ const NO_GKE_NAMESPACE: &str = "accel-no-gke-labels";
 
 const ACCELERATOR: &str = "cloud.google.com/gke-tpu-accelerator";
 
-/// The narrowing's CREATE warning on [`jobset`] with `chips` per pod (docs/spec.md §4.7).
+/// The narrowing's CREATE warning on [`jobset`] with `chips` per pod (docs/contributing/spec.md §4.7).
 fn narrowed_warning(chips: u32, pairs: &str) -> String {
     format!(
         "spec.replicatedJobs[0].template.spec.template.spec.affinity: replicated job \"slice\" leaves its slice shape to the queue, so it is limited to slices of 1 hosts with {chips} chips per pod: {pairs} (a required node affinity, so that Kueue admits it only into a flavour where it fits); a flavour whose accelerator is not in the accelerator table is left open, since the policy cannot judge its slice shapes"

@@ -230,7 +230,7 @@ pub(crate) async fn misfit_warned(
 /// the module, granted what the queue-check manifest grants and answered by the API server as
 /// policy-server answers (context_aware.rs), each call recorded in kwctl's session format.
 /// It asks v1beta2 alone and refuses the misfit JobSet with Q1, as the webhook did. And the
-/// answer it falls back on (docs/spec.md §8): the API server's for a group version it does
+/// answer it falls back on (docs/contributing/spec.md §8): the API server's for a group version it does
 /// not serve, in policy-evaluator's words.
 pub(crate) async fn reads_v1beta2(plane: &ControlPlane) -> anyhow::Result<Failures> {
     use multislice_cluster::context_aware::ClusterBackend;
