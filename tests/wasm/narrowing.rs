@@ -74,7 +74,8 @@ fn a_pinned_topology_leaves_the_accelerators_where_it_fits() {
             ["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"],
         json!([
             {"matchExpressions": [expr(ACC, &["tpu-v5-lite-podslice"]), expr(TOPO, &["4x4"])]},
-            {"matchExpressions": [expr(ACC, &["tpu-v6e-slice"]), expr(TOPO, &["4x4"])]}
+            {"matchExpressions": [expr(ACC, &["tpu-v6e-slice"]), expr(TOPO, &["4x4"])]},
+            any_accelerator_but_the_table(),
         ])
     );
 }
@@ -143,8 +144,113 @@ fn t3_at_the_unsuspend_reads_what_the_flavour_leaves_of_the_pairs() {
     assert_eq!(
         outcome.message.unwrap(),
         format!(
-            "[T3] {path} (replicated job \"slice\"): does not select {ACC}, so the pods may land on any TPU node; add {ACC} to the nodeSelector, or a required node affinity with one In value, set to the accelerator of your TPU nodes (\"tpu-v4-podslice\" or \"tpu-v5p-slice\" or \"tpu-v5-lite-podslice\" or \"tpu-v6e-slice\" or \"tpu7x\" fit 4 hosts with 4 chips per pod); see docs/rules.md, T3\n\
-             [T3] {path} (replicated job \"slice\"): does not select {TOPO}, so the pods may land on any TPU node; add {TOPO} to the nodeSelector, or a required node affinity with one In value, set to the topology of your accelerator that fits 4 hosts with 4 chips per pod: \"2x2x4\" on tpu-v4-podslice, \"2x2x4\" on tpu-v5p-slice, \"4x4\" on tpu-v5-lite-podslice, \"4x4\" on tpu-v6e-slice, \"2x2x4\" on tpu7x; see docs/rules.md, T3"
+            "[T3] {path} (replicated job \"slice\"): does not select {ACC}, so the pods may land on any TPU node; add {ACC} to the nodeSelector, or a required node affinity with one In value, set to the accelerator of your TPU nodes (\"tpu-v4-podslice\" or \"tpu-v5p-slice\" or \"tpu-v5-lite-podslice\" or \"tpu-v6e-slice\" or \"tpu7x\" or \"tpu7\" fit 4 hosts with 4 chips per pod); see docs/rules.md, T3\n\
+             [T3] {path} (replicated job \"slice\"): does not select {TOPO}, so the pods may land on any TPU node; add {TOPO} to the nodeSelector, or a required node affinity with one In value, set to the topology of your accelerator that fits 4 hosts with 4 chips per pod: \"2x2x4\" on tpu-v4-podslice, \"2x2x4\" on tpu-v5p-slice, \"4x4\" on tpu-v5-lite-podslice, \"4x4\" on tpu-v6e-slice, \"2x2x4\" on tpu7x, \"2x2x4\" on tpu7; see docs/rules.md, T3"
         )
+    );
+}
+
+/// The NotIn term that leaves a flavour of an accelerator the table lacks open.
+fn any_accelerator_but_the_table() -> Value {
+    json!({"matchExpressions": [{"key": ACC, "operator": "NotIn", "values": [
+        "tpu-v4-podslice", "tpu-v5p-slice", "tpu-v5-lite-device", "tpu-v5-lite-podslice",
+        "tpu-v6e-slice", "tpu7x", "tpu7"]}]})
+}
+
+/// A queued one-host JobSet of 8 chips that leaves its shape to the queue: GKE's single-host v5e
+/// (`tpu-v5-lite-device` 2x4, ct5l-hightpu-8t) is one of its shapes, and a flavour of an
+/// accelerator the table lacks is left open, in a term of its own; the warning says both.
+#[test]
+fn a_one_host_jobset_fits_v5e_device_and_unknown_accelerators_are_left_open() {
+    let mut jobset = fixture_request("jobset-v6e-example", JobSetApi::V09)["object"].clone();
+    let job = &mut jobset["spec"]["replicatedJobs"][0]["template"]["spec"];
+    job["parallelism"] = json!(1);
+    job["completions"] = json!(1);
+    job["template"]["spec"]["containers"][0]["resources"]["limits"]["google.com/tpu"] = json!(8);
+    let outcome = create(&jobset, &no_settings());
+    assert!(outcome.accepted, "{:?}", outcome.message);
+    let admitted = patched(&jobset, &outcome);
+    assert_eq!(
+        pod_spec_of(&admitted)["affinity"]["nodeAffinity"]
+            ["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"],
+        json!([
+            {"matchExpressions": [expr(ACC, &["tpu-v5-lite-device"]), expr(TOPO, &["2x4"])]},
+            {"matchExpressions": [expr(ACC, &["tpu-v5-lite-podslice"]), expr(TOPO, &["2x4"])]},
+            {"matchExpressions": [expr(ACC, &["tpu-v6e-slice"]), expr(TOPO, &["2x4"])]},
+            any_accelerator_but_the_table(),
+        ])
+    );
+    assert_eq!(
+        outcome.warnings,
+        ["spec.replicatedJobs[0].template.spec.template.spec.affinity: replicated job \"slice\" leaves its slice shape to the queue, so it is limited to slices of 1 hosts with 8 chips per pod: tpu-v5-lite-device 2x4, tpu-v5-lite-podslice 2x4, tpu-v6e-slice 2x4 (a required node affinity, so that Kueue admits it only into a flavour where it fits); a flavour whose accelerator is not in the accelerator table is left open, since the policy cannot judge its slice shapes"]
+    );
+    let again = create(&admitted, &no_settings());
+    assert_eq!((again.patch, again.warnings), (None, vec![]));
+}
+
+/// Kueue unsuspends the narrowed JobSet into a flavour of an accelerator the table lacks: T3
+/// and T4 let it run, whether the flavour labels the topology too or the accelerator alone,
+/// and T4 says that it could not check the shape.
+#[test]
+fn t3_and_t4_let_a_flavour_of_an_unknown_accelerator_run() {
+    let open = fixture_request("jobset-v6e-example", JobSetApi::V09)["object"].clone();
+    let mut stored = patched(&open, &create(&open, &no_settings()));
+    stored["spec"]["suspend"] = json!(true);
+    for labels in [
+        json!({ACC: "tpu-v9-slice", TOPO: "4x4"}),
+        json!({ACC: "tpu-v9-slice"}),
+    ] {
+        let mut resumed = stored.clone();
+        resumed["spec"]["suspend"] = json!(false);
+        resumed["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+            ["nodeSelector"] = labels.clone();
+        let outcome = validate(
+            &admission_request(Kind::JobSet, "UPDATE", &resumed, Some(&stored)),
+            &no_settings(),
+        );
+        assert!(outcome.accepted, "{labels}: {:?}", outcome.message);
+        assert_eq!(
+            outcome.warnings,
+            ["spec.replicatedJobs[0].template.spec.template.spec.nodeSelector[\"cloud.google.com/gke-tpu-accelerator\"]: accelerator \"tpu-v9-slice\" is not in the accelerator table, so its topology was not checked; add it to the accelerators setting"],
+            "{labels}"
+        );
+    }
+}
+
+/// Where the policy refuses what it does not know (`rejectUnknownAccelerators`), or the
+/// author pins a known accelerator, no term is left open.
+#[test]
+fn no_term_is_left_open_where_the_accelerator_is_known_or_unknown_ones_are_refused() {
+    let open = fixture_request("jobset-v6e-example", JobSetApi::V09)["object"].clone();
+    let outcome = create(&open, &json!({"rejectUnknownAccelerators": true}));
+    let terms = pod_spec_of(&patched(&open, &outcome))["affinity"]["nodeAffinity"]
+        ["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+        .clone();
+    assert!(!terms
+        .as_array()
+        .unwrap()
+        .contains(&any_accelerator_but_the_table()));
+    assert!(
+        outcome.warnings[0].ends_with("so that Kueue admits it only into a flavour where it fits)")
+    );
+    let pinned = v6e_example_with(json!({"nodeSelector": {ACC: "tpu-v6e-slice"}}));
+    let outcome = create(&pinned, &no_settings());
+    assert_eq!(
+        pod_spec_of(&patched(&pinned, &outcome))["affinity"]["nodeAffinity"]
+            ["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"],
+        json!([{"matchExpressions": [expr(ACC, &["tpu-v6e-slice"]), expr(TOPO, &["4x4"])]}])
+    );
+}
+
+/// `requireTpuNodeSelectors: false` is a cluster without GKE's labels: no node affinity at all.
+#[test]
+fn no_affinity_without_gke_labels() {
+    let jobset = fixture_request("jobset-v6e-example", JobSetApi::V09)["object"].clone();
+    let outcome = create(&jobset, &json!({"requireTpuNodeSelectors": false}));
+    assert!(outcome.accepted, "{:?}", outcome.message);
+    assert!(outcome.warnings.is_empty(), "{:?}", outcome.warnings);
+    assert_eq!(
+        pod_spec_of(&patched(&jobset, &outcome))["affinity"],
+        Value::Null
     );
 }

@@ -193,8 +193,9 @@ fn a_super_slice_without_its_annotation_has_no_topology_and_no_placement() {
 }
 
 /// The required node affinity JobSet's v6e example gets (docs/contributing/spec.md §4.7): one term per
-/// accelerator of the table, each with the topologies where 4 pods of 4 chips make one slice.
-pub const V6E_EXAMPLE_AFFINITY: &str = r#"{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"cloud.google.com/gke-tpu-accelerator","operator":"In","values":["tpu-v4-podslice"]},{"key":"cloud.google.com/gke-tpu-topology","operator":"In","values":["2x2x4"]}]},{"matchExpressions":[{"key":"cloud.google.com/gke-tpu-accelerator","operator":"In","values":["tpu-v5-lite-podslice"]},{"key":"cloud.google.com/gke-tpu-topology","operator":"In","values":["4x4"]}]},{"matchExpressions":[{"key":"cloud.google.com/gke-tpu-accelerator","operator":"In","values":["tpu-v5p-slice"]},{"key":"cloud.google.com/gke-tpu-topology","operator":"In","values":["2x2x4"]}]},{"matchExpressions":[{"key":"cloud.google.com/gke-tpu-accelerator","operator":"In","values":["tpu-v6e-slice"]},{"key":"cloud.google.com/gke-tpu-topology","operator":"In","values":["4x4"]}]},{"matchExpressions":[{"key":"cloud.google.com/gke-tpu-accelerator","operator":"In","values":["tpu7x"]},{"key":"cloud.google.com/gke-tpu-topology","operator":"In","values":["2x2x4"]}]}]}}}"#;
+/// accelerator of the table, each with the topologies where 4 pods of 4 chips make one slice,
+/// and one that leaves an accelerator the table lacks open.
+pub const V6E_EXAMPLE_AFFINITY: &str = r#"{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"cloud.google.com/gke-tpu-accelerator","operator":"In","values":["tpu-v4-podslice"]},{"key":"cloud.google.com/gke-tpu-topology","operator":"In","values":["2x2x4"]}]},{"matchExpressions":[{"key":"cloud.google.com/gke-tpu-accelerator","operator":"In","values":["tpu-v5-lite-podslice"]},{"key":"cloud.google.com/gke-tpu-topology","operator":"In","values":["4x4"]}]},{"matchExpressions":[{"key":"cloud.google.com/gke-tpu-accelerator","operator":"In","values":["tpu-v5p-slice"]},{"key":"cloud.google.com/gke-tpu-topology","operator":"In","values":["2x2x4"]}]},{"matchExpressions":[{"key":"cloud.google.com/gke-tpu-accelerator","operator":"In","values":["tpu-v6e-slice"]},{"key":"cloud.google.com/gke-tpu-topology","operator":"In","values":["4x4"]}]},{"matchExpressions":[{"key":"cloud.google.com/gke-tpu-accelerator","operator":"In","values":["tpu7"]},{"key":"cloud.google.com/gke-tpu-topology","operator":"In","values":["2x2x4"]}]},{"matchExpressions":[{"key":"cloud.google.com/gke-tpu-accelerator","operator":"In","values":["tpu7x"]},{"key":"cloud.google.com/gke-tpu-topology","operator":"In","values":["2x2x4"]}]},{"matchExpressions":[{"key":"cloud.google.com/gke-tpu-accelerator","operator":"NotIn","values":["tpu-v4-podslice","tpu-v5p-slice","tpu-v5-lite-device","tpu-v5-lite-podslice","tpu-v6e-slice","tpu7x","tpu7"]}]}]}}}"#;
 
 /// Issue problem 1: JobSet's own v6e example, queued, with the node selectors left to the
 /// Kueue flavour. Accepted at CREATE, narrowed to the slice shapes that fit (docs/contributing/spec.md §4.7); T3
@@ -208,7 +209,7 @@ fn a_queued_jobset_waits_for_kueues_selectors(
     assert!(outcome.accepted, "{:?}", outcome.message);
     assert_eq!(
         outcome.warnings,
-        ["spec.replicatedJobs[0].template.spec.template.spec.affinity: replicated job \"slice\" leaves its slice shape to the queue, so it is limited to slices of 4 hosts with 4 chips per pod: tpu-v4-podslice 2x2x4, tpu-v5-lite-podslice 4x4, tpu-v5p-slice 2x2x4, tpu-v6e-slice 4x4, tpu7x 2x2x4 (a required node affinity, so that Kueue admits it only into a flavour where it fits)"]
+        ["spec.replicatedJobs[0].template.spec.template.spec.affinity: replicated job \"slice\" leaves its slice shape to the queue, so it is limited to slices of 4 hosts with 4 chips per pod: tpu-v4-podslice 2x2x4, tpu-v5-lite-podslice 4x4, tpu-v5p-slice 2x2x4, tpu-v6e-slice 4x4, tpu7 2x2x4, tpu7x 2x2x4 (a required node affinity, so that Kueue admits it only into a flavour where it fits); a flavour whose accelerator is not in the accelerator table is left open, since the policy cannot judge its slice shapes"]
     );
     let admitted = patched(&served_jobset, &outcome);
     let pod_template = &admitted["spec"]["replicatedJobs"][0]["template"]["spec"]["template"];
@@ -219,7 +220,7 @@ fn a_queued_jobset_waits_for_kueues_selectors(
     assert_eq!(
         pod_template["metadata"]["annotations"]["multislice.kubewarden.io/narrowed"],
         json!(
-            r#"{"accelerator":"cloud.google.com/gke-tpu-accelerator","topology":"cloud.google.com/gke-tpu-topology","pairs":{"tpu-v4-podslice":["2x2x4"],"tpu-v5-lite-podslice":["4x4"],"tpu-v5p-slice":["2x2x4"],"tpu-v6e-slice":["4x4"],"tpu7x":["2x2x4"]}}"#
+            r#"{"accelerator":"cloud.google.com/gke-tpu-accelerator","topology":"cloud.google.com/gke-tpu-topology","pairs":{"tpu-v4-podslice":["2x2x4"],"tpu-v5-lite-podslice":["4x4"],"tpu-v5p-slice":["2x2x4"],"tpu-v6e-slice":["4x4"],"tpu7":["2x2x4"],"tpu7x":["2x2x4"]},"anyAcceleratorBut":["tpu-v4-podslice","tpu-v5p-slice","tpu-v5-lite-device","tpu-v5-lite-podslice","tpu-v6e-slice","tpu7x","tpu7"]}"#
         )
     );
     // Admitted again, it is left as it is.
@@ -252,8 +253,8 @@ fn a_queued_jobset_waits_for_kueues_selectors(
     assert_eq!(
         outcome.message.as_deref(),
         Some(format!(
-            "[T3] {path} (replicated job \"slice\"): does not select cloud.google.com/gke-tpu-accelerator, so the pods may land on any TPU node; add cloud.google.com/gke-tpu-accelerator to the nodeSelector, or a required node affinity with one In value, set to the accelerator of your TPU nodes (\"tpu-v4-podslice\" or \"tpu-v5p-slice\" or \"tpu-v5-lite-podslice\" or \"tpu-v6e-slice\" or \"tpu7x\" fit 4 hosts with 4 chips per pod); see docs/rules.md, T3\n\
-             [T3] {path} (replicated job \"slice\"): does not select cloud.google.com/gke-tpu-topology, so the pods may land on any TPU node; add cloud.google.com/gke-tpu-topology to the nodeSelector, or a required node affinity with one In value, set to the topology of your accelerator that fits 4 hosts with 4 chips per pod: \"2x2x4\" on tpu-v4-podslice, \"2x2x4\" on tpu-v5p-slice, \"4x4\" on tpu-v5-lite-podslice, \"4x4\" on tpu-v6e-slice, \"2x2x4\" on tpu7x; see docs/rules.md, T3"
+            "[T3] {path} (replicated job \"slice\"): does not select cloud.google.com/gke-tpu-accelerator, so the pods may land on any TPU node; add cloud.google.com/gke-tpu-accelerator to the nodeSelector, or a required node affinity with one In value, set to the accelerator of your TPU nodes (\"tpu-v4-podslice\" or \"tpu-v5p-slice\" or \"tpu-v5-lite-podslice\" or \"tpu-v6e-slice\" or \"tpu7x\" or \"tpu7\" fit 4 hosts with 4 chips per pod); see docs/rules.md, T3\n\
+             [T3] {path} (replicated job \"slice\"): does not select cloud.google.com/gke-tpu-topology, so the pods may land on any TPU node; add cloud.google.com/gke-tpu-topology to the nodeSelector, or a required node affinity with one In value, set to the topology of your accelerator that fits 4 hosts with 4 chips per pod: \"2x2x4\" on tpu-v4-podslice, \"2x2x4\" on tpu-v5p-slice, \"4x4\" on tpu-v5-lite-podslice, \"4x4\" on tpu-v6e-slice, \"2x2x4\" on tpu7x, \"2x2x4\" on tpu7; see docs/rules.md, T3"
         ).as_str())
     );
 

@@ -99,8 +99,8 @@ fn unsuspending_without_selectors_is_rejected_by_t3() {
     assert_eq!(
         outcome.message.as_deref(),
         Some(format!(
-            "[T3] {path} (replicated job \"slice\"): does not select cloud.google.com/gke-tpu-accelerator, so the pods may land on any TPU node; add cloud.google.com/gke-tpu-accelerator to the nodeSelector, or a required node affinity with one In value, set to the accelerator of your TPU nodes (\"tpu-v4-podslice\" or \"tpu-v5p-slice\" or \"tpu-v5-lite-podslice\" or \"tpu-v6e-slice\" or \"tpu7x\" fit 4 hosts with 4 chips per pod); see docs/rules.md, T3\n\
-             [T3] {path} (replicated job \"slice\"): does not select cloud.google.com/gke-tpu-topology, so the pods may land on any TPU node; add cloud.google.com/gke-tpu-topology to the nodeSelector, or a required node affinity with one In value, set to the topology of your accelerator that fits 4 hosts with 4 chips per pod: \"2x2x4\" on tpu-v4-podslice, \"2x2x4\" on tpu-v5p-slice, \"4x4\" on tpu-v5-lite-podslice, \"4x4\" on tpu-v6e-slice, \"2x2x4\" on tpu7x; see docs/rules.md, T3"
+            "[T3] {path} (replicated job \"slice\"): does not select cloud.google.com/gke-tpu-accelerator, so the pods may land on any TPU node; add cloud.google.com/gke-tpu-accelerator to the nodeSelector, or a required node affinity with one In value, set to the accelerator of your TPU nodes (\"tpu-v4-podslice\" or \"tpu-v5p-slice\" or \"tpu-v5-lite-podslice\" or \"tpu-v6e-slice\" or \"tpu7x\" or \"tpu7\" fit 4 hosts with 4 chips per pod); see docs/rules.md, T3\n\
+             [T3] {path} (replicated job \"slice\"): does not select cloud.google.com/gke-tpu-topology, so the pods may land on any TPU node; add cloud.google.com/gke-tpu-topology to the nodeSelector, or a required node affinity with one In value, set to the topology of your accelerator that fits 4 hosts with 4 chips per pod: \"2x2x4\" on tpu-v4-podslice, \"2x2x4\" on tpu-v5p-slice, \"4x4\" on tpu-v5-lite-podslice, \"4x4\" on tpu-v6e-slice, \"2x2x4\" on tpu7x, \"2x2x4\" on tpu7; see docs/rules.md, T3"
         ).as_str())
     );
 }
@@ -247,4 +247,35 @@ fn n2_judges_a_jax_jobset_of_several_processes() {
     );
     let off = validate(&create(&jobset), &json!({"jaxEnv": "never"}));
     assert!(off.accepted, "{:?}", off.message);
+}
+
+/// T4 on GKE's single-host v5e (`tpu-v5-lite-device`, ct5l-hightpu-1t/4t/8t): a slice is one
+/// host, so one pod holds all its chips; no shape of it is ever split into hosts.
+#[rstest::rstest]
+#[case::one_host_of_eight("2x4", 8, 1, None)]
+#[case::one_host_of_four("2x2", 4, 1, None)]
+#[case::one_chip("1x1", 1, 1, None)]
+#[case::eight_chips_as_two_hosts("2x4", 4, 2, Some("[T4] spec.replicatedJobs[0].template.spec.template.spec.containers (replicated job \"slice\"): ask for 4 chips per pod, but a tpu-v5-lite-device slice is one host: its 2x4 slice (8 chips) runs in one pod; ask for 8 chips per pod and set parallelism and completions to 1; see docs/rules.md, T4"))]
+#[case::one_chip_per_pod("2x2", 1, 4, Some("[T4] spec.replicatedJobs[0].template.spec.template.spec.containers (replicated job \"slice\"): ask for 1 chips per pod, but a tpu-v5-lite-device slice is one host: its 2x2 slice (4 chips) runs in one pod; ask for 4 chips per pod and set parallelism and completions to 1; see docs/rules.md, T4"))]
+#[case::two_pods_of_a_whole_slice("2x2", 4, 2, Some("[T4] spec.replicatedJobs[0].template.spec.parallelism (replicated job \"slice\"): is 2 but a tpu-v5-lite-device 2x2 slice with 4 chips per pod has 1 hosts; set parallelism and completions to 1; see docs/rules.md, T4"))]
+#[case::multi_host_shape("4x4", 4, 4, Some("[T4] spec.replicatedJobs[0].template.spec.template.spec.nodeSelector[\"cloud.google.com/gke-tpu-topology\"] (replicated job \"slice\"): \"4x4\" is not a tpu-v5-lite-device topology; use one of 1x1, 2x2, 2x4; see docs/rules.md, T4"))]
+fn t4_reads_a_v5e_device_slice_as_one_host(
+    #[case] topology: &str,
+    #[case] chips: u32,
+    #[case] parallelism: u32,
+    #[case] message: Option<&str>,
+) {
+    let mut jobset = load_yaml(&test_data().join("rules/t4-pass.yaml")).unwrap();
+    let job = &mut jobset["spec"]["replicatedJobs"][0]["template"]["spec"];
+    job["parallelism"] = json!(parallelism);
+    job["completions"] = json!(parallelism);
+    let pod = &mut job["template"]["spec"];
+    pod["nodeSelector"] = json!({
+        "cloud.google.com/gke-tpu-accelerator": "tpu-v5-lite-device",
+        "cloud.google.com/gke-tpu-topology": topology,
+    });
+    pod["containers"][0]["resources"]["limits"]["google.com/tpu"] = json!(chips);
+    let outcome = validate(&create(&jobset), &no_settings());
+    assert_eq!(outcome.message.as_deref(), message);
+    assert_eq!(outcome.accepted, message.is_none());
 }

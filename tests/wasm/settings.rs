@@ -34,7 +34,7 @@ fn valid_settings_are_accepted(#[case] settings: Value) {
 #[case::accelerator(json!({"accelerators": {"x": {"dims": 4, "chipsPerHost": [], "topologies": ["2x2"]}}}),
     "accelerators[\"x\"].dims: is 4, use 2 or 3; accelerators[\"x\"].chipsPerHost: list one or more chip counts, each at least 1; accelerators[\"x\"].topologies[0]: \"2x2\" has 2 dimensions, the accelerator has 4")]
 #[case::accelerator_field(json!({"accelerators": {"x": {"dim": 2}}}),
-    "accelerators[\"x\"]: unknown field `dim`, expected one of `dims`, `chipsPerHost`, `multiHostChipsPerHost`, `topologies`, `cubeRule`")]
+    "accelerators[\"x\"]: unknown field `dim`, expected one of `dims`, `chipsPerHost`, `multiHostChipsPerHost`, `singleHost`, `topologies`, `cubeRule`")]
 #[case::not_json_object(json!("on"), "settings must be an object, found the string \"on\"")]
 fn invalid_settings_are_refused_with_a_message(#[case] settings: Value, #[case] message: &str) {
     assert_eq!(
