@@ -245,11 +245,15 @@ fuzz:
 # Runs an example JobSet (or Job) through the policy and the simulated controllers. The policy
 # runs as its library compiled natively, which answers as policy.wasm does on every fixture
 # (tests/wasm/native_agrees.rs), so a first preview builds neither the module nor wasmtime.
-PREVIEW_BIN := cargo build -q -p multislice-host --no-default-features --bin preview
+# It builds in a target directory of its own: cargo names the host's library by crate, not by
+# features, so a build without `wasm` in the shared one would overwrite the library the test
+# binaries link (a doctest then finds no `multislice_host`).
+PREVIEW_TARGET := $(CARGO_TARGET_DIR)/preview
+PREVIEW_BIN := cargo build -q -p multislice-host --no-default-features --bin preview --target-dir $(PREVIEW_TARGET)
 .PHONY: preview
 preview:
 	$(PREVIEW_BIN)
-	$(CARGO_TARGET_DIR)/debug/preview $(EXAMPLE) $(PREVIEW_ARGS)
+	$(PREVIEW_TARGET)/debug/preview $(EXAMPLE) $(PREVIEW_ARGS)
 
 # Regenerates test_data/requests/*.json from the YAML sources in test_data/.
 .PHONY: fixtures

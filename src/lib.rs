@@ -23,6 +23,7 @@ pub mod spelling;
 pub mod accelerators;
 pub mod settings;
 pub mod slice_fit;
+pub mod topology;
 
 // Views: read-only, typed views over the raw JobSet, Job, pod and pod spec.
 pub mod views;

@@ -7,7 +7,6 @@ use crate::capabilities::{Capabilities, GetResource};
 use crate::outcome::{Evaluator, Outcome, SettingsOutcome};
 use anyhow::Result;
 use jobset_multislice_policy::admission::{self, queue_lookup};
-use jobset_multislice_policy::views::kueue_queue::API_VERSION;
 use serde_json::{json, Value};
 
 /// The policy, natively. Its host calls reach its [`Capabilities`] (none unless given with
@@ -55,7 +54,12 @@ impl Evaluator for Native {
 /// it, and the host's refusal passed on as the text the module reads.
 impl queue_lookup::ClusterReader for Native {
     fn get(&self, request: &queue_lookup::GetResource) -> Result<Value, String> {
-        let call = GetResource::new(API_VERSION, request.kind, request.name, request.namespace);
+        let call = GetResource::new(
+            request.api_version,
+            request.kind,
+            request.name,
+            request.namespace,
+        );
         let payload = serde_json::to_vec(&call).map_err(|e| e.to_string())?;
         let answer =
             self.capabilities

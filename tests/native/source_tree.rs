@@ -384,7 +384,7 @@ const LAYERS: [(&str, &[&str]); 6] = [
             "paths",
         ],
     ),
-    ("configuration", &["accelerators", "settings", "slice_fit"]),
+    ("configuration", &["accelerators", "settings", "slice_fit", "topology"]),
     ("views", &["views"]),
     (
         "plans",

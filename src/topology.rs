@@ -1,0 +1,79 @@
+//! Slice topologies such as `4x4` or `2x2x4`, parsed with checked bounds (docs/contributing/spec.md §7).
+use std::fmt;
+
+/// A parsed topology such as `4x4` or `2x2x4`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Topology {
+    pub dims: [u32; 3],
+    pub rank: u8,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TopologyError {
+    Malformed,
+    WrongRank { expected: u8, found: usize },
+    Zero,
+    TooLarge,
+}
+
+impl fmt::Display for TopologyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TopologyError::Malformed => f.write_str("is not a topology like 4x4 or 2x2x4"),
+            TopologyError::WrongRank { expected, found } => {
+                write!(f, "has {found} dimensions, the accelerator has {expected}")
+            }
+            TopologyError::Zero => f.write_str("has a dimension of 0"),
+            TopologyError::TooLarge => f.write_str("is larger than any TPU slice"),
+        }
+    }
+}
+
+/// The largest dimension any TPU generation has; bounds the chip product well inside `u32`.
+const MAX_DIM: u32 = 1024;
+
+impl Topology {
+    pub fn parse(s: &str, rank: u8) -> Result<Topology, TopologyError> {
+        let parts: Vec<&str> = s.split('x').collect();
+        if parts.len() != usize::from(rank) {
+            if parts
+                .iter()
+                .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+            {
+                return Err(TopologyError::WrongRank {
+                    expected: rank,
+                    found: parts.len(),
+                });
+            }
+            return Err(TopologyError::Malformed);
+        }
+        let mut dims = [1u32; 3];
+        for (slot, part) in dims.iter_mut().zip(&parts) {
+            if part.is_empty() || part.len() > 9 || !part.bytes().all(|b| b.is_ascii_digit()) {
+                return Err(
+                    if part.len() > 9 && part.bytes().all(|b| b.is_ascii_digit()) {
+                        TopologyError::TooLarge
+                    } else {
+                        TopologyError::Malformed
+                    },
+                );
+            }
+            let n: u32 = part.parse().map_err(|_| TopologyError::Malformed)?;
+            if n == 0 {
+                return Err(TopologyError::Zero);
+            }
+            if n > MAX_DIM {
+                return Err(TopologyError::TooLarge);
+            }
+            *slot = n;
+        }
+        Ok(Topology { dims, rank })
+    }
+
+    /// Chips in the slice; at most 1024³, which fits in `u32` only up to 1625³, so checked.
+    pub fn chips(&self) -> Option<u32> {
+        self.dims[0]
+            .checked_mul(self.dims[1])?
+            .checked_mul(self.dims[2])
+    }
+}
