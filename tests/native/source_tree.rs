@@ -384,7 +384,10 @@ const LAYERS: [(&str, &[&str]); 6] = [
             "paths",
         ],
     ),
-    ("configuration", &["accelerators", "settings", "slice_fit", "topology"]),
+    (
+        "configuration",
+        &["accelerators", "settings", "slice_fit", "topology"],
+    ),
     ("views", &["views"]),
     (
         "plans",
