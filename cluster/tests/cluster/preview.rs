@@ -204,7 +204,7 @@ fn preview_queue_check_refuses() -> anyhow::Result<Failures> {
     let report: Value = serde_json::from_slice(&out.stdout)
         .map_err(|e| anyhow::anyhow!("cluster-preview printed no JSON report: {e}"))?;
     let object = &report["objects"][0];
-    let q1 = "[Q1] metadata.labels[\"kueue.x-k8s.io/queue-name\"]: names queue \"team-a/tpu-v5p\" (ClusterQueue \"preview\"), where replicated job \"slice\" fits no flavour of google.com/tpu: \"tpu-v5p-slice-2x2x2\" (tpu-v5p-slice 2x2x2); it needs a slice of 4 hosts with 4 chips per pod: tpu-v4-podslice 2x2x4, tpu-v5-lite-podslice 4x4, tpu-v5p-slice 2x2x4, tpu-v6e-slice 4x4, tpu7x 2x2x4, so Kueue would never admit it; submit it to a queue with a flavour of one of those shapes, or add such a flavour to the ClusterQueue; see docs/rules.md, Q1";
+    let q1 = "[Q1] metadata.labels[\"kueue.x-k8s.io/queue-name\"]: names queue \"team-a/tpu-v5p\" (ClusterQueue \"preview\"), where replicated job \"slice\" fits no flavour of google.com/tpu: \"tpu-v5p-slice-2x2x2\" (tpu-v5p-slice 2x2x2); it needs a slice of 4 hosts with 4 chips per pod: tpu-v4-podslice 2x2x4, tpu-v5-lite-podslice 4x4, tpu-v5p-slice 2x2x4, tpu-v6e-slice 4x4, tpu7 2x2x4, tpu7x 2x2x4, so Kueue would never admit it; submit it to a queue with a flavour of one of those shapes, or add such a flavour to the ClusterQueue; see docs/rules.md, Q1";
     f.eq(
         &object["allowed"],
         &json!(false),
