@@ -134,16 +134,23 @@ pub fn metadata_key(field_path: &str) -> Option<(&'static str, &str)> {
 /// know it. `injected` are the variables the policy puts before them, which the user's
 /// entries may reference; `lookup` answers a `fieldRef` path, or `None`.
 ///
-/// The work is linear in the container's env: names are found in a map, and the text the
-/// values resolve to is held to [`expansion_budget`], past which values are unknown. The
-/// kubelet would double a value with each `B=$(A)$(A)`, so without it a few hundred bytes of
-/// env could take the module's whole time.
+/// The work is linear in the container's env: names are found in a map, each `fieldRef` path
+/// is looked up once, and the text the values resolve to is held to [`expansion_budget`], past
+/// which values are unknown. The kubelet would double a value with each `B=$(A)$(A)`, and
+/// thousands of entries may read one large annotation, so without it a request of a few
+/// hundred kilobytes could take the module's whole time.
 pub fn resolve_all(
     entries: &[UserEntry],
     injected: &[WantedVar],
     lookup: &dyn Fn(&str) -> Option<String>,
 ) -> Vec<Option<String>> {
-    let mut budget = expansion_budget(entries, injected);
+    let mut fields: BTreeMap<&str, Option<String>> = BTreeMap::new();
+    for entry in entries {
+        if let Source::FieldRef(path) = entry.source {
+            fields.entry(path).or_insert_with(|| lookup(path));
+        }
+    }
+    let mut budget = expansion_budget(entries, injected, &fields);
     // Later definitions of a name replace earlier ones, as the kubelet reads them in order.
     let mut defined: BTreeMap<&str, Option<String>> = injected
         .iter()
@@ -154,7 +161,11 @@ pub fn resolve_all(
         let value = match entry.source {
             _ if budget == 0 => None,
             Source::Literal(text) => expand(text, &defined, budget),
-            Source::FieldRef(path) => lookup(path),
+            Source::FieldRef(path) => fields
+                .get(path)
+                .and_then(Option::as_deref)
+                .filter(|v| v.len() <= budget)
+                .map(str::to_string),
             Source::Other => None,
         };
         let value = value.filter(|v| v.len() <= budget);
@@ -166,9 +177,13 @@ pub fn resolve_all(
 }
 
 /// How much resolved text one container's env may come to: twice the text it was given
-/// (literals and the policy's values), and 4 KiB more for what references repeat. Only
-/// warnings depend on a resolved value, and an unknown one earns none.
-fn expansion_budget(entries: &[UserEntry], injected: &[WantedVar]) -> usize {
+/// (literals, the policy's values, and each field it reads, once), and 4 KiB more for what
+/// references repeat. Only warnings depend on a resolved value, and an unknown one earns none.
+fn expansion_budget(
+    entries: &[UserEntry],
+    injected: &[WantedVar],
+    fields: &BTreeMap<&str, Option<String>>,
+) -> usize {
     let given = entries
         .iter()
         .map(|e| match e.source {
@@ -176,6 +191,7 @@ fn expansion_budget(entries: &[UserEntry], injected: &[WantedVar]) -> usize {
             Source::FieldRef(_) | Source::Other => 0,
         })
         .chain(injected.iter().map(|v| v.value.len()))
+        .chain(fields.values().flatten().map(String::len))
         .fold(0usize, usize::saturating_add);
     given.saturating_mul(2).saturating_add(4096)
 }
@@ -290,6 +306,33 @@ mod tests {
             known.iter().map(|&n| Some(n)).collect::<Vec<_>>()[..]
         );
         assert!(lengths[12..].iter().all(Option::is_none), "{lengths:?}");
+    }
+
+    #[test]
+    fn a_large_field_is_known_once_and_its_copies_are_held_to_the_budget() {
+        // One 10 KiB annotation, read by three entries and referenced by a fourth: the field
+        // counts once towards the budget (2 * (10240 + 4) + 4096 = 24584), so the first two
+        // reads are known and the third would pass what is left.
+        let env = json!([
+            {"name": "A", "valueFrom": {"fieldRef": {"fieldPath": "metadata.annotations['big']"}}},
+            {"name": "B", "valueFrom": {"fieldRef": {"fieldPath": "metadata.annotations['big']"}}},
+            {"name": "C", "valueFrom": {"fieldRef": {"fieldPath": "metadata.annotations['big']"}}},
+            {"name": "D", "value": "$(A)"}
+        ]);
+        let (c, path) = entries(env);
+        let looked_up = std::cell::Cell::new(0);
+        let lookup = |p: &str| {
+            looked_up.set(looked_up.get() + 1);
+            (metadata_key(p) == Some(("annotations", "big"))).then(|| "v".repeat(10_240))
+        };
+        let got = resolve_all(
+            &user_entries(&env_entries(&c, &path)).unwrap(),
+            &[],
+            &lookup,
+        );
+        let lengths: Vec<Option<usize>> = got.iter().map(|v| v.as_ref().map(String::len)).collect();
+        assert_eq!(lengths, vec![Some(10_240), Some(10_240), None, None]);
+        assert_eq!(looked_up.get(), 1);
     }
 
     #[test]

@@ -132,6 +132,35 @@ fn env_entries_in_a_tpu_pod() {
     assert_eq!(env.last().unwrap()["value"], json!("$(E24999)"));
 }
 
+/// Every entry reads the same 1.4 MB annotation: the value is looked up once, and copied only
+/// up to the container's budget, so the answer cannot grow with entries times value.
+#[test]
+fn env_entries_that_read_one_large_annotation() {
+    let mut request = tpu_pod_request();
+    request["object"]["metadata"]["annotations"]["a"] = json!("v".repeat(1_400_000));
+    let mut env: Vec<Value> = (0..20_000)
+        .map(|i| {
+            json!({"name": format!("E{i}"), "valueFrom": {"fieldRef": {"fieldPath":
+                "metadata.annotations['a']"}}})
+        })
+        .collect();
+    env.push(json!({"name": "MEGASCALE_NUM_SLICES", "value": "$(E19999)"}));
+    request["object"]["spec"]["containers"][0]["env"] = json!(env);
+    let outcome = timed(
+        "a TPU pod with 20,000 env entries reading one 1.4 MB annotation",
+        &request,
+    );
+    assert!(outcome.accepted, "{:?}", outcome.message);
+    // E19999 is past the budget, so the user's MEGASCALE_NUM_SLICES is unknown: no warning.
+    assert_eq!(outcome.warnings, Vec::<String>::new());
+    let admitted = patched(&request["object"], &outcome);
+    let env = admitted["spec"]["containers"][0]["env"].as_array().unwrap();
+    assert_eq!(env.len(), 20_001 + 2);
+    assert_eq!(env[0]["name"], json!("MEGASCALE_SLICE_ID"));
+    assert_eq!(env[1]["name"], json!("MEGASCALE_COORDINATOR_ADDRESS"));
+    assert_eq!(env.last().unwrap()["value"], json!("$(E19999)"));
+}
+
 #[test]
 fn annotations_on_a_tpu_pod() {
     let mut request = tpu_pod_request();
