@@ -1,4 +1,4 @@
-//! make profile: one bench case in a loop, for a profiler (BENCHMARKS.md "Where the time goes").
+//! One bench case in a loop, for a profiler (BENCHMARKS.md "Profiling").
 //!
 //! usage: profile CASE CALLS [native|native-baseline|wasm|baseline|OTHER.wasm]
 //!   CASE: plain-pod, tpu-pod, job-pod, job-create, create-1x4, update-1x4 (nothing changed),
