@@ -25,7 +25,7 @@ pub struct Facts {
     #[serde(default, skip_serializing_if = "is_false")]
     pub coordinator_outside: bool,
     /// The `MEGASCALE_PORT` the slice coordinator's first TPU container sets itself: the
-    /// coordinator address names it (docs/spec.md §4.2).
+    /// coordinator address names it (docs/contributing/spec.md §4.2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub coordinator_port: Option<u32>,
     /// Other replicated jobs wait for this one to complete (JobSet `dependsOn`): its pods

@@ -31,7 +31,7 @@ fn first_with_pods<'v, 'a>(group: &Group<'v, 'a>) -> &'v ReplicatedJob<'a> {
 }
 
 /// `spec.coordinator`, unless it names a replicated job that others wait for to complete:
-/// its pods are gone by the time theirs start (docs/spec.md §3).
+/// its pods are gone by the time theirs start (docs/contributing/spec.md §3).
 fn running_coordinator<'v, 'a>(view: &'v JobSetView<'a>) -> Option<&'v CoordinatorRef<'a>> {
     view.coordinator.as_ref().filter(|c| {
         view.replicated_job(c.replicated_job)
@@ -86,7 +86,7 @@ fn jax_coordinator(
 }
 
 /// The `MEGASCALE_PORT` that the first TPU container of the slice group's coordinator sets
-/// itself, for the coordinator address (docs/spec.md §4.2). One that admission cannot read is
+/// itself, for the coordinator address (docs/contributing/spec.md §4.2). One that admission cannot read is
 /// left to the default, and a warning says so.
 fn coordinator_port(view: &JobSetView, group: &Group, warnings: &mut Vec<String>) -> Option<u32> {
     let rjob = match running_coordinator(view) {

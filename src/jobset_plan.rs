@@ -32,7 +32,7 @@ pub struct JobSetPlan<'v, 'a> {
     /// Replica groups in order of first appearance.
     pub groups: Vec<Group<'v, 'a>>,
     /// The members of each group that run together: the groups without the replicated jobs
-    /// that others wait for to complete (docs/spec.md §3), groups left empty left out.
+    /// that others wait for to complete (docs/contributing/spec.md §3), groups left empty left out.
     pub running_groups: Vec<Group<'v, 'a>>,
     /// The TPU members of each running group, groups without any left out. Non-TPU replicated
     /// jobs of a group (a CPU driver in `default`) are not slices.

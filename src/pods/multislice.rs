@@ -14,7 +14,7 @@ pub const BASE_PORT: u32 = 8081;
 /// The variables of each of the pod's TPU containers, k = 0..n-1; `own_ports[k]` is the
 /// `MEGASCALE_PORT` container k sets itself, if any. None for a pod that runs before the
 /// others (dependsOn) or whose slice group is one slice: one slice has no DCN peers, and xpk
-/// and GKE give it no `MEGASCALE_*` either (docs/spec.md §4.2).
+/// and GKE give it no `MEGASCALE_*` either (docs/contributing/spec.md §4.2).
 pub fn vars(
     facts: &Facts,
     place: &PodPlace,

@@ -271,7 +271,7 @@ mod tests {
 /// Warning: `spec.coordinator` names a replicated job without TPUs as the coordinator of a
 /// multislice whose TPU pods run JAX themselves (the JAX env or `tpuWorkerEnv` is on). The
 /// `MEGASCALE_COORDINATOR_ADDRESS` the policy writes then names a pod that runs no libtpu.
-/// Only Pathways works so, and its TPU workers run no JAX (docs/spec.md §4.2).
+/// Only Pathways works so, and its TPU workers run no JAX (docs/contributing/spec.md §4.2).
 pub fn coordinator_without_tpus(plan: &JobSetPlan) -> Vec<String> {
     let view = plan.view;
     let settings = plan.settings;

@@ -91,7 +91,7 @@ pub struct ReplicatedJob<'a> {
     pub waits_to_complete: Vec<&'a str>,
     /// Another replicated job waits for it to complete (JobSet `dependsOn`), so it runs, and
     /// ends, before them: an initializer is no process, slice or coordinator of the training
-    /// job (docs/spec.md §3).
+    /// job (docs/contributing/spec.md §3).
     pub runs_first: bool,
 }
 

@@ -320,7 +320,7 @@ fn tpu_jax_with_a_cpu_driver_as_spec_coordinator_starts_at_the_slice_group() {
 fn an_initializer_the_nodes_wait_for_is_no_jax_process_of_theirs() {
     // Kubeflow Trainer's shape: the nodes wait for the dataset initializer to complete, so by
     // the time they start it has exited. The JAX group is the two node pods, and the
-    // initializer gets no JAX env (docs/spec.md §3).
+    // initializer gets no JAX env (docs/contributing/spec.md §3).
     check_jax(
         "trainer-initializer",
         &no_settings(),

@@ -1,4 +1,4 @@
-//! Who the multislice env is for (docs/spec.md §3, §4.2): replicated jobs that run at the same
+//! Who the multislice env is for (docs/contributing/spec.md §3, §4.2): replicated jobs that run at the same
 //! time, slice groups of more than one slice, and the coordinator's own DCN port. Every
 //! container's resolved value of every variable the policy may set, through the module and
 //! the controller simulation.

@@ -1,5 +1,5 @@
 //! JobSet `dependsOn` as the real JobSet controller runs it: the replicated jobs that wait for
-//! another to complete are made only once it has (docs/spec.md §3).
+//! another to complete are made only once it has (docs/contributing/spec.md §3).
 use crate::common::Failures;
 use serde_json::Value;
 

@@ -258,7 +258,7 @@ pub fn expected_of(
         };
         (num, id, coordinator)
     });
-    // One slice has no DCN peers: no multislice env (docs/spec.md §4.2).
+    // One slice has no DCN peers: no multislice env (docs/contributing/spec.md §4.2).
     let multislice = multislice.filter(|(num, _, _)| *num > 1);
     let tpu_containers = if multislice.is_some() {
         tpu_container_names(&rjobs[me]["template"]["spec"]["template"]["spec"])
@@ -408,7 +408,7 @@ pub fn policy_env(
         "never" => false,
         _ => opted_in,
     };
-    // Replicated jobs that run first are no JAX processes of the others (docs/spec.md §3).
+    // Replicated jobs that run first are no JAX processes of the others (docs/contributing/spec.md §3).
     let running = |i: usize| !runs_first(rjobs, i);
     let tpu_jobset = (0..rjobs.len()).any(|i| is_tpu_of(&rjobs[i], resource) && running(i));
     let my_group = group(rjob);
