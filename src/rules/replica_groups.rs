@@ -269,13 +269,15 @@ mod tests {
 }
 
 /// Warning: `spec.coordinator` names a replicated job without TPUs as the coordinator of a
-/// multislice whose TPU pods run JAX themselves (the JAX env or `tpuWorkerEnv` is on). The
+/// multislice whose TPU pods run JAX themselves, as the JobSet's own JAX opt-in says. The
 /// `MEGASCALE_COORDINATOR_ADDRESS` the policy writes then names a pod that runs no libtpu.
-/// Only Pathways works so, and its TPU workers run no JAX (docs/contributing/spec.md §4.2).
+/// Only Pathways works so, and its TPU workers run no JAX; settings that give every JobSet
+/// the JAX or TPU host env (`jaxEnv: always`, `tpuWorkerEnv`) say nothing of what a JobSet
+/// runs, so they earn no warning (docs/contributing/spec.md §4.2).
 pub fn coordinator_without_tpus(plan: &JobSetPlan) -> Vec<String> {
     let view = plan.view;
-    let settings = plan.settings;
-    if !settings.multislice_env || (!plan.jax_enabled && !settings.tpu_worker_env) {
+    let opted_in = view.annotation(keys::JAX_OPT_IN) == Some("true");
+    if !plan.settings.multislice_env || !plan.jax_enabled || !opted_in {
         return Vec::new();
     }
     let Some(coordinator) = view

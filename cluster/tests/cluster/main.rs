@@ -87,9 +87,12 @@ pub(crate) async fn plain_cases(binaries: &Binaries, report: &mut Report) -> any
                 .enumerate()
                 {
                     // Only where the shape ran (CLUSTER_SHAPES narrows the run when debugging).
-                    let Some(shape_pods) = pods.get(*label).cloned() else {
+                    let Some(mut shape_pods) = pods.get(*label).cloned() else {
                         continue;
                     };
+                    // The initializer has exited before the node pods start: real JAX runs on
+                    // the node pods alone, as they run.
+                    shape_pods.retain(|p| !depends_on::of_rjob(p, "dataset-initializer"));
                     report.record(
                         &format!("real JAX initializes on the real pods of {label}"),
                         real_jax(label, &shape_pods, 40 + i as u8),
@@ -99,6 +102,10 @@ pub(crate) async fn plain_cases(binaries: &Binaries, report: &mut Report) -> any
                     report.record(
                         "dependsOn: the initializer completes before the node pods are made",
                         Ok(depends_on::initializer_first(pods, "dataset-initializer")),
+                    );
+                    report.record(
+                        "dependsOn: the node pods are the JAX job, and the initializer gets no JAX env",
+                        Ok(depends_on::jax_env_of_trainer(pods)),
                     );
                 }
             }

@@ -84,6 +84,78 @@ fn running_coordinator(jobset: &Value) -> Option<&Value> {
     }
 }
 
+/// The TPU replicated jobs with pods whose slice group has more than one slice: the ones
+/// that get `MEGASCALE_*` env (docs/contributing/spec.md §4.2).
+pub fn tpu_rjobs_in_multislices(jobset: &Value, resource: &str) -> usize {
+    let rjobs = jobset["spec"]["replicatedJobs"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let slices_of = |g: &str| -> u64 {
+        rjobs
+            .iter()
+            .enumerate()
+            .filter(|(i, r)| is_tpu_of(r, resource) && !runs_first(&rjobs, *i) && group(r) == g)
+            .map(|(_, r)| replicas(r))
+            .sum()
+    };
+    rjobs
+        .iter()
+        .enumerate()
+        .filter(|(i, r)| is_tpu_of(r, resource) && !runs_first(&rjobs, *i) && replicas(r) > 0)
+        .filter(|(_, r)| slices_of(&group(r)) > 1)
+        .count()
+}
+
+/// The slice groups of more than one slice whose coordinator, named by `spec.coordinator`,
+/// runs no TPU container while their pods run JAX (the opt-in annotation, default settings):
+/// each earns the JobSet CREATE warning of docs/contributing/spec.md §4.2, unless every TPU
+/// container of the group sets `MEGASCALE_COORDINATOR_ADDRESS` itself.
+pub fn groups_with_a_coordinator_without_tpus(jobset: &Value, resource: &str) -> usize {
+    let jax =
+        jobset["metadata"]["annotations"]["multislice.kubewarden.io/jax-distributed"] == "true";
+    let Some(rjobs) = jobset["spec"]["replicatedJobs"].as_array() else {
+        return 0;
+    };
+    let Some(c) = running_coordinator(jobset) else {
+        return 0;
+    };
+    let named = rjobs.iter().find(|r| r["name"] == c["replicatedJob"]);
+    if !jax || named.is_none_or(|r| is_tpu_of(r, resource)) {
+        return 0;
+    }
+    let sets_its_own = |r: &Value| {
+        let spec = &r["template"]["spec"]["template"]["spec"];
+        ["containers", "initContainers"]
+            .iter()
+            .flat_map(|l| spec[l].as_array().into_iter().flatten())
+            .filter(|c| is_tpu_container_of(c, resource))
+            .all(|c| {
+                own_entries(c)
+                    .iter()
+                    .any(|e| e["name"] == "MEGASCALE_COORDINATOR_ADDRESS")
+            })
+    };
+    let mut groups: Vec<(String, u64, bool)> = Vec::new();
+    for (i, r) in rjobs.iter().enumerate() {
+        if !is_tpu_of(r, resource) || runs_first(rjobs, i) {
+            continue;
+        }
+        let g = group(r);
+        match groups.iter_mut().find(|(name, _, _)| *name == g) {
+            Some(entry) => {
+                entry.1 += replicas(r);
+                entry.2 &= sets_its_own(r);
+            }
+            None => groups.push((g, replicas(r), sets_its_own(r))),
+        }
+    }
+    groups
+        .iter()
+        .filter(|(_, slices, own)| *slices > 1 && !own)
+        .count()
+}
+
 /// Whether the container holds a non-zero quantity of the default TPU resource (docs/contributing/spec.md §3).
 pub fn is_tpu_container(c: &Value) -> bool {
     is_tpu_container_of(c, TPU_RESOURCE)
