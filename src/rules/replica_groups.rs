@@ -237,37 +237,6 @@ pub fn g5_one_shape_per_queued_slice_group(plan: &JobSetPlan) -> Vec<Violation> 
     out
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use rstest::rstest;
-
-    #[rstest]
-    #[case("train", true)]
-    #[case("a-1", true)]
-    #[case("Train", false)]
-    #[case("1st", false)]
-    #[case("a_b", false)]
-    #[case("end-", false)]
-    #[case("", false)]
-    fn dns1035(#[case] s: &str, #[case] ok: bool) {
-        assert_eq!(is_dns1035_label(s), ok);
-        if !ok {
-            assert!(
-                is_dns1035_label(&suggest_label(s)),
-                "{s} -> {}",
-                suggest_label(s)
-            );
-        }
-    }
-
-    #[test]
-    fn long_names_are_refused() {
-        assert!(!is_dns1035_label(&"a".repeat(64)));
-        assert!(is_dns1035_label(&"a".repeat(63)));
-    }
-}
-
 /// Warning: `spec.coordinator` names a replicated job without TPUs as the coordinator of a
 /// multislice whose TPU pods run JAX themselves, as the JobSet's own JAX opt-in says. The
 /// `MEGASCALE_COORDINATOR_ADDRESS` the policy writes then names a pod that runs no libtpu.
@@ -309,4 +278,35 @@ pub fn coordinator_without_tpus(plan: &JobSetPlan) -> Vec<String> {
             )
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    #[rstest]
+    #[case("train", true)]
+    #[case("a-1", true)]
+    #[case("Train", false)]
+    #[case("1st", false)]
+    #[case("a_b", false)]
+    #[case("end-", false)]
+    #[case("", false)]
+    fn dns1035(#[case] s: &str, #[case] ok: bool) {
+        assert_eq!(is_dns1035_label(s), ok);
+        if !ok {
+            assert!(
+                is_dns1035_label(&suggest_label(s)),
+                "{s} -> {}",
+                suggest_label(s)
+            );
+        }
+    }
+
+    #[test]
+    fn long_names_are_refused() {
+        assert!(!is_dns1035_label(&"a".repeat(64)));
+        assert!(is_dns1035_label(&"a".repeat(63)));
+    }
 }
