@@ -24,6 +24,14 @@ pub struct Facts {
     /// `spec.coordinator`): it runs no TPU container, so its address carries no DCN port.
     #[serde(default, skip_serializing_if = "is_false")]
     pub coordinator_outside: bool,
+    /// The `MEGASCALE_PORT` the slice coordinator's first TPU container sets itself: the
+    /// coordinator address names it (docs/contributing/spec.md §4.2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coordinator_port: Option<u32>,
+    /// Other replicated jobs wait for this one to complete (JobSet `dependsOn`): its pods
+    /// are no slice or JAX process of theirs, and get no multislice or JAX env.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub runs_first: bool,
     /// `spec.network.subdomain`, when set; otherwise the subdomain is the JobSet name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subdomain: Option<String>,

@@ -4,9 +4,12 @@
 use crate::error::{checked_add, checked_mul, InputError};
 use crate::facts::{Facts, JaxFacts, OffsetFacts};
 use crate::jobset_plan::{offsets, Group, JobSetPlan};
+use crate::keys;
 use crate::names;
 use crate::paths::Lazy;
-use crate::views::jobset_view::{JobSetView, ReplicatedJob};
+use crate::pods::place::tpu_order;
+use crate::views::container_env;
+use crate::views::jobset_view::{CoordinatorRef, JobSetView, ReplicatedJob};
 
 fn pods_of(rjob: &ReplicatedJob) -> Result<u32, InputError> {
     let at = rjob.at;
@@ -27,12 +30,21 @@ fn first_with_pods<'v, 'a>(group: &Group<'v, 'a>) -> &'v ReplicatedJob<'a> {
         .unwrap_or(&group.members[0])
 }
 
+/// `spec.coordinator`, unless it names a replicated job that others wait for to complete:
+/// its pods are gone by the time theirs start (docs/contributing/spec.md §3).
+fn running_coordinator<'v, 'a>(view: &'v JobSetView<'a>) -> Option<&'v CoordinatorRef<'a>> {
+    view.coordinator.as_ref().filter(|c| {
+        view.replicated_job(c.replicated_job)
+            .is_none_or(|r| !r.runs_first)
+    })
+}
+
 /// `<rjob>-<jobIndex>-<podIndex>` of the slice group's coordinator: `spec.coordinator`
 /// wherever it is (Pathways puts it on a CPU head), else pod 0 of job 0 of the group's first
 /// member with replicas > 0. Never each member's own job 0, which would give each replicated
 /// job its own coordinator.
 fn coordinator(view: &JobSetView, group: &Group) -> String {
-    match &view.coordinator {
+    match running_coordinator(view) {
         Some(c) => c.pod(),
         None => names::rjob_pod(first_with_pods(group).name, 0, 0),
     }
@@ -46,7 +58,7 @@ fn jax_coordinator(
     group: &Group,
     starts: &[u32],
 ) -> Result<Option<(String, u32)>, InputError> {
-    if let Some(c) = &view.coordinator {
+    if let Some(c) = running_coordinator(view) {
         let named = group
             .members
             .iter()
@@ -73,8 +85,36 @@ fn jax_coordinator(
     Ok(first.map(|r| (names::rjob_pod(r.name, 0, 0), 0)))
 }
 
-/// The facts for each replicated job, in spec order.
-pub fn facts(plan: &JobSetPlan) -> Result<Vec<Facts>, InputError> {
+/// The `MEGASCALE_PORT` that the first TPU container of the slice group's coordinator sets
+/// itself, for the coordinator address (docs/contributing/spec.md §4.2). One that admission cannot read is
+/// left to the default, and a warning says so.
+fn coordinator_port(view: &JobSetView, group: &Group, warnings: &mut Vec<String>) -> Option<u32> {
+    let rjob = match running_coordinator(view) {
+        // Outside the group, the coordinator runs no TPU container.
+        Some(c) => group.members.iter().find(|m| m.name == c.replicated_job)?,
+        None => first_with_pods(group),
+    };
+    let containers = &rjob.template.containers;
+    let first = &containers[*tpu_order(containers).first()?];
+    // A malformed env is reported at pod admission.
+    let entries = first.user_entries().ok()?;
+    let value = container_env::own_value(&entries, keys::ENV_MEGASCALE_PORT, &|_| None)?;
+    match value.as_deref().map(str::parse::<u16>) {
+        Some(Ok(port)) if port > 0 => Some(u32::from(port)),
+        _ => {
+            warnings.push(format!(
+                "container {:?} ({}): its MEGASCALE_PORT is not a port admission can read, so the coordinator address of slice group {:?} names the default port",
+                first.name,
+                first.path(),
+                group.name
+            ));
+            None
+        }
+    }
+}
+
+/// The facts for each replicated job, in spec order, and the warnings found on the way.
+pub fn facts(plan: &JobSetPlan, warnings: &mut Vec<String>) -> Result<Vec<Facts>, InputError> {
     let view = plan.view;
     let mut facts = vec![Facts::default(); view.replicated_jobs.len()];
 
@@ -86,16 +126,20 @@ pub fn facts(plan: &JobSetPlan) -> Result<Vec<Facts>, InputError> {
 
     for group in &plan.slice_groups {
         let (total, starts) = offsets(&group.members, |r| Ok(r.replicas))?;
-        let outside = view
-            .coordinator
-            .as_ref()
+        let outside = running_coordinator(view)
             .is_some_and(|c| !group.members.iter().any(|m| m.name == c.replicated_job));
         let coordinator = coordinator(view, group);
+        let port = if total > 1 {
+            coordinator_port(view, group, warnings)
+        } else {
+            None
+        };
         for (rjob, offset) in group.members.iter().zip(starts) {
             let f = &mut facts[rjob.index];
             f.slice = Some(OffsetFacts { total, offset });
             f.coordinator = Some(coordinator.clone());
             f.coordinator_outside = outside;
+            f.coordinator_port = port;
         }
     }
 
@@ -113,7 +157,10 @@ pub fn facts(plan: &JobSetPlan) -> Result<Vec<Facts>, InputError> {
     }
 
     for (f, rjob) in facts.iter_mut().zip(&view.replicated_jobs) {
-        if f.coordinator.is_some() || f.jax.is_some() {
+        // Its pods take no env of the ones that wait for it, and must not fall back to the
+        // guess made for pods without facts.
+        f.runs_first = rjob.runs_first && rjob.is_tpu();
+        if f.coordinator.is_some() || f.jax.is_some() || f.runs_first {
             f.subdomain = view.subdomain.map(str::to_string);
             f.pods_per_job = Some(rjob.parallelism);
         }
@@ -143,7 +190,7 @@ mod tests {
     fn plan_of(rjobs: Vec<Value>, settings: &Settings) -> Result<Vec<Facts>, InputError> {
         let js = json!({"metadata": {"name": "js"}, "spec": {"replicatedJobs": rjobs}});
         let view = JobSetView::parse(&js, "google.com/tpu")?;
-        facts(&JobSetPlan::new(&view, settings))
+        facts(&JobSetPlan::new(&view, settings), &mut Vec::new())
     }
 
     #[test]

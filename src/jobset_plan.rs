@@ -31,8 +31,11 @@ pub struct JobSetPlan<'v, 'a> {
     pub jax_enabled: bool,
     /// Replica groups in order of first appearance.
     pub groups: Vec<Group<'v, 'a>>,
-    /// The TPU members of each group, groups without any left out. Non-TPU replicated jobs of a
-    /// group (a CPU driver in `default`) are not slices.
+    /// The members of each group that run together: the groups without the replicated jobs
+    /// that others wait for to complete (docs/contributing/spec.md §3), groups left empty left out.
+    pub running_groups: Vec<Group<'v, 'a>>,
+    /// The TPU members of each running group, groups without any left out. Non-TPU replicated
+    /// jobs of a group (a CPU driver in `default`) are not slices.
     pub slice_groups: Vec<Group<'v, 'a>>,
     shapes: OnceCell<ShapePlan>,
 }
@@ -50,14 +53,8 @@ impl<'v, 'a> JobSetPlan<'v, 'a> {
                 }),
             }
         }
-        let slice_groups = groups
-            .iter()
-            .map(|g| Group {
-                name: g.name,
-                members: g.members.iter().copied().filter(|r| r.is_tpu()).collect(),
-            })
-            .filter(|g| !g.members.is_empty())
-            .collect();
+        let running_groups = subgroups(&groups, |r| !r.runs_first);
+        let slice_groups = subgroups(&running_groups, |r| r.is_tpu());
         let jax_enabled = match settings.jax_env {
             JaxEnv::Never => false,
             JaxEnv::Always => true,
@@ -68,19 +65,20 @@ impl<'v, 'a> JobSetPlan<'v, 'a> {
             settings,
             jax_enabled,
             groups,
+            running_groups,
             slice_groups,
             shapes: OnceCell::new(),
         }
     }
 
     /// The JAX groups when the JAX env is on (docs/contributing/spec.md §4.4): the slice groups in a TPU JobSet (a
-    /// CPU driver beside the slices is not a JAX process of the job), otherwise the replica
+    /// CPU driver beside the slices is not a JAX process of the job), otherwise the running
     /// groups. Empty when it is off.
     pub fn jax_groups(&self) -> &[Group<'v, 'a>] {
         if !self.jax_enabled {
             &[]
         } else if self.slice_groups.is_empty() {
-            &self.groups
+            &self.running_groups
         } else {
             &self.slice_groups
         }
@@ -116,6 +114,21 @@ impl<'v, 'a> JobSetPlan<'v, 'a> {
         // Every replicated job is in exactly one group.
         Ok(out.into_iter().flatten().collect())
     }
+}
+
+/// The members of each group that `keep` keeps, in order; groups left empty are left out.
+fn subgroups<'v, 'a>(
+    groups: &[Group<'v, 'a>],
+    keep: impl Fn(&ReplicatedJob) -> bool,
+) -> Vec<Group<'v, 'a>> {
+    groups
+        .iter()
+        .map(|g| Group {
+            name: g.name,
+            members: g.members.iter().copied().filter(|r| keep(r)).collect(),
+        })
+        .filter(|g| !g.members.is_empty())
+        .collect()
 }
 
 /// The group of a replicated job: the field, else the annotation (how users of JobSet before

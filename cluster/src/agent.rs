@@ -1,6 +1,6 @@
 //! The one simulated part: a node agent doing what a kubelet would for the fake nodes, and
-//! nothing else. It marks each bound pod Running and Ready (or Succeeded, for the JobSets a
-//! test names), and finishes the deletion of terminating pods. Without it JobSet's `InOrder`
+//! nothing else. It marks each bound pod Running and Ready (or Succeeded, for the JobSets and
+//! replicated jobs a test names), and finishes the deletion of terminating pods. Without it JobSet's `InOrder`
 //! startup never proceeds (it waits for Ready), and a deleted pod hangs forever.
 use crate::kube_api::Cluster;
 use anyhow::Result;
@@ -10,8 +10,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::task::JoinHandle;
 
+/// Pods that finish with success: (namespace, JobSet, replicated job), where no replicated
+/// job means all of the JobSet's.
+type Succeed = BTreeSet<(String, String, Option<String>)>;
+
 pub struct NodeAgent {
-    succeed: Arc<Mutex<BTreeSet<(String, String)>>>,
+    succeed: Arc<Mutex<Succeed>>,
     task: JoinHandle<()>,
 }
 
@@ -33,8 +37,22 @@ impl NodeAgent {
 
     /// From now on the pods of this JobSet (label jobset-name) finish with success.
     pub fn succeed_jobset(&self, namespace: &str, jobset: &str) {
+        self.succeed(namespace, jobset, None);
+    }
+
+    /// From now on the pods of this replicated job finish with success: what an initializer
+    /// that others wait for (JobSet `dependsOn`) does.
+    pub fn succeed_replicated_job(&self, namespace: &str, jobset: &str, rjob: &str) {
+        self.succeed(namespace, jobset, Some(rjob));
+    }
+
+    fn succeed(&self, namespace: &str, jobset: &str, rjob: Option<&str>) {
         if let Ok(mut set) = self.succeed.lock() {
-            set.insert((namespace.to_string(), jobset.to_string()));
+            set.insert((
+                namespace.to_string(),
+                jobset.to_string(),
+                rjob.map(str::to_string),
+            ));
         }
     }
 }
@@ -45,7 +63,7 @@ impl Drop for NodeAgent {
     }
 }
 
-async fn pass(cluster: &Cluster, succeed: &Mutex<BTreeSet<(String, String)>>) -> Result<()> {
+async fn pass(cluster: &Cluster, succeed: &Mutex<Succeed>) -> Result<()> {
     for pod in cluster.list("v1", "Pod", None, None).await? {
         let meta = &pod["metadata"];
         if !meta["deletionTimestamp"].is_null() {
@@ -62,9 +80,15 @@ async fn pass(cluster: &Cluster, succeed: &Mutex<BTreeSet<(String, String)>>) ->
             .as_str()
             .unwrap_or_default()
             .to_string();
+        let rjob = meta["labels"]["jobset.sigs.k8s.io/replicatedjob-name"]
+            .as_str()
+            .map(str::to_string);
         let finish = succeed
             .lock()
-            .map(|s| s.contains(&(ns, jobset)))
+            .map(|s| {
+                s.contains(&(ns.clone(), jobset.clone(), None))
+                    || rjob.is_some_and(|r| s.contains(&(ns, jobset, Some(r))))
+            })
             .unwrap_or(false);
         let status = match (phase, finish) {
             ("Pending", _) => running(&pod, node),

@@ -50,8 +50,11 @@ pub(super) fn admit_create(
             warnings.extend(references);
             return Ok(rejection(&findings.violations, warnings));
         }
-        let facts = groups::facts(&plan)?;
+        let mut about_facts = Vec::new();
+        let facts = groups::facts(&plan, &mut about_facts)?;
+        // The judging half speaks, so that the pair gives each warning once.
         if role.judges() {
+            warnings.extend(about_facts);
             warnings.extend(contradictions::warnings(&plan, &facts)?);
         }
         warnings.extend(references);

@@ -12,7 +12,7 @@ use crate::json::Object;
 use crate::keys;
 use crate::paths::SpecAt;
 use crate::settings::{JaxEnv, Settings};
-use crate::views::container_env::{self, Source, WantedVar};
+use crate::views::container_env::{self, WantedVar};
 use crate::views::pod_spec::ContainerView;
 
 /// A pod (or a pod template, at JobSet admission) whose env is computed.
@@ -53,11 +53,12 @@ pub fn wanted_env(
     };
 
     if n > 0 && settings.multislice_env {
+        let own_ports = own_megascale_ports(pod, &order, lookup)?;
         give(multislice::vars(
             facts,
             place,
             pod.annotations,
-            n,
+            &own_ports,
             warnings,
         )?);
     }
@@ -99,36 +100,36 @@ fn process_ports(
     let mut ports = Vec::with_capacity(order.len());
     for (k, &i) in (0u32..).zip(order) {
         let c = &pod.containers[i];
-        let c_path = c.path();
-        let entries = c.user_entries()?;
         let default = tpu_host::default_port(k)?;
-        let Some(last) = entries
-            .iter()
-            .rposition(|e| e.name == keys::ENV_TPU_PROCESS_PORT)
-        else {
-            ports.push(default);
-            continue;
-        };
-        let own = match entries[last].source {
-            Source::Literal(_) | Source::FieldRef(_) => {
-                container_env::resolve_all(&entries[..=last], &[], lookup)
-                    .pop()
-                    .flatten()
-            }
-            Source::Other => None,
-        };
-        match own {
-            Some(port) => ports.push(port),
-            None => {
+        match container_env::own_value(&c.user_entries()?, keys::ENV_TPU_PROCESS_PORT, lookup) {
+            None => ports.push(default),
+            Some(Some(port)) => ports.push(port),
+            Some(None) => {
                 warnings.push(format!(
-                    "container {:?} ({c_path}): its TPU_PROCESS_PORT cannot be resolved at admission, so TPU_PROCESS_ADDRESSES lists port {default} for it",
-                    c.name
+                    "container {:?} ({}): its TPU_PROCESS_PORT cannot be resolved at admission, so TPU_PROCESS_ADDRESSES lists port {default} for it",
+                    c.name,
+                    c.path()
                 ));
                 ports.push(default);
             }
         }
     }
     Ok(ports)
+}
+
+/// Each TPU container's own `MEGASCALE_PORT`, where it sets one that admission can read.
+fn own_megascale_ports(
+    pod: &PodEnv,
+    order: &[usize],
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<Vec<Option<String>>, InputError> {
+    order
+        .iter()
+        .map(|&i| {
+            let entries = pod.containers[i].user_entries()?;
+            Ok(container_env::own_value(&entries, keys::ENV_MEGASCALE_PORT, lookup).flatten())
+        })
+        .collect()
 }
 
 /// JAX distributed env (docs/contributing/spec.md §4.4) for a pod of the JAX group: one list per TPU container in

@@ -11,14 +11,20 @@ use crate::views::container_env::WantedVar;
 /// TPU container k's megascale port when a pod runs several: KubeRay's TPU webhook numbering.
 pub const BASE_PORT: u32 = 8081;
 
-/// The variables of each of the pod's `n` TPU containers, k = 0..n-1.
+/// The variables of each of the pod's TPU containers, k = 0..n-1; `own_ports[k]` is the
+/// `MEGASCALE_PORT` container k sets itself, if any. None for a pod that runs before the
+/// others (dependsOn) or whose slice group is one slice: one slice has no DCN peers, and xpk
+/// and GKE give it no `MEGASCALE_*` either (docs/contributing/spec.md §4.2).
 pub fn vars(
     facts: &Facts,
     place: &PodPlace,
     annotations: Option<&Object>,
-    n: u32,
+    own_ports: &[Option<String>],
     warnings: &mut Vec<String>,
 ) -> Result<Vec<Vec<WantedVar>>, InputError> {
+    if facts.runs_first {
+        return Ok(Vec::new());
+    }
     let (num_slices, slice_id, coordinator, outside) = match (&facts.slice, &facts.coordinator) {
         (Some(slice), Some(coordinator)) => (
             slice.total,
@@ -50,25 +56,36 @@ pub fn vars(
             )
         }
     };
+    if num_slices <= 1 {
+        return Ok(Vec::new());
+    }
     // Several TPU processes on one host each take their own DCN port; the coordinator's
-    // address then names container 0's. A coordinator outside the slice group runs no TPU
-    // process and keeps the bare address.
-    let several = n >= 2;
-    let coordinator = if several && !outside {
-        format!("{coordinator}:{BASE_PORT}")
-    } else {
-        coordinator
+    // address then names container 0's. So does the address of a coordinator that sets its
+    // own port. A coordinator outside the slice group runs no TPU process and keeps the bare
+    // address.
+    let several = own_ports.len() >= 2;
+    let port = match facts.coordinator_port {
+        Some(port) => Some(port),
+        None => (several && !outside).then_some(BASE_PORT),
+    };
+    let coordinator = match port {
+        Some(port) => format!("{coordinator}:{port}"),
+        None => coordinator,
     };
     let common = [
         WantedVar::new(keys::ENV_NUM_SLICES, num_slices),
         WantedVar::new(keys::ENV_SLICE_ID, slice_id),
         WantedVar::new(keys::ENV_COORDINATOR, coordinator),
     ];
-    (0..n)
-        .map(|k| {
+    (0u32..)
+        .zip(own_ports)
+        .map(|(k, own)| {
             let mut out = common.to_vec();
             if several {
-                let port = checked_add(BASE_PORT, k, "spec.containers")?;
+                let port = match own {
+                    Some(port) => port.clone(),
+                    None => checked_add(BASE_PORT, k, "spec.containers")?.to_string(),
+                };
                 out.push(WantedVar::new(keys::ENV_MEGASCALE_PORT, port));
             }
             Ok(out)

@@ -141,6 +141,7 @@ fn check(plan: &JobSetPlan, moment: Moment) -> Findings {
         .collect();
     violation::name_replicated_jobs(&mut violations, &plan.view.rjob_names());
     let mut warnings = exclusive_placement::single_slice_by_hostname(plan);
+    warnings.extend(replica_groups::coordinator_without_tpus(plan));
     if !deferred {
         warnings.extend(tpu::unknown_accelerators(plan));
     }

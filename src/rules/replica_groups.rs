@@ -110,7 +110,8 @@ pub fn g3_no_cpu_job_among_slices(plan: &JobSetPlan) -> Vec<Violation> {
         if tpu.is_empty() {
             continue;
         }
-        for rjob in rjobs.iter().filter(|r| !r.is_tpu()) {
+        // One that runs first (an initializer the slices wait for) is no slice of theirs.
+        for rjob in rjobs.iter().filter(|r| !r.is_tpu() && !r.runs_first) {
             out.push(Violation::new(
                 Rule::G3,
                 group_path(rjob),
@@ -234,6 +235,49 @@ pub fn g5_one_shape_per_queued_slice_group(plan: &JobSetPlan) -> Vec<Violation> 
         ));
     }
     out
+}
+
+/// Warning: `spec.coordinator` names a replicated job without TPUs as the coordinator of a
+/// multislice whose TPU pods run JAX themselves, as the JobSet's own JAX opt-in says. The
+/// `MEGASCALE_COORDINATOR_ADDRESS` the policy writes then names a pod that runs no libtpu.
+/// Only Pathways works so, and its TPU workers run no JAX; settings that give every JobSet
+/// the JAX or TPU host env (`jaxEnv: always`, `tpuWorkerEnv`) say nothing of what a JobSet
+/// runs, so they earn no warning (docs/contributing/spec.md §4.2).
+pub fn coordinator_without_tpus(plan: &JobSetPlan) -> Vec<String> {
+    let view = plan.view;
+    let opted_in = view.annotation(keys::JAX_OPT_IN) == Some("true");
+    if !plan.settings.multislice_env || !plan.jax_enabled || !opted_in {
+        return Vec::new();
+    }
+    let Some(coordinator) = view
+        .coordinator
+        .as_ref()
+        .and_then(|c| view.replicated_job(c.replicated_job))
+        .filter(|r| !r.is_tpu() && !r.runs_first)
+    else {
+        return Vec::new();
+    };
+    let sets_its_own = |r: &ReplicatedJob| {
+        r.template
+            .containers
+            .iter()
+            .filter(|c| c.is_tpu())
+            .all(|c| {
+                c.user_entries()
+                    .is_ok_and(|env| env.iter().any(|e| e.name == keys::ENV_COORDINATOR))
+            })
+    };
+    plan.slice_groups
+        .iter()
+        .filter(|g| g.members.iter().map(|r| u64::from(r.replicas)).sum::<u64>() > 1)
+        .filter(|g| !g.members.iter().all(|r| sets_its_own(r)))
+        .map(|g| {
+            format!(
+                "spec.coordinator: names replicated job {:?}, which runs no TPU container, so the MEGASCALE_COORDINATOR_ADDRESS of slice group {:?} names a pod without libtpu; the JAX processes on its slices need a TPU host there (only Pathways, whose TPU workers run no JAX, works so): name a pod of the slice group, or leave spec.coordinator unset",
+                coordinator.name, g.name
+            )
+        })
+        .collect()
 }
 
 #[cfg(test)]

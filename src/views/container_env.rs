@@ -176,6 +176,22 @@ pub fn resolve_all(
     out
 }
 
+/// What the container's own last `name` entry resolves to: `None` when it sets none,
+/// `Some(None)` when admission cannot know the value (a Secret, a reference to `envFrom`).
+pub fn own_value(
+    entries: &[UserEntry],
+    name: &str,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Option<Option<String>> {
+    let last = entries.iter().rposition(|e| e.name == name)?;
+    Some(match entries[last].source {
+        Source::Literal(_) | Source::FieldRef(_) => {
+            resolve_all(&entries[..=last], &[], lookup).pop().flatten()
+        }
+        Source::Other => None,
+    })
+}
+
 /// How much resolved text one container's env may come to: twice the text it was given
 /// (literals, the policy's values, and each field it reads, once), and 4 KiB more for what
 /// references repeat. Only warnings depend on a resolved value, and an unknown one earns none.

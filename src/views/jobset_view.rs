@@ -11,6 +11,7 @@ use crate::views::node_pins::{self, OwnTerm, Pin};
 use crate::views::pod_spec;
 use crate::views::pod_template::{required, PodTemplateView};
 use serde_json::Value;
+use std::collections::BTreeSet;
 
 #[derive(Debug)]
 pub struct JobSetView<'a> {
@@ -86,6 +87,12 @@ pub struct ReplicatedJob<'a> {
     /// The policy's narrowing of the required node affinity (docs/contributing/spec.md §4.7), when it made one.
     pub mark: Option<AffinityMark>,
     pub chips_per_pod: u32,
+    /// The replicated jobs it waits for to complete (`dependsOn` with `status: Complete`).
+    pub waits_to_complete: Vec<&'a str>,
+    /// Another replicated job waits for it to complete (JobSet `dependsOn`), so it runs, and
+    /// ends, before them: an initializer is no process, slice or coordinator of the training
+    /// job (docs/contributing/spec.md §3).
+    pub runs_first: bool,
 }
 
 impl<'a> ReplicatedJob<'a> {
@@ -151,11 +158,18 @@ impl<'a> JobSetView<'a> {
             json::opt_array(spec, "replicatedJobs", "spec")?.ok_or(InputError::Missing {
                 path: "spec.replicatedJobs".into(),
             })?;
-        let replicated_jobs = items
+        let mut replicated_jobs = items
             .iter()
             .enumerate()
             .map(|(i, item)| parse_replicated_job(item, i, tpu_resource))
             .collect::<Result<Vec<_>, _>>()?;
+        let waited_for: BTreeSet<&str> = replicated_jobs
+            .iter()
+            .flat_map(|r| r.waits_to_complete.iter().copied())
+            .collect();
+        for rjob in &mut replicated_jobs {
+            rjob.runs_first = waited_for.contains(rjob.name);
+        }
         Ok(JobSetView {
             name,
             annotations,
@@ -291,6 +305,7 @@ fn parse_replicated_job<'a>(
         .annotation(keys::AFFINITY_MARK)
         .and_then(AffinityMark::from_annotation);
     let selection = node_pins::selection(pod_spec, template.spec_at(), mark.as_ref())?;
+    let waits_to_complete = waits_to_complete(r, at)?;
     Ok(ReplicatedJob {
         index: i,
         at,
@@ -308,5 +323,25 @@ fn parse_replicated_job<'a>(
         own_terms: selection.own_terms,
         mark,
         chips_per_pod,
+        waits_to_complete,
+        runs_first: false,
     })
+}
+
+/// The names in `dependsOn` whose `status` is `Complete`. With `Ready` the two run together.
+fn waits_to_complete(r: &Object, at: ReplicatedJobAt) -> Result<Vec<&str>, InputError> {
+    let path = Lazy(move || at.field("dependsOn"));
+    let Some(items) = json::opt_array(r, "dependsOn", path)? else {
+        return Ok(Vec::new());
+    };
+    let mut out = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        let item_path = Lazy(move || json::index(&at.field("dependsOn"), i));
+        let dependency = json::as_object(item, item_path)?;
+        let name = json::opt_str(dependency, "name", item_path)?;
+        if json::opt_str(dependency, "status", item_path)? == Some("Complete") {
+            out.extend(name);
+        }
+    }
+    Ok(out)
 }

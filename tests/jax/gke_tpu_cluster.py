@@ -2,7 +2,9 @@
 
 `gke_tpu_cluster.py SPEC.json`: SPEC["containers"] is a list of {"name", "env"}, SPEC["hosts"]
 maps every pod's DNS name to a loopback address (standing in for the cluster DNS, which
-JAX queries before it trusts a coordinator host). For each container this runs
+JAX queries before it trusts a coordinator host). A key JAX finds in no env it asks of the
+TPU VM's metadata server (`tpu-env`), which holds no MEGASCALE_* for a single slice: that
+lookup answers "not there", as the metadata server does, without a network. For each container this runs
 jax._src.clusters.cloud_tpu_cluster.GkeTpuCluster in a clean env and prints, as one JSON
 list, its process id, its process count and the coordinator host JAX derives.
 """
@@ -27,6 +29,7 @@ def main(spec_path):
         return hosts[name]
 
     cloud_tpu_cluster.socket.gethostbyname = resolve
+    cloud_tpu_cluster.get_tpu_env_value_from_metadata = lambda key: None
     out = []
     for c in spec["containers"]:
         for k in [k for k in os.environ if k.startswith(READ)]:

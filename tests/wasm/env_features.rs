@@ -315,3 +315,65 @@ fn tpu_jax_with_a_cpu_driver_as_spec_coordinator_starts_at_the_slice_group() {
         },
     );
 }
+
+#[test]
+fn an_initializer_the_nodes_wait_for_is_no_jax_process_of_theirs() {
+    // Kubeflow Trainer's shape: the nodes wait for the dataset initializer to complete, so by
+    // the time they start it has exited. The JAX group is the two node pods, and the
+    // initializer gets no JAX env (docs/contributing/spec.md §3).
+    check_jax(
+        "trainer-initializer",
+        &no_settings(),
+        &JaxWanted {
+            num: 2,
+            coordinator: "node-0-0",
+            port: 6666,
+            only_rjobs: &["node"],
+        },
+    );
+    let (outcome, _, pods) = run(
+        &fixture_request("trainer-initializer", JobSetApi::V09),
+        &no_settings(),
+    );
+    assert_eq!(outcome.warnings, Vec::<String>::new());
+    let initializer = pods
+        .iter()
+        .find(|p| p.sim.replicated_job == "dataset-initializer")
+        .unwrap();
+    assert_eq!(initializer.outcome.mutated_object, None, "nothing to add");
+    let node_1 = pods
+        .iter()
+        .find(|p| p.sim.hostname == "tj-node-0-1")
+        .unwrap();
+    let env = resolve(&node_1.pod, &node_1.pod["spec"]["containers"][0]).unwrap();
+    assert_eq!(
+        get(&env, "JAX_COORDINATOR_ADDRESS"),
+        Some("tj-node-0-0.tj:6666")
+    );
+    assert_eq!(get(&env, "JAX_NUM_PROCESSES"), Some("2"));
+    assert_eq!(get(&env, "JAX_PROCESS_ID"), Some("1"));
+}
+
+#[test]
+fn a_ready_dependency_runs_together_and_counts() {
+    // With `status: Ready` the nodes start once the initializer's pods are ready, and both run:
+    // the initializer is then JAX process 0 of 3, as without dependsOn.
+    let mut request = fixture_request("trainer-initializer", JobSetApi::V09);
+    request["object"]["spec"]["replicatedJobs"][1]["dependsOn"][0]["status"] = json!("Ready");
+    let (_, _, pods) = run(&request, &no_settings());
+    for (host, id) in [
+        ("tj-dataset-initializer-0-0", "0"),
+        ("tj-node-0-0", "1"),
+        ("tj-node-0-1", "2"),
+    ] {
+        let p = pods.iter().find(|p| p.sim.hostname == host).unwrap();
+        let env = resolve(&p.pod, &p.pod["spec"]["containers"][0]).unwrap();
+        assert_eq!(get(&env, "JAX_NUM_PROCESSES"), Some("3"), "{host}");
+        assert_eq!(get(&env, "JAX_PROCESS_ID"), Some(id), "{host}");
+        assert_eq!(
+            get(&env, "JAX_COORDINATOR_ADDRESS"),
+            Some("tj-dataset-initializer-0-0.tj:6666"),
+            "{host}"
+        );
+    }
+}

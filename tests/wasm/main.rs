@@ -20,6 +20,7 @@ mod runner;
 mod settings;
 mod shipping;
 mod simulation;
+mod slice_groups;
 mod slow_shapes;
 mod spoofing;
 mod tpu_containers;

@@ -190,9 +190,14 @@ fn run_processes(fixture: &str, spec: &Value, n: usize) {
 #[test]
 fn real_jax_initializes_on_the_injected_env() {
     // One fixture at a time, its processes in parallel: 2 cores run 5 + 8 + 8 processes.
-    for (i, fixture) in ["jax-cpu-coordinator-last", "jax-gpu", "jax-tpu-cpu-driver"]
-        .iter()
-        .enumerate()
+    for (i, fixture) in [
+        "jax-cpu-coordinator-last",
+        "jax-gpu",
+        "jax-tpu-cpu-driver",
+        "trainer-initializer",
+    ]
+    .iter()
+    .enumerate()
     {
         initialize_for_real(fixture, 100 + i as u8);
     }

@@ -19,7 +19,7 @@ const MEGASCALE: [&str; 3] = [
 
 /// Every fixture simulated below; `user-set-env` and `manual-env-block` have their own tests
 /// (`manual-env-block` in references.rs).
-const SIMULATED: [&str; 28] = [
+const SIMULATED: [&str; 29] = [
     "tpu-4-slices",
     "tpu-two-rjobs-one-group",
     "tpu-two-groups",
@@ -39,6 +39,7 @@ const SIMULATED: [&str; 28] = [
     "tpu-init-container",
     "pathways-tpu7x",
     "tpu-zero-replicas-first",
+    "trainer-initializer",
     // The shapes real tools submit (docs/kueue-gke-xpk.md, "Shapes we test").
     "xpk-v5p-multislice",
     "xpk-v6e-multislice",

@@ -67,13 +67,15 @@ fn tpu7x_with_two_tpu_containers_gives_each_its_own_ports() {
             let settings = json!({"tpuWorkerEnv": tpu_worker_env});
             let (outcome, _, pods) = run(&fixture_request("tpu7x-two-containers", api), &settings);
             assert_eq!(outcome.warnings, Vec::<String>::new());
-            let (hostnames, addresses) = host_lists("ironwood", "slice", 0, 2, &["8476", "8477"]);
             for (host, name, c, pod) in each_container(&pods) {
-                let (_, ci) = indexes(&host);
+                let (j, ci) = indexes(&host);
+                let (hostnames, addresses) =
+                    host_lists("ironwood", "slice", j, 2, &["8476", "8477"]);
                 let k: u64 = if name == "jax-0" { 0 } else { 1 };
+                // Two slices: one would get no MEGASCALE_* at all (docs/contributing/spec.md §4.2).
                 let mut want = vec![
-                    ("MEGASCALE_NUM_SLICES", "1".to_string()),
-                    ("MEGASCALE_SLICE_ID", "0".to_string()),
+                    ("MEGASCALE_NUM_SLICES", "2".to_string()),
+                    ("MEGASCALE_SLICE_ID", j.to_string()),
                     (
                         "MEGASCALE_COORDINATOR_ADDRESS",
                         "ironwood-slice-0-0.ironwood:8081".to_string(),
@@ -86,7 +88,7 @@ fn tpu7x_with_two_tpu_containers_gives_each_its_own_ports() {
                         ("TPU_WORKER_HOSTNAMES", hostnames.clone()),
                         ("TPU_PROCESS_PORT", (8476 + k).to_string()),
                         ("TPU_PROCESS_ADDRESSES", addresses.clone()),
-                        ("TPU_NAME", "ironwood-slice-0".to_string()),
+                        ("TPU_NAME", format!("ironwood-slice-{j}")),
                     ]);
                 }
                 assert_vars(&pod, &c, &want, &format!("{host} {name} {api:?}"));
@@ -231,7 +233,9 @@ fn gpu_jax_over_two_replicated_jobs() {
 fn tpu_jax_with_a_cpu_driver_named_by_spec_coordinator() {
     for api in both_apis() {
         let (outcome, _, pods) = run(&fixture_request("jax-tpu-cpu-driver", api), &no_settings());
-        assert_eq!(outcome.warnings, Vec::<String>::new());
+        // libtpu on the slices dials the driver, which runs none (docs/contributing/spec.md §4.2).
+        assert_eq!(outcome.warnings, fixture_warnings("jax-tpu-cpu-driver"));
+        assert_eq!(outcome.warnings.len(), 1);
         for (host, name, c, pod) in each_container(&pods) {
             if host == "tpu-jax-driver-0-0" {
                 // Neither a slice nor a JAX process.

@@ -4,6 +4,7 @@
 //! `N passed, N failed`. On a failure the control plane's logs are kept. This file only declares
 //! and runs the cases; what they share is in common.rs.
 mod common;
+mod depends_on;
 mod fixtures;
 mod jax;
 mod kueue;
@@ -57,7 +58,7 @@ pub(crate) async fn main_async() -> anyhow::Result<bool> {
 /// The cases on a control plane without Kueue.
 pub(crate) async fn plain_cases(binaries: &Binaries, report: &mut Report) -> anyhow::Result<()> {
     let mut plane = ControlPlane::start(binaries, Options::default()).await?;
-    let _agent = NodeAgent::start(plane.cluster.clone(), plane.remaining());
+    let agent = NodeAgent::start(plane.cluster.clone(), plane.remaining());
     // Labelled long before their case submits, so the API server's namespace informer has the
     // label by then.
     for (namespace, deployment) in [
@@ -72,7 +73,7 @@ pub(crate) async fn plain_cases(binaries: &Binaries, report: &mut Report) -> any
     match_conditions::namespaces(&plane).await?;
     let before = report.failed;
     if part("shapes") {
-        match shapes_run(&mut plane).await {
+        match shapes_run(&mut plane, &agent).await {
             Ok((results, pods)) => {
                 for (name, r) in results {
                     report.record(&name, r);
@@ -80,17 +81,31 @@ pub(crate) async fn plain_cases(binaries: &Binaries, report: &mut Report) -> any
                 for (i, label) in [
                     "test_data/jobsets/jax-cpu-coordinator-last",
                     "examples/jax-gpu",
+                    "test_data/jobsets/trainer-initializer",
                 ]
                 .iter()
                 .enumerate()
                 {
                     // Only where the shape ran (CLUSTER_SHAPES narrows the run when debugging).
-                    let Some(shape_pods) = pods.get(*label).cloned() else {
+                    let Some(mut shape_pods) = pods.get(*label).cloned() else {
                         continue;
                     };
+                    // The initializer has exited before the node pods start: real JAX runs on
+                    // the node pods alone, as they run.
+                    shape_pods.retain(|p| !depends_on::of_rjob(p, "dataset-initializer"));
                     report.record(
                         &format!("real JAX initializes on the real pods of {label}"),
                         real_jax(label, &shape_pods, 40 + i as u8),
+                    );
+                }
+                if let Some(pods) = pods.get("test_data/jobsets/trainer-initializer") {
+                    report.record(
+                        "dependsOn: the initializer completes before the node pods are made",
+                        Ok(depends_on::initializer_first(pods, "dataset-initializer")),
+                    );
+                    report.record(
+                        "dependsOn: the node pods are the JAX job, and the initializer gets no JAX env",
+                        Ok(depends_on::jax_env_of_trainer(pods)),
                     );
                 }
             }

@@ -5,6 +5,7 @@ use crate::common::Failures;
 use crate::fixtures::{shapes_that_must_run, Shape};
 use crate::placement::{check_exclusive_placement, check_nothing_lost_jobset, check_simulation};
 use crate::pods::{check_job_pods, check_jobset_pods, is_opted_in_job};
+use multislice_cluster::agent::NodeAgent;
 use multislice_cluster::fleet::{self, Pool};
 use multislice_cluster::policies;
 use multislice_cluster::run::{self, Submitted};
@@ -47,7 +48,10 @@ pub(crate) type ShapesRun = (
     BTreeMap<String, Vec<Value>>,
 );
 
-pub(crate) async fn shapes_run(plane: &mut ControlPlane) -> anyhow::Result<ShapesRun> {
+pub(crate) async fn shapes_run(
+    plane: &mut ControlPlane,
+    agent: &NodeAgent,
+) -> anyhow::Result<ShapesRun> {
     let filter = std::env::var("CLUSTER_SHAPES").unwrap_or_default();
     let shapes: Vec<Shape> = shapes_that_must_run()?
         .into_iter()
@@ -90,7 +94,7 @@ pub(crate) async fn shapes_run(plane: &mut ControlPlane) -> anyhow::Result<Shape
     // A few shapes at a time: JobSet's exclusive placement makes each follower pod wait for its
     // leader, and the Job controller backs off; a small batch keeps that short on 2 cores.
     for (b, batch) in shapes.chunks(BATCH).enumerate() {
-        let (r, pods) = run_batch(plane, batch, b).await?;
+        let (r, pods) = run_batch(plane, agent, batch, b).await?;
         results.extend(r);
         by_shape.extend(pods);
     }
@@ -104,6 +108,7 @@ pub(crate) const BATCH: usize = 1;
 
 pub(crate) async fn run_batch(
     plane: &ControlPlane,
+    agent: &NodeAgent,
     shapes: &[Shape],
     b: usize,
 ) -> anyhow::Result<ShapesRun> {
@@ -121,6 +126,20 @@ pub(crate) async fn run_batch(
     let mut submitted: Vec<Vec<(Submitted, u64)>> = Vec::new();
     for (i, s) in shapes.iter().enumerate() {
         let mut with_counts = Vec::new();
+        // An initializer that others wait for runs to completion, as its program would.
+        for object in s.objects.iter().filter(|o| o["kind"] == "JobSet") {
+            let rjobs = object["spec"]["replicatedJobs"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            for i in (0..rjobs.len()).filter(|&i| oracle::runs_first(&rjobs, i)) {
+                agent.succeed_replicated_job(
+                    &s.namespace,
+                    object["metadata"]["name"].as_str().unwrap_or_default(),
+                    rjobs[i]["name"].as_str().unwrap_or_default(),
+                );
+            }
+        }
         let subs = run::submit(&plane.cluster, &s.objects).await?;
         if late(s) {
             let stored: Vec<Value> = subs

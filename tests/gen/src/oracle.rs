@@ -62,6 +62,100 @@ pub fn group(r: &Value) -> String {
         .to_string()
 }
 
+/// Whether another replicated job waits for `rjobs[i]` to complete (`dependsOn` with
+/// `status: Complete`): it runs before them, and is no slice, JAX process or coordinator of
+/// theirs (docs/contributing/spec.md §3).
+pub fn runs_first(rjobs: &[Value], i: usize) -> bool {
+    rjobs.iter().any(|r| {
+        r["dependsOn"].as_array().is_some_and(|deps| {
+            deps.iter()
+                .any(|d| d["name"] == rjobs[i]["name"] && d["status"] == "Complete")
+        })
+    })
+}
+
+/// `spec.coordinator`, unless it names a replicated job that runs first.
+fn running_coordinator(jobset: &Value) -> Option<&Value> {
+    let rjobs = jobset["spec"]["replicatedJobs"].as_array()?;
+    let c = jobset.pointer("/spec/coordinator")?;
+    match rjobs.iter().position(|r| r["name"] == c["replicatedJob"]) {
+        Some(i) if runs_first(rjobs, i) => None,
+        _ => Some(c),
+    }
+}
+
+/// The TPU replicated jobs with pods whose slice group has more than one slice: the ones
+/// that get `MEGASCALE_*` env (docs/contributing/spec.md §4.2).
+pub fn tpu_rjobs_in_multislices(jobset: &Value, resource: &str) -> usize {
+    let rjobs = jobset["spec"]["replicatedJobs"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let slices_of = |g: &str| -> u64 {
+        rjobs
+            .iter()
+            .enumerate()
+            .filter(|(i, r)| is_tpu_of(r, resource) && !runs_first(&rjobs, *i) && group(r) == g)
+            .map(|(_, r)| replicas(r))
+            .sum()
+    };
+    rjobs
+        .iter()
+        .enumerate()
+        .filter(|(i, r)| is_tpu_of(r, resource) && !runs_first(&rjobs, *i) && replicas(r) > 0)
+        .filter(|(_, r)| slices_of(&group(r)) > 1)
+        .count()
+}
+
+/// The slice groups of more than one slice whose coordinator, named by `spec.coordinator`,
+/// runs no TPU container while their pods run JAX (the opt-in annotation, default settings):
+/// each earns the JobSet CREATE warning of docs/contributing/spec.md §4.2, unless every TPU
+/// container of the group sets `MEGASCALE_COORDINATOR_ADDRESS` itself.
+pub fn groups_with_a_coordinator_without_tpus(jobset: &Value, resource: &str) -> usize {
+    let jax =
+        jobset["metadata"]["annotations"]["multislice.kubewarden.io/jax-distributed"] == "true";
+    let Some(rjobs) = jobset["spec"]["replicatedJobs"].as_array() else {
+        return 0;
+    };
+    let Some(c) = running_coordinator(jobset) else {
+        return 0;
+    };
+    let named = rjobs.iter().find(|r| r["name"] == c["replicatedJob"]);
+    if !jax || named.is_none_or(|r| is_tpu_of(r, resource)) {
+        return 0;
+    }
+    let sets_its_own = |r: &Value| {
+        let spec = &r["template"]["spec"]["template"]["spec"];
+        ["containers", "initContainers"]
+            .iter()
+            .flat_map(|l| spec[l].as_array().into_iter().flatten())
+            .filter(|c| is_tpu_container_of(c, resource))
+            .all(|c| {
+                own_entries(c)
+                    .iter()
+                    .any(|e| e["name"] == "MEGASCALE_COORDINATOR_ADDRESS")
+            })
+    };
+    let mut groups: Vec<(String, u64, bool)> = Vec::new();
+    for (i, r) in rjobs.iter().enumerate() {
+        if !is_tpu_of(r, resource) || runs_first(rjobs, i) {
+            continue;
+        }
+        let g = group(r);
+        match groups.iter_mut().find(|(name, _, _)| *name == g) {
+            Some(entry) => {
+                entry.1 += replicas(r);
+                entry.2 &= sets_its_own(r);
+            }
+            None => groups.push((g, replicas(r), sets_its_own(r))),
+        }
+    }
+    groups
+        .iter()
+        .filter(|(_, slices, own)| *slices > 1 && !own)
+        .count()
+}
+
 /// Whether the container holds a non-zero quantity of the default TPU resource (docs/contributing/spec.md §3).
 pub fn is_tpu_container(c: &Value) -> bool {
     is_tpu_container_of(c, TPU_RESOURCE)
@@ -170,19 +264,20 @@ pub fn expected_of(
     let group_replicas = sum(&mut members.iter());
     let job_group_index = sum(&mut members.iter().filter(|&&i| i < me)) + job_index;
     let subdomain = subdomain(jobset, name);
-    let multislice = is_tpu(&rjobs[me]).then(|| {
+    let running = |i: usize| !runs_first(rjobs, i);
+    let multislice = (is_tpu(&rjobs[me]) && running(me)).then(|| {
         let subdomain = subdomain.as_str();
         let slices: Vec<usize> = members
             .iter()
             .copied()
-            .filter(|&i| is_tpu(&rjobs[i]))
+            .filter(|&i| is_tpu(&rjobs[i]) && running(i))
             .collect();
         let num = sum(&mut slices.iter());
         let id = sum(&mut slices.iter().filter(|&&i| i < me)) + job_index;
         let tpu_containers =
             tpu_container_names(&rjobs[me]["template"]["spec"]["template"]["spec"]);
         let in_group = |rjob: &str| slices.iter().any(|&i| rjobs[i]["name"] == rjob);
-        let coordinator = match jobset.pointer("/spec/coordinator") {
+        let coordinator = match running_coordinator(jobset) {
             Some(c) => format!(
                 "{name}-{}-{}-{}.{subdomain}",
                 c["replicatedJob"].as_str().unwrap(),
@@ -202,19 +297,41 @@ pub fn expected_of(
                 )
             }
         };
-        // docs/contributing/spec.md §4.2: with several TPU containers, a coordinator of the slice group is named
-        // with container 0's DCN port; one outside it (a Pathways head) keeps the bare address.
-        let coordinator_rjob = jobset
-            .pointer("/spec/coordinator/replicatedJob")
-            .and_then(Value::as_str)
+        // docs/contributing/spec.md §4.2: a coordinator of the slice group is named with the DCN port its
+        // first TPU container sets itself, else, with several TPU containers, with container
+        // 0's (8081); one outside it (a Pathways head) keeps the bare address.
+        let coordinator_rjob = running_coordinator(jobset)
+            .and_then(|c| c["replicatedJob"].as_str())
             .unwrap_or_else(|| rjobs[slices[0]]["name"].as_str().unwrap());
-        let coordinator = if tpu_containers.len() >= 2 && in_group(coordinator_rjob) {
-            format!("{coordinator}:8081")
-        } else {
-            coordinator
+        let own_port = rjobs
+            .iter()
+            .find(|r| r["name"] == coordinator_rjob)
+            .and_then(|r| {
+                let spec = &r["template"]["spec"]["template"]["spec"];
+                let first = tpu_container_names(spec).into_iter().next()?;
+                let c = ["containers", "initContainers"]
+                    .iter()
+                    .flat_map(|l| spec[l].as_array().into_iter().flatten())
+                    .find(|c| c["name"] == first.as_str())?;
+                own_entries(c)
+                    .into_iter()
+                    .rev()
+                    .find(|e| e["name"] == "MEGASCALE_PORT")?
+                    .get("value")?
+                    .as_str()
+                    .map(str::to_string)
+            });
+        let coordinator = match own_port {
+            Some(port) if in_group(coordinator_rjob) => format!("{coordinator}:{port}"),
+            _ if tpu_containers.len() >= 2 && in_group(coordinator_rjob) => {
+                format!("{coordinator}:8081")
+            }
+            _ => coordinator,
         };
         (num, id, coordinator)
     });
+    // One slice has no DCN peers: no multislice env (docs/contributing/spec.md §4.2).
+    let multislice = multislice.filter(|(num, _, _)| *num > 1);
     let tpu_containers = if multislice.is_some() {
         tpu_container_names(&rjobs[me]["template"]["spec"]["template"]["spec"])
     } else {
@@ -297,8 +414,10 @@ pub fn policy_env(
     // §4.2: the multislice env of each TPU container.
     if n > 0 && settings.multislice_env {
         let want = expected_of(jobset, name, at.rjob, at.job_index, resource);
-        let (num, id, coordinator) = want.multislice.expect("a TPU replicated job has a slice");
         for (k, c) in (0u64..).zip(&tpu) {
+            let Some((num, id, coordinator)) = &want.multislice else {
+                break;
+            };
             give(c, "MEGASCALE_NUM_SLICES", num.to_string());
             give(c, "MEGASCALE_SLICE_ID", id.to_string());
             give(c, "MEGASCALE_COORDINATOR_ADDRESS", coordinator.clone());
@@ -361,10 +480,12 @@ pub fn policy_env(
         "never" => false,
         _ => opted_in,
     };
-    let tpu_jobset = rjobs.iter().any(|r| is_tpu_of(r, resource));
+    // Replicated jobs that run first are no JAX processes of the others (docs/contributing/spec.md §3).
+    let running = |i: usize| !runs_first(rjobs, i);
+    let tpu_jobset = (0..rjobs.len()).any(|i| is_tpu_of(&rjobs[i], resource) && running(i));
     let my_group = group(rjob);
     let members: Vec<usize> = (0..rjobs.len())
-        .filter(|&i| group(&rjobs[i]) == my_group)
+        .filter(|&i| group(&rjobs[i]) == my_group && running(i))
         .filter(|&i| !tpu_jobset || is_tpu_of(&rjobs[i], resource))
         .collect();
     if jax_on && members.contains(&me) {
