@@ -53,7 +53,6 @@ impl InputError {
         }
     }
 
-    /// The JSON path the error is about, if any.
     pub fn path(&self) -> Option<&str> {
         match self {
             InputError::Malformed(_) | InputError::NotARequest(_) => None,

@@ -175,12 +175,9 @@ impl Settings {
             }
         }
         for (name, entry) in &self.accelerators {
-            errors.extend(
-                entry
-                    .problems()
-                    .into_iter()
-                    .map(|p| format!("accelerators[{name:?}].{p}")),
-            );
+            for problem in entry.problems() {
+                errors.push(format!("accelerators[{name:?}].{problem}"));
+            }
         }
         errors
     }
@@ -217,7 +214,6 @@ fn read_accelerators(
     }
 }
 
-/// One of a fixed set of strings, each standing for a value.
 fn read_choice<T: Copy>(
     slot: &mut T,
     (key, v): (&str, &Value),
@@ -271,8 +267,7 @@ fn unknown_key_message(key: &str) -> String {
     let nearest = KEYS
         .iter()
         .min_by_key(|known| edit_distance(&key.to_ascii_lowercase(), &known.to_ascii_lowercase()))
-        .copied()
-        .unwrap_or(KEYS[0]);
+        .unwrap_or(&KEYS[0]);
     format!("unknown setting {key:?}; did you mean {nearest:?}?")
 }
 
@@ -280,24 +275,23 @@ fn unknown_key_message(key: &str) -> String {
 /// DNS-1123 subdomain of at most 253 characters and the name at most 63 characters of
 /// alphanumerics, `-`, `_` and `.`, starting and ending with an alphanumeric.
 pub fn check_qualified_name(key: &str) -> Result<(), String> {
-    let (prefix, name) = match key.split_once('/') {
-        Some((p, n)) => (Some(p), n),
-        None => (None, key),
+    let name = match key.split_once('/') {
+        Some((prefix, name)) => {
+            check_dns_subdomain(prefix)?;
+            name
+        }
+        None => key,
     };
-    if let Some(prefix) = prefix {
-        check_dns_subdomain(prefix)?;
-    }
     if name.is_empty() || name.len() > 63 {
         return Err("the name part must have 1 to 63 characters".into());
     }
-    let bytes = name.as_bytes();
-    let alnum = |b: u8| b.is_ascii_alphanumeric();
-    if !alnum(bytes[0]) || !alnum(bytes[bytes.len() - 1]) {
+    let alnum = |c: char| c.is_ascii_alphanumeric();
+    if !name.starts_with(alnum) || !name.ends_with(alnum) {
         return Err("the name part must start and end with a letter or digit".into());
     }
-    if !bytes
-        .iter()
-        .all(|b| alnum(*b) || matches!(b, b'-' | b'_' | b'.'))
+    if !name
+        .chars()
+        .all(|c| alnum(c) || matches!(c, '-' | '_' | '.'))
     {
         return Err("the name part may only hold letters, digits, '-', '_' and '.'".into());
     }
@@ -309,12 +303,12 @@ fn check_dns_subdomain(s: &str) -> Result<(), String> {
         return Err("the prefix must have 1 to 253 characters".into());
     }
     for part in s.split('.') {
-        let b = part.as_bytes();
-        let ok = !b.is_empty()
-            && b.iter()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
-            && b[0] != b'-'
-            && b[b.len() - 1] != b'-';
+        let ok = !part.is_empty()
+            && part
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+            && !part.starts_with('-')
+            && !part.ends_with('-');
         if !ok {
             return Err("the prefix must be a lowercase DNS subdomain".into());
         }

@@ -65,7 +65,7 @@ impl Violation {
 
 /// `[T2] spec.replicatedJobs[0].template.spec.parallelism (replicated job "slice"): is 2 but
 /// completions is 4; <fix>; see docs/rules.md, T2`: the replicated job by its name as well as
-/// its index, and where the rule is explained.
+/// its index, and where the rule is explained (docs/rules.md has one section per rule id).
 impl fmt::Display for Violation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "[{}] {}", self.rule, self.path)?;
@@ -74,14 +74,11 @@ impl fmt::Display for Violation {
         }
         write!(
             f,
-            ": {}; {}; see {RULES_DOC}, {}",
+            ": {}; {}; see docs/rules.md, {}",
             self.problem, self.fix, self.rule
         )
     }
 }
-
-/// Where each rule is explained, one section per rule id.
-pub const RULES_DOC: &str = "docs/rules.md";
 
 /// The index of the replicated job a JobSet path is in: `spec.replicatedJobs[i]…`.
 fn replicated_job_index(path: &str) -> Option<usize> {

@@ -34,10 +34,8 @@ fn show(n: Option<u32>) -> String {
 /// plan of the old object, whose values the pods were given.
 pub fn stale_resizes(old: &JobSetPlan, new: &JobSetView) -> Vec<Violation> {
     let mut out = Vec::new();
-    for (i, before) in old.view.replicated_jobs.iter().enumerate() {
-        let Some(after) = new.replicated_jobs.get(i).filter(|r| r.name == before.name) else {
-            continue;
-        };
+    let pairs = old.view.replicated_jobs.iter().zip(&new.replicated_jobs);
+    for (before, after) in pairs.filter(|(before, after)| before.name == after.name) {
         let Some(what) = depends_on_parallelism(old, before) else {
             continue;
         };

@@ -19,13 +19,10 @@ pub fn x1_exclusive_placement(plan: &JobSetPlan) -> Vec<Violation> {
         return Vec::new();
     }
     let keys_text = settings.exclusive_topology_keys.join(" or ");
-    let mut out = Vec::new();
-    for (_, r) in view
-        .tpu_jobs()
+    view.tpu_jobs()
         .filter(|(_, r)| pods(r) > 1 && !placed_as_slice(r))
-    {
-        match exclusive_placement(view, r) {
-            None => out.push(Violation::new(
+        .filter_map(|(_, r)| match exclusive_placement(view, r) {
+            None => Some(Violation::new(
                 Rule::X1,
                 r.at.job_annotations(),
                 format!(
@@ -40,17 +37,16 @@ pub fn x1_exclusive_placement(plan: &JobSetPlan) -> Vec<Violation> {
                 ),
             )),
             Some(e) if !settings.exclusive_topology_keys.iter().any(|k| k == e.key) => {
-                out.push(Violation::new(
+                Some(Violation::new(
                     Rule::X1,
                     e.path(),
                     format!("is {:?}, which does not keep a slice's hosts together", e.key),
                     format!("set it to {keys_text}"),
                 ))
             }
-            Some(_) => {}
-        }
-    }
-    out
+            Some(_) => None,
+        })
+        .collect()
 }
 
 fn describe(e: &Option<Exclusive>) -> String {
@@ -70,27 +66,24 @@ fn describe(e: &Option<Exclusive>) -> String {
 
 /// What differs between two replicated jobs' exclusive placements, said plainly, and the fix.
 fn x2_difference(mine: &Option<Exclusive>, theirs: &Option<Exclusive>) -> (&'static str, String) {
+    let (flag, exclusive) = (keys::NODE_SELECTOR_STRATEGY, keys::EXCLUSIVE_TOPOLOGY);
     match (mine, theirs) {
         (Some(m), Some(t)) if m.key == t.key => (
             ": the key is the same, only the node-selector flag differs, so JobSet places their Jobs differently (by nodeSelector with the flag, by pod affinity without it)",
             format!(
-                "set {} on every replicated job of the slice group or on none, best set once on the JobSet beside {}",
-                keys::NODE_SELECTOR_STRATEGY,
-                keys::EXCLUSIVE_TOPOLOGY
+                "set {flag} on every replicated job of the slice group or on none, best set once on the JobSet beside {exclusive}"
             ),
         ),
         (Some(_), Some(_)) => (
             ": the keys differ",
             format!(
-                "give every replicated job of a slice group the same {} key, best set once on the JobSet",
-                keys::EXCLUSIVE_TOPOLOGY
+                "give every replicated job of a slice group the same {exclusive} key, best set once on the JobSet"
             ),
         ),
         _ => (
             "",
             format!(
-                "give every replicated job of a slice group the same exclusive placement, best set once on the JobSet ({})",
-                keys::EXCLUSIVE_TOPOLOGY
+                "give every replicated job of a slice group the same exclusive placement, best set once on the JobSet ({exclusive})"
             ),
         ),
     }
@@ -137,43 +130,28 @@ pub fn x3_node_selector_flag_takes_effect(plan: &JobSetPlan) -> Vec<Violation> {
     if view.tpu_jobs().next().is_none() {
         return Vec::new();
     }
+    let (flag, exclusive) = (keys::NODE_SELECTOR_STRATEGY, keys::EXCLUSIVE_TOPOLOGY);
     let has = |annotations: Option<&crate::json::Object>, key| {
         annotations.is_some_and(|a| a.contains_key(key))
     };
-    let flag_path =
-        |annotations: String| format!("{annotations}[{:?}]", keys::NODE_SELECTOR_STRATEGY);
     let mut out = Vec::new();
-    if has(view.annotations, keys::NODE_SELECTOR_STRATEGY)
-        && !has(view.annotations, keys::EXCLUSIVE_TOPOLOGY)
-    {
+    if has(view.annotations, flag) && !has(view.annotations, exclusive) {
         out.push(Violation::new(
             Rule::X3,
-            flag_path("metadata.annotations".into()),
-            format!(
-                "is set without {} beside it, and JobSet ignores it silently",
-                keys::EXCLUSIVE_TOPOLOGY
-            ),
-            format!(
-                "add {} at the same level, or remove the flag",
-                keys::EXCLUSIVE_TOPOLOGY
-            ),
+            format!("metadata.annotations[{flag:?}]"),
+            format!("is set without {exclusive} beside it, and JobSet ignores it silently"),
+            format!("add {exclusive} at the same level, or remove the flag"),
         ));
     }
     for r in &view.replicated_jobs {
-        if has(r.job_annotations, keys::NODE_SELECTOR_STRATEGY)
-            && exclusive_placement(view, r).is_none()
-        {
+        if has(r.job_annotations, flag) && exclusive_placement(view, r).is_none() {
             out.push(Violation::new(
                 Rule::X3,
-                flag_path(r.at.job_annotations()),
+                format!("{}[{flag:?}]", r.at.job_annotations()),
                 format!(
-                    "is set but neither this replicated job nor the JobSet has {}, and JobSet ignores it silently",
-                    keys::EXCLUSIVE_TOPOLOGY
+                    "is set but neither this replicated job nor the JobSet has {exclusive}, and JobSet ignores it silently"
                 ),
-                format!(
-                    "add {} here or on the JobSet, or remove the flag",
-                    keys::EXCLUSIVE_TOPOLOGY
-                ),
+                format!("add {exclusive} here or on the JobSet, or remove the flag"),
             ));
         }
     }
@@ -183,13 +161,12 @@ pub fn x3_node_selector_flag_takes_effect(plan: &JobSetPlan) -> Vec<Violation> {
 /// X4: a replicated job of several slices does not pin the exclusive key to one value.
 pub fn x4_exclusive_key_not_pinned(plan: &JobSetPlan) -> Vec<Violation> {
     let view = plan.view;
-    let mut out = Vec::new();
-    for (_, r) in view.tpu_jobs().filter(|(_, r)| r.replicas > 1) {
-        let Some(e) = exclusive_placement(view, r) else {
-            continue;
-        };
-        if let Some(pin) = pinned(r, e.key) {
-            out.push(Violation::new(
+    view.tpu_jobs()
+        .filter(|(_, r)| r.replicas > 1)
+        .filter_map(|(_, r)| {
+            let e = exclusive_placement(view, r)?;
+            let pin = pinned(r, e.key)?;
+            Some(Violation::new(
                 Rule::X4,
                 pin.path(&r.template.spec_path()),
                 format!(
@@ -200,10 +177,9 @@ pub fn x4_exclusive_key_not_pinned(plan: &JobSetPlan) -> Vec<Violation> {
                     "remove it: exclusive placement gives each slice its own {}",
                     e.key
                 ),
-            ));
-        }
-    }
-    out
+            ))
+        })
+        .collect()
 }
 
 /// Warning: one multi-host slice placed by hostname keeps one pod per node, but does not

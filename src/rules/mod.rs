@@ -43,45 +43,32 @@ enum When {
     SuspendedAtCreate,
 }
 
-/// A rule of the table.
-struct TableRule {
-    check: RuleFn,
-    when: When,
-}
-
-const fn rule(check: RuleFn) -> TableRule {
-    TableRule {
-        check,
-        when: When::Always,
-    }
-}
-
-const fn rule_when(check: RuleFn, when: When) -> TableRule {
-    TableRule { check, when }
+const fn rule(check: RuleFn) -> (RuleFn, When) {
+    (check, When::Always)
 }
 
 /// Every rule in the order a rejection lists them.
-const RULES: [TableRule; 17] = [
+const RULES: [(RuleFn, When); 17] = [
     rule(replica_groups::g1_group_name_is_a_label),
     rule(replica_groups::g2_field_and_annotation_agree),
     rule(replica_groups::g3_no_cpu_job_among_slices),
     rule(replica_groups::g4_identical_slices),
-    rule_when(
+    (
         replica_groups::g5_one_shape_per_queued_slice_group,
         When::SuspendedAtCreate,
     ),
     rule(tpu::t1_indexed_completion),
     rule(tpu::t2_all_hosts_at_once),
-    rule_when(
+    (
         tpu::t3_accelerator_and_topology_selected,
         When::Unsuspended(Some(Moment::Create)),
     ),
-    rule_when(
+    (
         tpu::t3_selected_once_a_flavour_is_chosen,
         When::Unsuspended(Some(Moment::Update)),
     ),
-    rule_when(tpu::t4_topology_fits_the_slice, When::Unsuspended(None)),
-    rule_when(tpu::t4_some_slice_fits, When::SuspendedAtCreate),
+    (tpu::t4_topology_fits_the_slice, When::Unsuspended(None)),
+    (tpu::t4_some_slice_fits, When::SuspendedAtCreate),
     rule(exclusive_placement::x1_exclusive_placement),
     rule(exclusive_placement::x2_one_placement_per_slice_group),
     rule(exclusive_placement::x3_node_selector_flag_takes_effect),
@@ -129,15 +116,11 @@ pub fn judge(plan: &JobSetPlan, moment: Moment) -> Result<Findings, InputError> 
     if !judged(plan) {
         return Ok(Findings::default());
     }
-    Ok(check(plan, moment))
-}
-
-fn check(plan: &JobSetPlan, moment: Moment) -> Findings {
     let deferred = deferred(plan.view, moment, plan.settings.role);
     let mut violations: Vec<Violation> = RULES
         .iter()
-        .filter(|r| r.when.applies(deferred, moment))
-        .flat_map(|r| (r.check)(plan))
+        .filter(|(_, when)| when.applies(deferred, moment))
+        .flat_map(|(check, _)| check(plan))
         .collect();
     violation::name_replicated_jobs(&mut violations, &plan.view.rjob_names());
     let mut warnings = exclusive_placement::single_slice_by_hostname(plan);
@@ -145,8 +128,8 @@ fn check(plan: &JobSetPlan, moment: Moment) -> Findings {
     if !deferred {
         warnings.extend(tpu::unknown_accelerators(plan));
     }
-    Findings {
+    Ok(Findings {
         violations,
         warnings,
-    }
+    })
 }

@@ -29,8 +29,7 @@ fn needs_hostnames(plan: &JobSetPlan) -> Option<&'static str> {
 }
 
 pub fn n1_hostnames_resolve(plan: &JobSetPlan) -> Vec<Violation> {
-    let view = plan.view;
-    if view.enable_dns_hostnames != Some(false) {
+    if plan.view.enable_dns_hostnames != Some(false) {
         return Vec::new();
     }
     let Some(what) = needs_hostnames(plan) else {
@@ -105,28 +104,23 @@ mod tests {
     use rstest::rstest;
 
     #[rstest]
-    #[case::default_off_host_network(false, None, false)]
-    #[case::cluster_first(false, Some("ClusterFirst"), false)]
-    #[case::xpks_pairing(true, Some("ClusterFirstWithHostNet"), false)]
-    #[case::none_with_dns_config(true, Some("None"), false)]
-    #[case::host_network_default(true, None, true)]
-    #[case::host_network_cluster_first(true, Some("ClusterFirst"), true)]
-    #[case::node_resolver(false, Some("Default"), true)]
-    #[case::node_resolver_on_host_network(true, Some("Default"), true)]
+    #[case::default_off_host_network(false, None, None)]
+    #[case::cluster_first(false, Some("ClusterFirst"), None)]
+    #[case::xpks_pairing(true, Some("ClusterFirstWithHostNet"), None)]
+    #[case::none_with_dns_config(true, Some("None"), None)]
+    #[case::host_network_default(true, None, Some("ClusterFirstWithHostNet"))]
+    #[case::host_network_cluster_first(true, Some("ClusterFirst"), Some("ClusterFirstWithHostNet"))]
+    #[case::node_resolver(false, Some("Default"), Some("ClusterFirst or remove it"))]
+    #[case::node_resolver_on_host_network(true, Some("Default"), Some("ClusterFirstWithHostNet"))]
     fn only_the_nodes_resolver_breaks_n2(
         #[case] host_network: bool,
         #[case] dns_policy: Option<&str>,
-        #[case] broken: bool,
+        #[case] fix: Option<&str>,
     ) {
         let v = cluster_dns(host_network, dns_policy, SpecAt::Pod, "names");
-        assert_eq!(v.is_some(), broken, "{v:?}");
-        if let Some(v) = v {
+        assert_eq!(v.is_some(), fix.is_some(), "{v:?}");
+        if let (Some(v), Some(fix)) = (v, fix) {
             assert_eq!(v.path, "spec.dnsPolicy");
-            let fix = if host_network {
-                "ClusterFirstWithHostNet"
-            } else {
-                "ClusterFirst or remove it"
-            };
             assert!(
                 v.to_string()
                     .ends_with(&format!("{fix}; see docs/rules.md, N2")),

@@ -3,17 +3,10 @@ use crate::jobset_plan::JobSetPlan;
 use crate::keys;
 use crate::narrowing;
 use crate::placement::{pinned, slice_topology};
+use crate::settings::Settings;
 use crate::views::jobset_view::ReplicatedJob;
+use crate::views::node_pins::Pin;
 use crate::violation::{Rule, Violation};
-
-/// Where the group of a replicated job was named, for messages.
-fn group_path(rjob: &ReplicatedJob) -> String {
-    if rjob.group_field.is_some() {
-        rjob.at.field("groupName")
-    } else {
-        rjob.at.job_annotation(keys::GROUP_NAME)
-    }
-}
 
 /// RFC 1035 label: what JobSet requires of `groupName`, and what fits in a label value.
 pub fn is_dns1035_label(s: &str) -> bool {
@@ -28,40 +21,35 @@ pub fn is_dns1035_label(s: &str) -> bool {
 
 /// A DNS-1035 label close to `s`, to suggest in a fix.
 fn suggest_label(s: &str) -> String {
-    let mut out: String = s
+    let dashed: String = s
         .to_ascii_lowercase()
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
         .collect();
-    out = out
-        .trim_start_matches(|c: char| !c.is_ascii_lowercase())
-        .to_string();
-    out.truncate(63);
-    let out = out.trim_end_matches('-').to_string();
+    let mut out = dashed.trim_start_matches(|c: char| !c.is_ascii_lowercase());
+    // Only ASCII is left, so every byte is a character.
+    out = out.get(..63).unwrap_or(out).trim_end_matches('-');
     if out.is_empty() {
         "group-a".into()
     } else {
-        out
+        out.to_string()
     }
 }
 
 /// G1: a group name is a DNS-1035 label of at most 63 characters.
 pub fn g1_group_name_is_a_label(plan: &JobSetPlan) -> Vec<Violation> {
-    let view = plan.view;
     let mut out = Vec::new();
-    for rjob in &view.replicated_jobs {
-        let at = rjob.at;
-        let named: [(Option<&str>, &dyn Fn() -> String); 2] = [
-            (rjob.group_field, &|| at.field("groupName")),
-            (rjob.group_annotation, &|| {
-                at.job_annotation(keys::GROUP_NAME)
-            }),
+    for rjob in &plan.view.replicated_jobs {
+        let named = [
+            rjob.group_field.map(|n| (n, rjob.at.field("groupName"))),
+            rjob.group_annotation
+                .map(|n| (n, rjob.at.job_annotation(keys::GROUP_NAME))),
         ];
-        for (name, path) in named {
-            if let Some(name) = name.filter(|n| !is_dns1035_label(n)) {
+        for (name, path) in named.into_iter().flatten() {
+            if !is_dns1035_label(name) {
                 out.push(Violation::new(
                     Rule::G1,
-                    path(),
+                    path,
                     format!("{name:?} is not a DNS-1035 label"),
                     format!(
                         "use lowercase letters, digits and '-', starting with a letter, at most 63 characters, for example {:?}",
@@ -97,11 +85,8 @@ pub fn g2_field_and_annotation_agree(plan: &JobSetPlan) -> Vec<Violation> {
 /// `default` may hold a CPU driver beside the slices.
 pub fn g3_no_cpu_job_among_slices(plan: &JobSetPlan) -> Vec<Violation> {
     let mut out = Vec::new();
-    for group in &plan.groups {
+    for group in plan.groups.iter().filter(|g| g.name != keys::DEFAULT_GROUP) {
         let (name, rjobs) = (group.name, &group.members);
-        if name == keys::DEFAULT_GROUP {
-            continue;
-        }
         let tpu: Vec<&str> = rjobs
             .iter()
             .filter(|r| r.is_tpu())
@@ -112,9 +97,13 @@ pub fn g3_no_cpu_job_among_slices(plan: &JobSetPlan) -> Vec<Violation> {
         }
         // One that runs first (an initializer the slices wait for) is no slice of theirs.
         for rjob in rjobs.iter().filter(|r| !r.is_tpu() && !r.runs_first) {
+            let named_at = match rjob.group_field {
+                Some(_) => rjob.at.field("groupName"),
+                None => rjob.at.job_annotation(keys::GROUP_NAME),
+            };
             out.push(Violation::new(
                 Rule::G3,
-                group_path(rjob),
+                named_at,
                 format!(
                     "puts this non-TPU replicated job in group {name:?} with TPU replicated jobs {tpu:?}"
                 ),
@@ -125,6 +114,14 @@ pub fn g3_no_cpu_job_among_slices(plan: &JobSetPlan) -> Vec<Violation> {
     out
 }
 
+/// What G4 compares of a slice's node selection: its accelerator and its slice topology.
+fn selection<'a>(r: &ReplicatedJob<'a>, settings: &Settings) -> [Option<Pin<'a>>; 2] {
+    [
+        pinned(r, &settings.accelerator_label).cloned(),
+        slice_topology(r, &settings.topology_label),
+    ]
+}
+
 /// G4: the slices of a multislice are identical: same accelerator, slice topology (docs/contributing/spec.md §3),
 /// chips per pod and number of TPU containers per pod.
 pub fn g4_identical_slices(plan: &JobSetPlan) -> Vec<Violation> {
@@ -133,61 +130,45 @@ pub fn g4_identical_slices(plan: &JobSetPlan) -> Vec<Violation> {
     for slice_group in plan.multi_member_slice_groups() {
         let (group, first) = (slice_group.name, slice_group.members[0]);
         for rjob in &slice_group.members[1..] {
-            let same = || {
-                format!(
+            let mut differ = |path: String, problem: String| {
+                let fix = format!(
                     "a multislice is made of identical slices: make it match {:?}, the first replicated job of slice group {group:?}",
                     first.name
-                )
+                );
+                out.push(Violation::new(Rule::G4, path, problem, fix));
             };
-            let accelerator = &settings.accelerator_label;
-            let selections = [
-                (
-                    pinned(rjob, accelerator).cloned(),
-                    pinned(first, accelerator).cloned(),
-                ),
-                (
-                    slice_topology(rjob, &settings.topology_label),
-                    slice_topology(first, &settings.topology_label),
-                ),
-            ];
-            for selection in selections {
-                if let (Some(mine), Some(theirs)) = selection {
-                    if mine.value != theirs.value {
-                        out.push(Violation::new(
-                            Rule::G4,
-                            mine.path(&rjob.template.spec_path()),
-                            format!(
-                                "is {:?} but {:?} has {:?}",
-                                mine.value, first.name, theirs.value
-                            ),
-                            same(),
-                        ));
-                    }
-                }
+            let pairs = selection(rjob, settings)
+                .into_iter()
+                .zip(selection(first, settings))
+                .filter_map(|(mine, theirs)| mine.zip(theirs));
+            for (mine, theirs) in pairs.filter(|(mine, theirs)| mine.value != theirs.value) {
+                differ(
+                    mine.path(&rjob.template.spec_path()),
+                    format!(
+                        "is {:?} but {:?} has {:?}",
+                        mine.value, first.name, theirs.value
+                    ),
+                );
             }
             if rjob.chips_per_pod != first.chips_per_pod {
-                out.push(Violation::new(
-                    Rule::G4,
+                differ(
                     rjob.template.at.spec_field("containers"),
                     format!(
                         "ask for {} TPU chips per pod but {:?} asks for {}",
                         rjob.chips_per_pod, first.name, first.chips_per_pod
                     ),
-                    same(),
-                ));
+                );
             }
             let (mine, theirs) = (rjob.tpu_containers(), first.tpu_containers());
             if mine != theirs {
-                out.push(Violation::new(
-                    Rule::G4,
+                differ(
                     rjob.template.at.spec_field("containers"),
                     format!(
                         "hold {mine} TPU container{} per pod but {:?} holds {theirs}",
                         if mine == 1 { "" } else { "s" },
                         first.name
                     ),
-                    same(),
-                ));
+                );
             }
         }
     }
@@ -204,21 +185,17 @@ pub fn g5_one_shape_per_queued_slice_group(plan: &JobSetPlan) -> Vec<Violation> 
     let mut out = Vec::new();
     for slice_group in &plan.slice_groups {
         let (group, members) = (slice_group.name, &slice_group.members);
-        let judged: Vec<&ReplicatedJob> = members
+        let judged: Vec<_> = members
             .iter()
-            .copied()
-            .filter(|m| shapes.group[m.index].is_some())
+            .filter_map(|m| Some((m, shapes.group[m.index].as_ref()?)))
             .collect();
-        let (Some(first), Some(pairs)) = (
-            judged.first(),
-            members.iter().find_map(|m| shapes.group[m.index].as_ref()),
-        ) else {
+        let [(first, pairs), _, ..] = judged[..] else {
             continue;
         };
-        if judged.len() < 2 || narrowing::count(pairs) < 2 {
+        if narrowing::count(pairs) < 2 {
             continue;
         }
-        let names: Vec<&str> = judged.iter().map(|r| r.name).collect();
+        let names: Vec<&str> = judged.iter().map(|(r, _)| r.name).collect();
         let problem = format!(
             "slice group {group:?} of replicated jobs {names:?} is queued with {} slice shapes left ({}), and Kueue gives each replicated job a flavour of its own, so they could get different shapes",
             narrowing::count(pairs),
@@ -293,20 +270,16 @@ mod tests {
     #[case("a_b", false)]
     #[case("end-", false)]
     #[case("", false)]
-    fn dns1035(#[case] s: &str, #[case] ok: bool) {
-        assert_eq!(is_dns1035_label(s), ok);
+    #[case::longest("a".repeat(63), true)]
+    #[case::too_long("a".repeat(64), false)]
+    fn dns1035(#[case] s: String, #[case] ok: bool) {
+        assert_eq!(is_dns1035_label(&s), ok);
         if !ok {
             assert!(
-                is_dns1035_label(&suggest_label(s)),
+                is_dns1035_label(&suggest_label(&s)),
                 "{s} -> {}",
-                suggest_label(s)
+                suggest_label(&s)
             );
         }
-    }
-
-    #[test]
-    fn long_names_are_refused() {
-        assert!(!is_dns1035_label(&"a".repeat(64)));
-        assert!(is_dns1035_label(&"a".repeat(63)));
     }
 }

@@ -5,7 +5,7 @@ use crate::narrowing::Shapes;
 use crate::placement::{pinned, slice_topology};
 use crate::settings::Settings;
 use crate::slice_fit::{self, Misfit};
-use crate::views::jobset_view::{JobSetView, ReplicatedJob};
+use crate::views::jobset_view::ReplicatedJob;
 use crate::views::node_pins::Pin;
 use crate::violation::{Rule, Violation};
 
@@ -61,8 +61,7 @@ pub fn t2_all_hosts_at_once(plan: &JobSetPlan) -> Vec<Violation> {
 /// T3: a TPU replicated job selects an accelerator and a topology, by its author's own
 /// selection (what the policy's narrowing added is not theirs).
 pub fn t3_accelerator_and_topology_selected(plan: &JobSetPlan) -> Vec<Violation> {
-    let (view, settings) = (plan.view, plan.settings);
-    t3(view, settings, false)
+    t3(plan, false)
 }
 
 /// T3 at an UPDATE, such as Kueue's unsuspend (docs/contributing/spec.md §4.7): the flavour's labels, now in the
@@ -70,8 +69,7 @@ pub fn t3_accelerator_and_topology_selected(plan: &JobSetPlan) -> Vec<Violation>
 /// holds when they all share one topology. A flavour that labels only the accelerator leaves
 /// that accelerator's pairs, and every one of them fits by construction.
 pub fn t3_selected_once_a_flavour_is_chosen(plan: &JobSetPlan) -> Vec<Violation> {
-    let (view, settings) = (plan.view, plan.settings);
-    t3(view, settings, true)
+    t3(plan, true)
 }
 
 /// The one topology the marked pairs that the nodeSelector leaves share, if they share one.
@@ -98,64 +96,57 @@ fn left_open(r: &ReplicatedJob, settings: &Settings) -> bool {
     mark.leaves_open(pin.value) && accelerators::lookup(&settings.accelerators, pin.value).is_none()
 }
 
-fn t3(view: &JobSetView, settings: &Settings, read_mark: bool) -> Vec<Violation> {
+fn t3(plan: &JobSetPlan, read_mark: bool) -> Vec<Violation> {
+    let settings = plan.settings;
     if !settings.require_tpu_node_selectors {
         return Vec::new();
     }
     let mut out = Vec::new();
-    for (_, r) in view.tpu_jobs() {
-        let narrowed =
-            read_mark && (narrowed_topology(r, settings).is_some() || left_open(r, settings));
-        let selected = [
-            narrowed || pinned(r, &settings.accelerator_label).is_some(),
-            // GKE dynamic slicing names the topology in a pod template annotation instead.
-            narrowed || slice_topology(r, &settings.topology_label).is_some(),
-        ];
-        let (per_pod, hosts) = (r.chips_per_pod, r.parallelism);
+    for (_, r) in plan.view.tpu_jobs() {
+        if read_mark && (narrowed_topology(r, settings).is_some() || left_open(r, settings)) {
+            continue;
+        }
+        let (per_pod, hosts, overrides) = (r.chips_per_pod, r.parallelism, &settings.accelerators);
         let accelerator = pinned(r, &settings.accelerator_label).map(|p| p.value);
+        // GKE dynamic slicing names the topology in a pod template annotation instead.
         let topology = slice_topology(r, &settings.topology_label).map(|p| p.value);
-        let overrides = &settings.accelerators;
-        let labels = [&settings.accelerator_label, &settings.topology_label];
-        for (i, (label, selected)) in labels.into_iter().zip(selected).enumerate() {
-            if selected {
-                continue;
-            }
-            let hint = if i == 0 {
-                slice_fit::accelerator_hint(overrides, topology, per_pod, hosts)
-            } else {
-                slice_fit::topology_hint(overrides, accelerator, per_pod, hosts)
-            };
-            out.push(Violation::new(
-                Rule::T3,
-                r.template.at.spec_field("nodeSelector"),
-                format!("does not select {label}, so the pods may land on any TPU node"),
-                format!(
-                    "add {label} to the nodeSelector, or a required node affinity with one In value, set to {hint}"
-                ),
-            ));
+        if accelerator.is_none() {
+            let hint = slice_fit::accelerator_hint(overrides, topology, per_pod, hosts);
+            out.push(not_selected(r, &settings.accelerator_label, &hint));
+        }
+        if topology.is_none() {
+            let hint = slice_fit::topology_hint(overrides, accelerator, per_pod, hosts);
+            out.push(not_selected(r, &settings.topology_label, &hint));
         }
     }
     out
 }
 
-/// The slice an rjob describes, when its accelerator is pinned and its slice topology known.
-struct Slice<'r, 'a> {
-    accelerator: &'r Pin<'a>,
-    topology: Pin<'a>,
+fn not_selected(r: &ReplicatedJob, label: &str, hint: &str) -> Violation {
+    Violation::new(
+        Rule::T3,
+        r.template.at.spec_field("nodeSelector"),
+        format!("does not select {label}, so the pods may land on any TPU node"),
+        format!(
+            "add {label} to the nodeSelector, or a required node affinity with one In value, set to {hint}"
+        ),
+    )
 }
 
-fn slice_of<'r, 'a>(r: &'r ReplicatedJob<'a>, settings: &Settings) -> Option<Slice<'r, 'a>> {
-    Some(Slice {
-        accelerator: pinned(r, &settings.accelerator_label)?,
-        topology: slice_topology(r, &settings.topology_label)?,
-    })
+/// The slice an rjob describes, as its accelerator pin and slice topology, when both are known.
+fn slice_of<'r, 'a>(
+    r: &'r ReplicatedJob<'a>,
+    settings: &Settings,
+) -> Option<(&'r Pin<'a>, Pin<'a>)> {
+    let accelerator = pinned(r, &settings.accelerator_label)?;
+    Some((accelerator, slice_topology(r, &settings.topology_label)?))
 }
 
 /// Hosts per slice (= pods per Job) when the selectors and chips describe a valid slice.
 pub fn slice_hosts(r: &ReplicatedJob, settings: &Settings) -> Option<u32> {
-    let slice = slice_of(r, settings)?;
-    let acc = accelerators::lookup(&settings.accelerators, slice.accelerator.value)?;
-    let t = Topology::parse(slice.topology.value, acc.dims).ok()?;
+    let (accelerator, topology) = slice_of(r, settings)?;
+    let acc = accelerators::lookup(&settings.accelerators, accelerator.value)?;
+    let t = Topology::parse(topology.value, acc.dims).ok()?;
     let chips = t.chips()?;
     (r.chips_per_pod > 0 && chips % r.chips_per_pod == 0).then(|| chips / r.chips_per_pod)
 }
@@ -184,18 +175,15 @@ pub fn t4_topology_fits_the_slice(plan: &JobSetPlan) -> Vec<Violation> {
             out.extend(chip_errors);
             continue;
         }
-        let Some(slice) = slice_of(r, settings) else {
+        let Some((accelerator, topology)) = slice_of(r, settings) else {
             continue; // T3's concern
         };
-        match accelerators::lookup(&settings.accelerators, slice.accelerator.value) {
-            Some(acc) => out.extend(check_slice(r, &acc, &slice.topology)),
+        match accelerators::lookup(&settings.accelerators, accelerator.value) {
+            Some(acc) => out.extend(check_slice(r, &acc, &topology)),
             None if settings.reject_unknown_accelerators => out.push(Violation::new(
                 Rule::T4,
-                slice.accelerator.path(&r.template.spec_path()),
-                format!(
-                    "{:?} is not in the accelerator table",
-                    slice.accelerator.value
-                ),
+                accelerator.path(&r.template.spec_path()),
+                format!("{:?} is not in the accelerator table", accelerator.value),
                 format!(
                     "use one of {} or add it to the accelerators setting",
                     accelerators::known_names(&settings.accelerators).join(", ")
@@ -207,13 +195,13 @@ pub fn t4_topology_fits_the_slice(plan: &JobSetPlan) -> Vec<Violation> {
     out
 }
 
-/// `1 or 4 or 8`: the chips of each machine type of `acc`.
-fn chip_counts(acc: &Accelerator) -> String {
-    acc.chips_per_host
+/// The numbers for a message, such as `1 or 4 or 8`.
+fn join(numbers: &[u32], sep: &str) -> String {
+    numbers
         .iter()
         .map(u32::to_string)
         .collect::<Vec<_>>()
-        .join(" or ")
+        .join(sep)
 }
 
 fn check_slice(r: &ReplicatedJob, acc: &Accelerator, topology: &Pin) -> Option<Violation> {
@@ -221,21 +209,18 @@ fn check_slice(r: &ReplicatedJob, acc: &Accelerator, topology: &Pin) -> Option<V
     let misfit = slice_fit::misfit(acc, topology.value, per_pod, r.parallelism)?;
     let shapes = || format!("use one of {}", acc.shapes());
     let containers = || r.template.at.spec_field("containers");
-    Some(match misfit {
-        Misfit::Malformed(e) => Violation::new(
-            Rule::T4,
+    let (path, problem, fix) = match misfit {
+        Misfit::Malformed(e) => (
             topology.path(&r.template.spec_path()),
             format!("{:?} {e}", topology.value),
             shapes(),
         ),
-        Misfit::NotInTable => Violation::new(
-            Rule::T4,
+        Misfit::NotInTable => (
             topology.path(&r.template.spec_path()),
             format!("{:?} is not a {} topology", topology.value, acc.name),
             shapes(),
         ),
-        Misfit::ChipsPerPod { chips } => Violation::new(
-            Rule::T4,
+        Misfit::ChipsPerPod { chips } => (
             containers(),
             format!(
                 "ask for {per_pod} TPU chips per pod, which does not divide a {} {} slice ({chips} chips) into whole hosts",
@@ -243,11 +228,10 @@ fn check_slice(r: &ReplicatedJob, acc: &Accelerator, topology: &Pin) -> Option<V
             ),
             format!(
                 "a pod takes a whole host: ask for {} chips per pod, as the machine type has",
-                chip_counts(acc)
+                join(acc.chips_per_host, " or ")
             ),
         ),
-        Misfit::OneHost { chips } => Violation::new(
-            Rule::T4,
+        Misfit::OneHost { chips } => (
             containers(),
             format!(
                 "ask for {per_pod} chips per pod, but a {} slice is one host: its {} slice ({chips} chips) runs in one pod",
@@ -258,14 +242,13 @@ fn check_slice(r: &ReplicatedJob, acc: &Accelerator, topology: &Pin) -> Option<V
             } else {
                 format!(
                     "select a topology of one host, whose chips are {} chips per pod, and set parallelism and completions to 1",
-                    chip_counts(acc)
+                    join(acc.chips_per_host, " or ")
                 )
             },
         ),
         Misfit::MultiHost { chips } => {
             let multi = acc.multi_host_chips_per_host.unwrap_or(per_pod).max(1);
-            Violation::new(
-                Rule::T4,
+            (
                 containers(),
                 format!(
                     "ask for {per_pod} chips per pod, but a multi-host {} slice runs {multi} chips per host",
@@ -277,8 +260,7 @@ fn check_slice(r: &ReplicatedJob, acc: &Accelerator, topology: &Pin) -> Option<V
                 ),
             )
         }
-        Misfit::Hosts { hosts } => Violation::new(
-            Rule::T4,
+        Misfit::Hosts { hosts } => (
             r.at.pod_template().job_spec_field("parallelism"),
             format!(
                 "is {} but a {} {} slice with {per_pod} chips per pod has {hosts} hosts",
@@ -292,7 +274,8 @@ fn check_slice(r: &ReplicatedJob, acc: &Accelerator, topology: &Pin) -> Option<V
                 None => format!("set parallelism and completions to {hosts}"),
             },
         ),
-    })
+    };
+    Some(Violation::new(Rule::T4, path, problem, fix))
 }
 
 /// T4 while the JobSet is suspended or queued (docs/contributing/spec.md §4.7): no slice of the table fits the
@@ -304,12 +287,10 @@ pub fn t4_some_slice_fits(plan: &JobSetPlan) -> Vec<Violation> {
     for (i, r) in view.tpu_jobs() {
         match &shapes.own[i] {
             Some(Shapes::Fixed(pairs)) if pairs.is_empty() => {
-                let slice = slice_of(r, settings);
-                let acc = slice.as_ref().and_then(|s| {
-                    accelerators::lookup(&settings.accelerators, s.accelerator.value)
-                });
-                if let (Some(slice), Some(acc)) = (slice, acc) {
-                    out.extend(check_slice(r, &acc, &slice.topology));
+                if let Some((pin, topology)) = slice_of(r, settings) {
+                    if let Some(acc) = accelerators::lookup(&settings.accelerators, pin.value) {
+                        out.extend(check_slice(r, &acc, &topology));
+                    }
                 }
             }
             Some(Shapes::Open(pairs)) if pairs.is_empty() => out.push(no_slice_fits(r, settings)),
@@ -321,9 +302,12 @@ pub fn t4_some_slice_fits(plan: &JobSetPlan) -> Vec<Violation> {
 
 fn no_slice_fits(r: &ReplicatedJob, settings: &Settings) -> Violation {
     let accelerator = pinned(r, &settings.accelerator_label).map(|p| p.value);
-    let names = match accelerator {
-        Some(name) => vec![name],
-        None => accelerators::known_names(&settings.accelerators),
+    let (names, what) = match accelerator {
+        Some(name) => (vec![name], format!("no {name} slice")),
+        None => (
+            accelerators::known_names(&settings.accelerators),
+            "no slice of the accelerator table".to_string(),
+        ),
     };
     let per_pod = r.chips_per_pod;
     let mut hosts: Vec<u32> = names
@@ -333,20 +317,12 @@ fn no_slice_fits(r: &ReplicatedJob, settings: &Settings) -> Violation {
         .collect();
     hosts.sort_unstable();
     hosts.dedup();
-    let what = match accelerator {
-        Some(name) => format!("no {name} slice"),
-        None => "no slice of the accelerator table".to_string(),
-    };
     let fix = if hosts.is_empty() {
         "ask for the chips of one host per pod, and set parallelism and completions to the hosts of a slice".to_string()
     } else {
         format!(
             "set parallelism and completions to the hosts of a slice, such as {}",
-            hosts
-                .iter()
-                .map(u32::to_string)
-                .collect::<Vec<_>>()
-                .join(", ")
+            join(&hosts, ", ")
         )
     };
     Violation::new(
