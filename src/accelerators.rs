@@ -75,81 +75,70 @@ impl AcceleratorSetting {
     }
 }
 
-/// A row of the built-in table.
-pub struct BuiltIn {
-    pub name: &'static str,
-    pub dims: u8,
-    pub chips_per_host: &'static [u32],
-    /// `None`: every slice is one host.
-    pub multi_host_chips_per_host: Option<u32>,
-    pub topologies: &'static [&'static str],
-    pub cube_rule: Option<(u32, bool)>,
-}
-
 const SMALL_3D: &[&str] = &["2x2x1", "2x2x2", "2x2x4", "2x4x4"];
 const LITE_2D: &[&str] = &["1x1", "2x2", "2x4", "4x4", "4x8", "8x8", "8x16", "16x16"];
 
 /// docs/contributing/spec.md §7, where the sources of each row are listed.
-pub const BUILT_IN: &[BuiltIn] = &[
-    BuiltIn {
+pub const BUILT_IN: &[Accelerator<'static>] = &[
+    Accelerator {
         name: "tpu-v4-podslice",
         dims: 3,
         chips_per_host: &[4],
         multi_host_chips_per_host: Some(4),
-        topologies: SMALL_3D,
+        topologies: Shapes::BuiltIn(SMALL_3D),
         cube_rule: Some((64, false)),
     },
-    BuiltIn {
+    Accelerator {
         name: "tpu-v5p-slice",
         dims: 3,
         chips_per_host: &[4],
         multi_host_chips_per_host: Some(4),
-        topologies: SMALL_3D,
+        topologies: Shapes::BuiltIn(SMALL_3D),
         cube_rule: Some((140, true)),
     },
-    BuiltIn {
+    Accelerator {
         // ct5l-hightpu-1t/4t/8t: single-host machine types, one per slice.
         name: "tpu-v5-lite-device",
         dims: 2,
         chips_per_host: &[1, 4, 8],
         multi_host_chips_per_host: None,
-        topologies: &["1x1", "2x2", "2x4"],
+        topologies: Shapes::BuiltIn(&["1x1", "2x2", "2x4"]),
         cube_rule: None,
     },
-    BuiltIn {
+    Accelerator {
         name: "tpu-v5-lite-podslice",
         dims: 2,
         chips_per_host: &[1, 4, 8],
         multi_host_chips_per_host: Some(4),
-        topologies: LITE_2D,
+        topologies: Shapes::BuiltIn(LITE_2D),
         cube_rule: None,
     },
-    BuiltIn {
+    Accelerator {
         name: "tpu-v6e-slice",
         dims: 2,
         chips_per_host: &[1, 4, 8],
         multi_host_chips_per_host: Some(4),
-        topologies: LITE_2D,
+        topologies: Shapes::BuiltIn(LITE_2D),
         cube_rule: None,
     },
-    BuiltIn {
+    Accelerator {
         name: "tpu7x",
         dims: 3,
         chips_per_host: &[1, 4],
         multi_host_chips_per_host: Some(4),
-        topologies: &["1x1x1", "2x2x1", "2x2x2", "2x2x4", "2x4x4"],
+        topologies: Shapes::BuiltIn(&["1x1x1", "2x2x1", "2x2x2", "2x2x4", "2x4x4"]),
         cube_rule: Some((144, true)),
     },
-    BuiltIn {
+    Accelerator {
         // tpu7-standard-1t and -4t; the multi-host shapes xpk lists (up to 4 cubes), sorted.
         name: "tpu7",
         dims: 3,
         chips_per_host: &[1, 4],
         multi_host_chips_per_host: Some(4),
-        topologies: &[
+        topologies: Shapes::BuiltIn(&[
             "1x1x1", "2x2x1", "2x2x2", "2x2x4", "2x4x4", "4x4x4", "4x4x8", "4x4x12", "4x4x16",
             "4x8x8",
-        ],
+        ]),
         cube_rule: None,
     },
 ];
@@ -204,28 +193,16 @@ pub fn lookup<'a>(overrides: &'a Overrides, name: &'a str) -> Option<Accelerator
             cube_rule: entry.cube_rule.as_ref().map(|c| (c.max_cubes, c.sorted)),
         });
     }
-    BUILT_IN
-        .iter()
-        .find(|row| row.name == name)
-        .map(|row| Accelerator {
-            name: row.name,
-            dims: row.dims,
-            chips_per_host: row.chips_per_host,
-            multi_host_chips_per_host: row.multi_host_chips_per_host,
-            topologies: Shapes::BuiltIn(row.topologies),
-            cube_rule: row.cube_rule,
-        })
+    BUILT_IN.iter().find(|row| row.name == name).cloned()
 }
 
 /// Names of every accelerator the table knows, for messages.
 pub fn known_names(overrides: &Overrides) -> Vec<&str> {
-    let mut names: Vec<&str> = BUILT_IN.iter().map(|row| row.name).collect();
-    for name in overrides.keys() {
-        if !names.contains(&name.as_str()) {
-            names.push(name);
-        }
-    }
-    names
+    let added = overrides
+        .keys()
+        .map(String::as_str)
+        .filter(|name| BUILT_IN.iter().all(|row| row.name != *name));
+    BUILT_IN.iter().map(|row| row.name).chain(added).collect()
 }
 
 /// Largest dimension the cube rule allows (docs/contributing/spec.md §7: multiples of 4 in 4..256).
@@ -345,7 +322,10 @@ mod tests {
     #[test]
     fn built_in_topologies_parse() {
         for row in BUILT_IN {
-            for t in row.topologies {
+            let Shapes::BuiltIn(topologies) = row.topologies else {
+                panic!("{} lists no built-in topologies", row.name);
+            };
+            for t in topologies {
                 assert!(Topology::parse(t, row.dims).is_ok(), "{} {t}", row.name);
             }
         }

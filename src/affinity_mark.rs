@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 pub type Pairs = BTreeMap<String, Vec<String>>;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AffinityMark {
     /// The accelerator label key (setting `acceleratorLabel`).
     pub accelerator: String,
@@ -21,11 +21,7 @@ pub struct AffinityMark {
     /// When not empty, one more term admits a node of any accelerator but these (the table's
     /// names): a flavour of an accelerator the table lacks is left open, since the policy
     /// cannot judge its slice shapes (docs/contributing/spec.md §4.7).
-    #[serde(
-        default,
-        rename = "anyAcceleratorBut",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub any_accelerator_but: Vec<String>,
 }
 

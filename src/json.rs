@@ -52,16 +52,25 @@ pub fn as_object(v: &Value, path: impl PathLike) -> Result<&Object, InputError> 
 // The getters below build a path only on the error branch: a JobSet of thousands of
 // replicated jobs is read field by field, and the happy path must not allocate per field.
 
+/// `obj[key]` as `cast` reads it; a value `cast` does not take is an error that names it.
+fn opt_as<'a, T>(
+    obj: &'a Object,
+    key: &str,
+    path: impl PathLike,
+    expected: &'static str,
+    cast: fn(&'a Value) -> Option<T>,
+) -> Result<Option<T>, InputError> {
+    field(obj, key)
+        .map(|v| cast(v).ok_or_else(|| wrong(&join(&path.render(), key), expected, v)))
+        .transpose()
+}
+
 pub fn opt_object<'a>(
     obj: &'a Object,
     key: &str,
     path: impl PathLike,
 ) -> Result<Option<&'a Object>, InputError> {
-    match field(obj, key) {
-        None => Ok(None),
-        Some(Value::Object(m)) => Ok(Some(m)),
-        Some(v) => Err(wrong(&join(&path.render(), key), "an object", v)),
-    }
+    opt_as(obj, key, path, "an object", Value::as_object)
 }
 
 pub fn opt_array<'a>(
@@ -69,11 +78,7 @@ pub fn opt_array<'a>(
     key: &str,
     path: impl PathLike,
 ) -> Result<Option<&'a Vec<Value>>, InputError> {
-    match field(obj, key) {
-        None => Ok(None),
-        Some(Value::Array(a)) => Ok(Some(a)),
-        Some(v) => Err(wrong(&join(&path.render(), key), "a list", v)),
-    }
+    opt_as(obj, key, path, "a list", Value::as_array)
 }
 
 pub fn opt_str<'a>(
@@ -81,19 +86,11 @@ pub fn opt_str<'a>(
     key: &str,
     path: impl PathLike,
 ) -> Result<Option<&'a str>, InputError> {
-    match field(obj, key) {
-        None => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s)),
-        Some(v) => Err(wrong(&join(&path.render(), key), "a string", v)),
-    }
+    opt_as(obj, key, path, "a string", Value::as_str)
 }
 
 pub fn opt_bool(obj: &Object, key: &str, path: impl PathLike) -> Result<Option<bool>, InputError> {
-    match field(obj, key) {
-        None => Ok(None),
-        Some(Value::Bool(b)) => Ok(Some(*b)),
-        Some(v) => Err(wrong(&join(&path.render(), key), "a boolean", v)),
-    }
+    opt_as(obj, key, path, "a boolean", Value::as_bool)
 }
 
 /// A Kubernetes int32 count (replicas, parallelism, indexes): an integer in 0..=i32::MAX.
@@ -110,11 +107,8 @@ pub fn opt_count(obj: &Object, key: &str, path: impl PathLike) -> Result<Option<
         expected: "it must be a whole number from 0 to 2147483647",
     };
     if let Some(i) = n.as_i64() {
-        if (0..=i64::from(i32::MAX)).contains(&i) {
-            // The range check makes this lossless.
-            return Ok(Some(i as u32));
-        }
-        return Err(out_of_range());
+        let count = i32::try_from(i).ok().and_then(|i| u32::try_from(i).ok());
+        return count.map(Some).ok_or_else(out_of_range);
     }
     if n.is_u64() || n.as_f64().is_some_and(|f| f.fract() == 0.0) {
         return Err(out_of_range());

@@ -1,7 +1,6 @@
 //! Where a field sits in the object the policy admits: typed places, rendered into JSON paths
 //! only when a message needs one. The paths of a replicated job and of a pod template are
-//! spelled here and nowhere else. Any [`PathLike`] renders only when asked: the happy path
-//! reads thousands of fields and must not format a path for each.
+//! spelled here and nowhere else.
 
 /// A JSON path that is rendered only when an error needs it: the happy path reads thousands
 /// of fields and must not format a path for each.
@@ -12,23 +11,6 @@ pub trait PathLike: Copy {
 impl PathLike for &str {
     fn render(self) -> String {
         self.to_string()
-    }
-}
-
-impl PathLike for &String {
-    fn render(self) -> String {
-        self.clone()
-    }
-}
-
-/// `(parent, key)`: the path `parent.key`.
-impl PathLike for (&str, &str) {
-    fn render(self) -> String {
-        if self.0.is_empty() {
-            self.1.to_string()
-        } else {
-            format!("{}.{}", self.0, self.1)
-        }
     }
 }
 
@@ -95,7 +77,6 @@ impl TemplateAt {
         format!("{}.{name}", self.job_spec())
     }
 
-    /// The pod spec.
     pub fn spec(self) -> String {
         format!("{}.template.spec", self.job_spec())
     }

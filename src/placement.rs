@@ -6,7 +6,6 @@ use crate::paths::ReplicatedJobAt;
 use crate::views::jobset_view::{JobSetView, ReplicatedJob};
 use crate::views::node_pins::{Pin, PinSource};
 
-/// The pin of `key`, if the replicated job's pods pin it.
 pub fn pinned<'r, 'a>(rjob: &'r ReplicatedJob<'a>, key: &str) -> Option<&'r Pin<'a>> {
     rjob.pins.iter().find(|p| p.key == key)
 }

@@ -24,7 +24,6 @@ impl fmt::Display for QuantityError {
 /// Longest input considered: real quantities are a few characters; this bounds the work.
 const MAX_LEN: usize = 64;
 
-/// Parses a quantity into a whole count that fits in `u32`.
 pub fn parse_whole(input: &str) -> Result<u32, QuantityError> {
     if input.is_empty() || input.len() > MAX_LEN {
         return Err(QuantityError::NotAQuantity);

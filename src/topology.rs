@@ -1,7 +1,6 @@
 //! Slice topologies such as `4x4` or `2x2x4`, parsed with checked bounds (docs/contributing/spec.md §7).
 use std::fmt;
 
-/// A parsed topology such as `4x4` or `2x2x4`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Topology {
     pub dims: [u32; 3],
@@ -35,11 +34,9 @@ const MAX_DIM: u32 = 1024;
 impl Topology {
     pub fn parse(s: &str, rank: u8) -> Result<Topology, TopologyError> {
         let parts: Vec<&str> = s.split('x').collect();
+        let is_number = |p: &&str| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit());
         if parts.len() != usize::from(rank) {
-            if parts
-                .iter()
-                .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
-            {
+            if parts.iter().all(is_number) {
                 return Err(TopologyError::WrongRank {
                     expected: rank,
                     found: parts.len(),
@@ -49,14 +46,11 @@ impl Topology {
         }
         let mut dims = [1u32; 3];
         for (slot, part) in dims.iter_mut().zip(&parts) {
-            if part.is_empty() || part.len() > 9 || !part.bytes().all(|b| b.is_ascii_digit()) {
-                return Err(
-                    if part.len() > 9 && part.bytes().all(|b| b.is_ascii_digit()) {
-                        TopologyError::TooLarge
-                    } else {
-                        TopologyError::Malformed
-                    },
-                );
+            if !is_number(part) {
+                return Err(TopologyError::Malformed);
+            }
+            if part.len() > 9 {
+                return Err(TopologyError::TooLarge);
             }
             let n: u32 = part.parse().map_err(|_| TopologyError::Malformed)?;
             if n == 0 {

@@ -67,23 +67,21 @@ pub fn env_entries<'a>(
     Ok(existing
         .iter()
         .enumerate()
-        .map(|(i, entry)| {
-            let field_path = entry
-                .get("valueFrom")
-                .and_then(|from| from.get("fieldRef"))
-                .and_then(|r| r.get("fieldPath"))
-                .and_then(Value::as_str);
-            EnvEntry {
-                name: entry.get("name").and_then(Value::as_str),
-                field_path,
-                // Built only if this entry is malformed.
-                checked: checked_entry(
-                    entry,
-                    Lazy(move || json::index(&json::join(&path.render(), "env"), i)),
-                ),
-            }
+        .map(|(i, entry)| EnvEntry {
+            name: entry.get("name").and_then(Value::as_str),
+            field_path: entry.get("valueFrom").and_then(field_ref),
+            // Built only if this entry is malformed.
+            checked: checked_entry(
+                entry,
+                Lazy(move || json::index(&json::join(&path.render(), "env"), i)),
+            ),
         })
         .collect())
+}
+
+/// `fieldRef.fieldPath` of a `valueFrom`, where it is a string.
+fn field_ref(from: &Value) -> Option<&str> {
+    from.get("fieldRef")?.get("fieldPath")?.as_str()
 }
 
 fn checked_entry<'a>(entry: &'a Value, path: impl PathLike) -> Result<UserEntry<'a>, InputError> {
@@ -91,11 +89,7 @@ fn checked_entry<'a>(entry: &'a Value, path: impl PathLike) -> Result<UserEntry<
     let name = json::opt_str(e, "name", path)?.unwrap_or("");
     let source = match field(e, "valueFrom") {
         None => Source::Literal(json::opt_str(e, "value", path)?.unwrap_or("")),
-        Some(from) => from
-            .get("fieldRef")
-            .and_then(|r| r.get("fieldPath"))
-            .and_then(|p| p.as_str())
-            .map_or(Source::Other, Source::FieldRef),
+        Some(from) => field_ref(from).map_or(Source::Other, Source::FieldRef),
     };
     Ok(UserEntry { name, source })
 }
@@ -114,12 +108,10 @@ pub fn user_entries<'a>(
 
 /// The label or annotation a `fieldRef` path reads: `("labels" | "annotations", key)`.
 pub fn metadata_key(field_path: &str) -> Option<(&'static str, &str)> {
-    for map in ["labels", "annotations"] {
-        let prefix = if map == "labels" {
-            "metadata.labels['"
-        } else {
-            "metadata.annotations['"
-        };
+    for (map, prefix) in [
+        ("labels", "metadata.labels['"),
+        ("annotations", "metadata.annotations['"),
+    ] {
         if let Some(key) = field_path
             .strip_prefix(prefix)
             .and_then(|rest| rest.strip_suffix("']"))
@@ -184,12 +176,7 @@ pub fn own_value(
     lookup: &dyn Fn(&str) -> Option<String>,
 ) -> Option<Option<String>> {
     let last = entries.iter().rposition(|e| e.name == name)?;
-    Some(match entries[last].source {
-        Source::Literal(_) | Source::FieldRef(_) => {
-            resolve_all(&entries[..=last], &[], lookup).pop().flatten()
-        }
-        Source::Other => None,
-    })
+    Some(resolve_all(&entries[..=last], &[], lookup).pop().flatten())
 }
 
 /// How much resolved text one container's env may come to: twice the text it was given
@@ -255,14 +242,24 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn entries(env: serde_json::Value) -> (Object, String) {
+    /// What each entry of a container with this `env` resolves to.
+    fn resolve(
+        env: Value,
+        injected: &[WantedVar],
+        lookup: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Vec<Option<String>>, InputError> {
         let c = json!({ "env": env });
-        (c.as_object().unwrap().clone(), "spec.containers[0]".into())
+        let entries = env_entries(c.as_object().unwrap(), "spec.containers[0]");
+        Ok(resolve_all(&user_entries(&entries)?, injected, lookup))
+    }
+
+    fn lengths(values: &[Option<String>]) -> Vec<Option<usize>> {
+        values.iter().map(|v| v.as_ref().map(String::len)).collect()
     }
 
     #[test]
     fn expands_earlier_literals_fieldrefs_and_injected_variables() {
-        let (c, path) = entries(json!([
+        let env = json!([
             {"name": "JOBSET_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.annotations['jobset.sigs.k8s.io/jobset-name']"}}},
             {"name": "ADDR", "value": "$(JOBSET_NAME)-w-$(MEGASCALE_SLICE_ID)-0.$(JOBSET_NAME)"},
             {"name": "COST", "value": "$$(ADDR) $5"},
@@ -271,22 +268,14 @@ mod tests {
             {"name": "SECRET", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}},
             {"name": "USES_SECRET", "value": "a-$(SECRET)"},
             {"name": "UNCLOSED", "value": "$(ADDR"}
-        ]));
-        let injected = [WantedVar {
-            name: "MEGASCALE_SLICE_ID",
-            value: "3".into(),
-        }];
+        ]);
+        let injected = [WantedVar::new("MEGASCALE_SLICE_ID", "3")];
         let lookup = |p: &str| {
             (metadata_key(p) == Some(("annotations", "jobset.sigs.k8s.io/jobset-name")))
                 .then(|| "js".to_string())
         };
-        let got = resolve_all(
-            &user_entries(&env_entries(&c, &path)).unwrap(),
-            &injected,
-            &lookup,
-        );
         assert_eq!(
-            got,
+            resolve(env, &injected, &lookup).unwrap(),
             vec![
                 Some("js".into()),
                 Some("js-w-3-0.js".into()),
@@ -307,20 +296,11 @@ mod tests {
         for i in 1..=40 {
             env.push(json!({"name": format!("B{i}"), "value": format!("$(B{0})$(B{0})", i - 1)}));
         }
-        let (c, path) = entries(json!(env));
-        let got = resolve_all(
-            &user_entries(&env_entries(&c, &path)).unwrap(),
-            &[],
-            &|_| None,
-        );
+        let lengths = lengths(&resolve(json!(env), &[], &|_| None).unwrap());
         // The budget is 4096 and twice the literals' 1 + 10 * 10 + 30 * 12 = 461 bytes: 5018.
         // B0..B11 spend 4095 of it, and B12 (4096 bytes) would pass it.
-        let lengths: Vec<Option<usize>> = got.iter().map(|v| v.as_ref().map(String::len)).collect();
-        let known: Vec<usize> = (0..=11).map(|i| 1 << i).collect();
-        assert_eq!(
-            lengths[..=11],
-            known.iter().map(|&n| Some(n)).collect::<Vec<_>>()[..]
-        );
+        let known: Vec<Option<usize>> = (0..=11).map(|i| Some(1 << i)).collect();
+        assert_eq!(lengths[..=11], known[..]);
         assert!(lengths[12..].iter().all(Option::is_none), "{lengths:?}");
     }
 
@@ -335,27 +315,22 @@ mod tests {
             {"name": "C", "valueFrom": {"fieldRef": {"fieldPath": "metadata.annotations['big']"}}},
             {"name": "D", "value": "$(A)"}
         ]);
-        let (c, path) = entries(env);
         let looked_up = std::cell::Cell::new(0);
         let lookup = |p: &str| {
             looked_up.set(looked_up.get() + 1);
             (metadata_key(p) == Some(("annotations", "big"))).then(|| "v".repeat(10_240))
         };
-        let got = resolve_all(
-            &user_entries(&env_entries(&c, &path)).unwrap(),
-            &[],
-            &lookup,
+        assert_eq!(
+            lengths(&resolve(env, &[], &lookup).unwrap()),
+            vec![Some(10_240), Some(10_240), None, None]
         );
-        let lengths: Vec<Option<usize>> = got.iter().map(|v| v.as_ref().map(String::len)).collect();
-        assert_eq!(lengths, vec![Some(10_240), Some(10_240), None, None]);
         assert_eq!(looked_up.get(), 1);
     }
 
     #[test]
     fn a_malformed_entry_names_its_path() {
-        let (c, path) = entries(json!([{"name": "A"}, "oops"]));
         assert_eq!(
-            user_entries(&env_entries(&c, &path))
+            resolve(json!([{"name": "A"}, "oops"]), &[], &|_| None)
                 .unwrap_err()
                 .to_string(),
             "spec.containers[0].env[1]: expected an object, found the string \"oops\""

@@ -24,7 +24,7 @@ pub struct JobView<'a> {
     pub template: PodTemplateView<'a>,
 }
 
-impl JobView<'_> {
+impl<'a> JobView<'a> {
     /// What Job CREATE stamped on the pod template (docs/contributing/spec.md §4.6), if it did: only such a Job's
     /// pods got a JAX env that a resize could make stale. Facts the policy cannot read count
     /// as none.
@@ -34,9 +34,7 @@ impl JobView<'_> {
             .ok()?
             .job
     }
-}
 
-impl<'a> JobView<'a> {
     pub fn parse(object: &'a Value, tpu_resource: &str) -> Result<Self, InputError> {
         let root = json::as_object(object, "object")?;
         let (name, annotations) = match json::opt_object(root, "metadata", "")? {
@@ -64,6 +62,7 @@ impl<'a> JobView<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rstest::rstest;
     use serde_json::json;
 
     #[test]
@@ -83,21 +82,14 @@ mod tests {
         assert_eq!(view.template.containers.len(), 1);
     }
 
-    #[test]
-    fn wrong_shapes_name_their_field() {
-        let no_template = json!({"spec": {"completions": 4}});
-        assert_eq!(
-            JobView::parse(&no_template, "google.com/tpu")
-                .unwrap_err()
-                .to_string(),
-            "spec.template: is required"
-        );
-        let bad = json!({"spec": {"parallelism": "two", "template": {"spec": {}}}});
-        assert_eq!(
-            JobView::parse(&bad, "google.com/tpu")
-                .unwrap_err()
-                .to_string(),
-            "spec.parallelism: expected a whole number, found the string \"two\""
-        );
+    #[rstest]
+    #[case::no_template(json!({"spec": {"completions": 4}}), "spec.template: is required")]
+    #[case::bad_parallelism(
+        json!({"spec": {"parallelism": "two", "template": {"spec": {}}}}),
+        "spec.parallelism: expected a whole number, found the string \"two\""
+    )]
+    fn wrong_shapes_name_their_field(#[case] job: Value, #[case] message: &str) {
+        let got = JobView::parse(&job, "google.com/tpu").unwrap_err();
+        assert_eq!(got.to_string(), message);
     }
 }

@@ -5,8 +5,7 @@ use crate::error::InputError;
 use crate::json::{self, join, map_str, Object};
 use crate::keys;
 use crate::names;
-use crate::paths::ReplicatedJobAt;
-use crate::paths::{Lazy, PathLike};
+use crate::paths::{Lazy, ReplicatedJobAt};
 use crate::views::node_pins::{self, OwnTerm, Pin};
 use crate::views::pod_spec;
 use crate::views::pod_template::{required, PodTemplateView};
@@ -100,11 +99,6 @@ impl<'a> ReplicatedJob<'a> {
         self.template.is_tpu()
     }
 
-    /// `spec.replicatedJobs[i]`, for messages.
-    pub fn path(&self) -> String {
-        self.at.render()
-    }
-
     /// TPU containers per pod, containers and init containers alike (docs/contributing/spec.md §3).
     pub fn tpu_containers(&self) -> usize {
         self.template
@@ -113,19 +107,12 @@ impl<'a> ReplicatedJob<'a> {
             .filter(|c| c.is_tpu())
             .count()
     }
-
-    /// The completions the Job controller runs: the field, else parallelism (the API server
-    /// refuses an Indexed Job without it, which T2 reports).
-    pub fn completions_or_parallelism(&self) -> u32 {
-        self.completions.unwrap_or(self.parallelism)
-    }
 }
 
 impl<'a> JobSetView<'a> {
     pub fn parse(object: &'a Value, tpu_resource: &str) -> Result<Self, InputError> {
         let root = json::as_object(object, "object")?;
-        let metadata = json::opt_object(root, "metadata", "")?;
-        let (name, annotations, labels) = match metadata {
+        let (name, annotations, labels) = match json::opt_object(root, "metadata", "")? {
             Some(m) => (
                 json::opt_str(m, "name", "metadata")?.unwrap_or(""),
                 json::opt_string_map(m, "annotations", "metadata")?,
@@ -136,14 +123,10 @@ impl<'a> JobSetView<'a> {
         let queue = [("labels", labels), ("annotations", annotations)]
             .into_iter()
             .find_map(|(map, m)| {
-                let name = map_str(m, keys::KUEUE_QUEUE_NAME)?;
-                Some(QueueName { map, name })
+                map_str(m, keys::KUEUE_QUEUE_NAME).map(|name| QueueName { map, name })
             });
-        let spec = json::opt_object(root, "spec", "")?.ok_or(InputError::Missing {
-            path: "spec".into(),
-        })?;
-        let network = json::opt_object(spec, "network", "spec")?;
-        let (subdomain, enable_dns_hostnames) = match network {
+        let spec = required(root, "spec", "")?;
+        let (subdomain, enable_dns_hostnames) = match json::opt_object(spec, "network", "spec")? {
             Some(n) => (
                 json::opt_str(n, "subdomain", "spec.network")?.filter(|s| !s.is_empty()),
                 json::opt_bool(n, "enableDNSHostnames", "spec.network")?,
@@ -182,7 +165,6 @@ impl<'a> JobSetView<'a> {
         })
     }
 
-    /// The TPU replicated jobs, with their index.
     pub fn tpu_jobs(&self) -> impl Iterator<Item = (usize, &ReplicatedJob<'a>)> {
         self.replicated_jobs
             .iter()
@@ -195,7 +177,6 @@ impl<'a> JobSetView<'a> {
         self.replicated_jobs.iter().map(|r| r.name).collect()
     }
 
-    /// Whether it names a Kueue queue.
     pub fn queued(&self) -> bool {
         self.queue.is_some()
     }
@@ -239,7 +220,9 @@ impl<'a> JobSetView<'a> {
                 ),
             });
         }
-        let pods = rjob.completions_or_parallelism();
+        // The completions the Job controller runs: the field, else parallelism (the API server
+        // refuses an Indexed Job without it, which T2 reports).
+        let pods = rjob.completions.unwrap_or(rjob.parallelism);
         if c.pod_index >= pods {
             return Err(InputError::Invalid {
                 path: "spec.coordinator.podIndex".into(),
@@ -330,8 +313,7 @@ fn parse_replicated_job<'a>(
 
 /// The names in `dependsOn` whose `status` is `Complete`. With `Ready` the two run together.
 fn waits_to_complete(r: &Object, at: ReplicatedJobAt) -> Result<Vec<&str>, InputError> {
-    let path = Lazy(move || at.field("dependsOn"));
-    let Some(items) = json::opt_array(r, "dependsOn", path)? else {
+    let Some(items) = json::opt_array(r, "dependsOn", Lazy(move || at.field("dependsOn")))? else {
         return Ok(Vec::new());
     };
     let mut out = Vec::new();

@@ -38,13 +38,8 @@ pub fn flavours_for<'a>(cluster_queue: &'a Value, resource: &str) -> Option<Vec<
             .and_then(Value::as_array)
             .is_some_and(|covered| covered.iter().any(|r| r.as_str() == Some(resource)))
     })?;
-    let flavours = group.get("flavors").and_then(Value::as_array)?;
-    Some(
-        flavours
-            .iter()
-            .filter_map(|f| f.get("name").and_then(Value::as_str))
-            .collect(),
-    )
+    let flavours = group.get("flavors")?.as_array()?.iter();
+    Some(flavours.filter_map(|f| f.get("name")?.as_str()).collect())
 }
 
 /// The flavour named `name`, from its ResourceFlavor: `spec.nodeLabels` (none when absent).

@@ -4,8 +4,7 @@ use crate::affinity_mark::AffinityMark;
 use crate::error::InputError;
 use crate::json::{self, Object};
 use crate::keys;
-use crate::paths::SpecAt;
-use crate::paths::{Lazy, PathLike};
+use crate::paths::{Lazy, PathLike, SpecAt};
 use serde_json::Value;
 
 const REQUIRED: &str = "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution";
@@ -35,14 +34,12 @@ impl Pin<'_> {
     pub fn path(&self, pod_spec_path: &str) -> String {
         match self.source {
             PinSource::NodeSelector => format!("{pod_spec_path}.nodeSelector[{:?}]", self.key),
-            PinSource::Affinity(i) => format!(
-                "{pod_spec_path}.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[{i}]"
-            ),
+            PinSource::Affinity(i) => {
+                format!("{pod_spec_path}.{TERMS}[0].matchExpressions[{i}]")
+            }
             PinSource::SliceTopologyAnnotation => format!(
                 "{}.metadata.annotations[{:?}]",
-                pod_spec_path
-                    .strip_suffix(".spec")
-                    .unwrap_or(pod_spec_path),
+                pod_spec_path.strip_suffix(".spec").unwrap_or(pod_spec_path),
                 keys::SLICE_TOPOLOGY
             ),
         }
@@ -91,12 +88,9 @@ pub fn selection<'a>(
     let mut stored = Vec::with_capacity(terms.len());
     for (i, term) in terms.iter().enumerate() {
         let term = json::as_object(term, Lazy(move || t_path(i)))?;
-        let exprs = json::opt_array(term, "matchExpressions", Lazy(move || t_path(i)))?
+        let expressions = json::opt_array(term, "matchExpressions", Lazy(move || t_path(i)))?
             .map_or(&[][..], Vec::as_slice);
-        stored.push(OwnTerm {
-            term,
-            expressions: exprs,
-        });
+        stored.push(OwnTerm { term, expressions });
     }
     let own_terms = mark.and_then(|m| strip_mark(&stored, m)).unwrap_or(stored);
     if let [own] = own_terms.as_slice() {

@@ -2,11 +2,11 @@
 //! view (pod templates) and pod admission.
 use crate::error::InputError;
 use crate::json::{self, field, join, Object};
-use crate::paths::SpecAt;
-use crate::paths::{Lazy, PathLike};
+use crate::paths::{Lazy, PathLike, SpecAt};
 use crate::quantity;
 use crate::views::container_env::{self, EnvEntry, UserEntry};
 use serde_json::Value;
+use std::borrow::Cow;
 
 /// Init containers first: that is the order the kubelet starts them in, and the order the
 /// policy lists them in warnings.
@@ -76,7 +76,6 @@ pub fn require_valid_chips(
     Ok(containers)
 }
 
-/// Reads the containers of the pod spec at `at`.
 pub fn containers<'a>(
     spec: &'a Object,
     at: SpecAt,
@@ -145,12 +144,9 @@ fn tpu_chips(
 /// CRDs carry quantities as int-or-string, so a number is as valid as `"4"`. The path is
 /// built only for an error.
 fn quantity_value(v: &Value, path: impl Fn() -> String) -> Result<u32, InputError> {
-    let parsed = match v {
-        Value::String(s) => quantity::parse_whole(s).map_err(|e| (s.clone(), e)),
-        Value::Number(n) => {
-            let text = n.to_string();
-            quantity::parse_whole(&text).map_err(|e| (text, e))
-        }
+    let text = match v {
+        Value::String(s) => Cow::Borrowed(s.as_str()),
+        Value::Number(n) => Cow::Owned(n.to_string()),
         other => {
             return Err(InputError::WrongType {
                 path: path(),
@@ -159,7 +155,7 @@ fn quantity_value(v: &Value, path: impl Fn() -> String) -> Result<u32, InputErro
             })
         }
     };
-    parsed.map_err(|(text, e)| InputError::Invalid {
+    quantity::parse_whole(&text).map_err(|e| InputError::Invalid {
         path: path(),
         reason: format!("{text:?} {e}"),
     })

@@ -3,8 +3,7 @@
 //! kinds; each kind reads its own extras from the pod spec this returns beside the view.
 use crate::error::InputError;
 use crate::json::{self, join, map_str, Object};
-use crate::paths::{Lazy, PathLike};
-use crate::paths::{SpecAt, TemplateAt};
+use crate::paths::{Lazy, PathLike, SpecAt, TemplateAt};
 use crate::views::pod_spec::{self, ContainerView};
 
 #[derive(Debug)]
@@ -53,17 +52,14 @@ impl<'a> PodTemplateView<'a> {
         Ok((view, spec))
     }
 
-    /// Where its pod spec is.
     pub fn spec_at(&self) -> SpecAt {
         SpecAt::Template(self.at)
     }
 
-    /// The pod spec's path, for messages.
     pub fn spec_path(&self) -> String {
         self.at.spec()
     }
 
-    /// An annotation of the template.
     pub fn annotation(&self, key: &str) -> Option<&'a str> {
         map_str(self.annotations, key)
     }

@@ -7,6 +7,7 @@ use crate::json::{self, map_str, Object};
 use crate::keys;
 use crate::paths::{Lazy, SpecAt};
 use crate::views::pod_spec::{self, ContainerView};
+use crate::views::pod_template::required;
 use serde_json::Value;
 
 #[derive(Debug)]
@@ -35,9 +36,7 @@ impl<'a> PodView<'a> {
             ),
             None => (None, None),
         };
-        let spec = json::opt_object(root, "spec", "")?.ok_or(InputError::Missing {
-            path: "spec".into(),
-        })?;
+        let spec = required(root, "spec", "")?;
         let facts = match map_str(annotations, keys::FACTS) {
             Some(text) => Facts::from_annotation(text, "metadata.annotations")?,
             None => Facts::default(),
