@@ -66,15 +66,8 @@ fn jax_coordinator(
             .find(|(m, _)| m.name == c.replicated_job);
         if let Some((rjob, &start)) = named {
             let path = "spec.coordinator";
-            let id = checked_add(
-                checked_add(
-                    start,
-                    checked_mul(c.job_index, rjob.parallelism, path)?,
-                    path,
-                )?,
-                c.pod_index,
-                path,
-            )?;
+            let earlier_pods = checked_mul(c.job_index, rjob.parallelism, path)?;
+            let id = checked_add(checked_add(start, earlier_pods, path)?, c.pod_index, path)?;
             return Ok(Some((c.pod(), id)));
         }
     }
@@ -129,11 +122,9 @@ pub fn facts(plan: &JobSetPlan, warnings: &mut Vec<String>) -> Result<Vec<Facts>
         let outside = running_coordinator(view)
             .is_some_and(|c| !group.members.iter().any(|m| m.name == c.replicated_job));
         let coordinator = coordinator(view, group);
-        let port = if total > 1 {
-            coordinator_port(view, group, warnings)
-        } else {
-            None
-        };
+        let port = (total > 1)
+            .then(|| coordinator_port(view, group, warnings))
+            .flatten();
         for (rjob, offset) in group.members.iter().zip(starts) {
             let f = &mut facts[rjob.index];
             f.slice = Some(OffsetFacts { total, offset });
@@ -193,6 +184,10 @@ mod tests {
         facts(&JobSetPlan::new(&view, settings), &mut Vec::new())
     }
 
+    fn slice(total: u32, offset: u32) -> Option<OffsetFacts> {
+        Some(OffsetFacts { total, offset })
+    }
+
     #[test]
     fn replicas_times_parallelism_beyond_u32_is_an_error_not_a_wrap() {
         let settings = Settings {
@@ -226,13 +221,7 @@ mod tests {
             rjob("c", 1, 1, true),
         ];
         let facts = plan_of(rjobs, &Settings::default()).unwrap();
-        assert_eq!(
-            facts[2].slice,
-            Some(OffsetFacts {
-                total: u32::MAX,
-                offset: u32::MAX - 1
-            })
-        );
+        assert_eq!(facts[2].slice, slice(u32::MAX, u32::MAX - 1));
     }
 
     #[test]
@@ -241,13 +230,7 @@ mod tests {
             .map(|i| rjob(&format!("s{i}"), 3, 2, true))
             .collect();
         let facts = plan_of(rjobs, &Settings::default()).unwrap();
-        assert_eq!(
-            facts[999].slice,
-            Some(OffsetFacts {
-                total: 3000,
-                offset: 2997
-            })
-        );
+        assert_eq!(facts[999].slice, slice(3000, 2997));
         assert_eq!(facts[999].group.as_ref().map(|g| g.replicas), Some(3000));
         assert_eq!(facts[999].coordinator.as_deref(), Some("s0-0-0"));
     }
@@ -260,13 +243,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(facts[0].slice, None);
-        assert_eq!(
-            facts[1].slice,
-            Some(OffsetFacts {
-                total: 4,
-                offset: 0
-            })
-        );
+        assert_eq!(facts[1].slice, slice(4, 0));
         assert_eq!(
             facts[1].group.as_ref().map(|g| (g.replicas, g.offset)),
             Some((5, 1))
@@ -288,12 +265,6 @@ mod tests {
         for f in &facts {
             assert_eq!(f.coordinator.as_deref(), Some("main-0-0"));
         }
-        assert_eq!(
-            facts[1].slice,
-            Some(OffsetFacts {
-                total: 3,
-                offset: 0
-            })
-        );
+        assert_eq!(facts[1].slice, slice(3, 0));
     }
 }

@@ -44,7 +44,11 @@ impl<'v, 'a> JobSetPlan<'v, 'a> {
     pub fn new(view: &'v JobSetView<'a>, settings: &'v Settings) -> Self {
         let mut groups: Vec<Group> = Vec::new();
         for rjob in &view.replicated_jobs {
-            let name = group_of(rjob);
+            // The field, else the annotation (how users of JobSet before v0.9 name groups).
+            let name = rjob
+                .group_field
+                .or(rjob.group_annotation)
+                .unwrap_or(keys::DEFAULT_GROUP);
             match groups.iter_mut().find(|g| g.name == name) {
                 Some(g) => g.members.push(rjob),
                 None => groups.push(Group {
@@ -129,14 +133,6 @@ fn subgroups<'v, 'a>(
         })
         .filter(|g| !g.members.is_empty())
         .collect()
-}
-
-/// The group of a replicated job: the field, else the annotation (how users of JobSet before
-/// v0.9 name groups), else `default`.
-pub fn group_of<'a>(rjob: &ReplicatedJob<'a>) -> &'a str {
-    rjob.group_field
-        .or(rjob.group_annotation)
-        .unwrap_or(keys::DEFAULT_GROUP)
 }
 
 /// The running offset of each member and the total, weighting each member by `weight`.

@@ -48,12 +48,9 @@ pub fn own_shapes(rjob: &ReplicatedJob, settings: &Settings) -> Shapes {
             return Shapes::Unjudged; // only a pinned name can be unknown
         };
         let (per_pod, hosts) = (rjob.chips_per_pod, rjob.parallelism);
-        let fits: Vec<String> = match topology {
-            Some(t) => misfit(&acc, t, per_pod, hosts)
-                .is_none()
-                .then(|| t.to_string())
-                .into_iter()
-                .collect(),
+        let fits = match topology {
+            Some(t) if misfit(&acc, t, per_pod, hosts).is_none() => vec![t.to_string()],
+            Some(_) => Vec::new(),
             None => fitting_topologies(&acc, per_pod, hosts),
         };
         if !fits.is_empty() {
@@ -122,16 +119,13 @@ pub fn plan<'g, 'v: 'g, 'a: 'v>(
                 unknown_open[m.index] = false;
             }
         }
-        let judged: Vec<&Pairs> = members
+        let mut judged = members
             .iter()
-            .filter_map(|m| own[m.index].as_ref()?.pairs())
-            .collect();
-        let Some((first, rest)) = judged.split_first() else {
+            .filter_map(|m| own[m.index].as_ref()?.pairs());
+        let Some(first) = judged.next() else {
             continue;
         };
-        let common = rest
-            .iter()
-            .fold((*first).clone(), |acc, p| intersect(&acc, p));
+        let common = judged.fold(first.clone(), |acc, p| intersect(&acc, p));
         for m in members {
             if own[m.index].as_ref().and_then(Shapes::pairs).is_some() {
                 group[m.index] = Some(common.clone());

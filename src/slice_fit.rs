@@ -106,11 +106,11 @@ pub fn listed_host_counts(acc: &Accelerator, per_pod: u32) -> Vec<u32> {
 /// How many topologies a hint shows of one accelerator.
 const HINT_SHAPES: usize = 3;
 
-fn hosts(n: u32) -> String {
-    if n == 1 {
-        "1 host".to_string()
-    } else {
-        format!("{n} hosts")
+/// `2 hosts with 4 chips per pod`, for messages.
+fn job_size(per_pod: u32, parallelism: u32) -> String {
+    match parallelism {
+        1 => format!("1 host with {per_pod} chips per pod"),
+        n => format!("{n} hosts with {per_pod} chips per pod"),
     }
 }
 
@@ -122,11 +122,17 @@ fn quoted(values: &[String]) -> String {
         .join(" or ")
 }
 
+/// The first few topologies of `acc` that fit, for a hint.
+fn hint_shapes(acc: &Accelerator, per_pod: u32, parallelism: u32) -> Vec<String> {
+    let mut fit = fitting_topologies(acc, per_pod, parallelism);
+    fit.truncate(HINT_SHAPES);
+    fit
+}
+
 /// The topologies of `acc` that fit a job of `parallelism` hosts with `per_pod` chips each,
 /// quoted for a message (the first few), if any does.
 pub fn fitting_quoted(acc: &Accelerator, per_pod: u32, parallelism: u32) -> Option<String> {
-    let mut fit = fitting_topologies(acc, per_pod, parallelism);
-    fit.truncate(HINT_SHAPES);
+    let fit = hint_shapes(acc, per_pod, parallelism);
     (!fit.is_empty()).then(|| quoted(&fit))
 }
 
@@ -139,14 +145,9 @@ pub fn topology_hint(
     per_pod: u32,
     parallelism: u32,
 ) -> String {
-    let job = format!("{} with {per_pod} chips per pod", hosts(parallelism));
-    let fits = |acc: &Accelerator| {
-        let mut all = fitting_topologies(acc, per_pod, parallelism);
-        all.truncate(HINT_SHAPES);
-        all
-    };
+    let job = job_size(per_pod, parallelism);
     if let Some(acc) = accelerator.and_then(|name| accelerators::lookup(overrides, name)) {
-        let fit = fits(&acc);
+        let fit = hint_shapes(&acc, per_pod, parallelism);
         return if fit.is_empty() {
             format!(
                 "a {} topology: none fits {job}, so choose one of {} and set parallelism and completions to its chips divided by the chips per pod",
@@ -166,8 +167,8 @@ pub fn topology_hint(
         .into_iter()
         .filter_map(|name| accelerators::lookup(overrides, name))
         .filter_map(|acc| {
-            let fit = fits(&acc);
-            (!fit.is_empty()).then(|| format!("{} on {}", quoted(&fit), acc.name))
+            let fit = fitting_quoted(&acc, per_pod, parallelism)?;
+            Some(format!("{fit} on {}", acc.name))
         })
         .collect();
     if per_accelerator.is_empty() {
@@ -198,11 +199,8 @@ pub fn accelerator_hint(
         .map(|acc| acc.name.to_string())
         .collect();
     let slice = match topology {
-        Some(t) => format!(
-            "a {t} slice of {} with {per_pod} chips per pod",
-            hosts(parallelism)
-        ),
-        None => format!("{} with {per_pod} chips per pod", hosts(parallelism)),
+        Some(t) => format!("a {t} slice of {}", job_size(per_pod, parallelism)),
+        None => job_size(per_pod, parallelism),
     };
     if names.is_empty() {
         format!("the accelerator of your TPU nodes (none in the accelerator table fits {slice}: add yours to the accelerators setting)")

@@ -8,11 +8,10 @@
 //! where each job differs) already differs.
 use crate::error::{checked_add, InputError};
 use crate::facts::{Facts, GroupFacts, JobFacts};
-use crate::jobset_plan::JobSetPlan;
+use crate::jobset_plan::{offsets, JobSetPlan};
 use crate::json;
 use crate::keys;
 use crate::names;
-use crate::paths::{Lazy, PathLike};
 use crate::pods::env_families::{wanted_env, PodEnv};
 use crate::pods::job_pod::{self, JobPlace};
 use crate::pods::place::PodPlace;
@@ -31,17 +30,13 @@ pub fn warnings(plan: &JobSetPlan, facts: &[Facts]) -> Result<Vec<String>, Input
     if !view.replicated_jobs.iter().any(|r| sets_any(&r.template)) {
         return Ok(out);
     }
-    let global_replicas = global_replicas(view)?;
+    // The pods' global-replicas, and each replicated job's job-global-index of its job 0.
+    let rjobs: Vec<&ReplicatedJob> = view.replicated_jobs.iter().collect();
+    let (global_replicas, starts) = offsets(&rjobs, |r| Ok(r.replicas))?;
     let group_keys = plan.group_keys()?;
-    let mut global_offset = 0u32;
-    for ((rjob, f), group) in view.replicated_jobs.iter().zip(facts).zip(&group_keys) {
-        let start = global_offset;
-        global_offset = checked_add(global_offset, rjob.replicas, replicas_of(rjob))?;
-        if f.slice.is_none() && f.jax.is_none() {
-            continue;
-        }
-        let template = &rjob.template;
-        if !sets_any(template) {
+    let each = rjobs.into_iter().zip(facts).zip(&group_keys).zip(starts);
+    for (((rjob, f), group), start) in each {
+        if (f.slice.is_none() && f.jax.is_none()) || !sets_any(&rjob.template) {
             continue;
         }
         let subject = Subject {
@@ -54,29 +49,10 @@ pub fn warnings(plan: &JobSetPlan, facts: &[Facts]) -> Result<Vec<String>, Input
         };
         let mut seen = Vec::new();
         for place in sampled_places(&subject) {
-            let place = place?;
-            let sample = SampledPod {
-                subject: &subject,
-                template,
-                place: &place,
-            };
-            sample.compare(settings, &mut seen, &mut out)?;
+            compare_sampled(&subject, &place?, settings, &mut seen, &mut out)?;
         }
     }
     Ok(out)
-}
-
-/// The sum of every replicated job's replicas: the pods' global-replicas.
-fn global_replicas(view: &JobSetView) -> Result<u32, InputError> {
-    view.replicated_jobs
-        .iter()
-        .try_fold(0u32, |sum, r| checked_add(sum, r.replicas, replicas_of(r)))
-}
-
-/// `spec.replicatedJobs[i].replicas`, rendered only for an error.
-fn replicas_of(rjob: &ReplicatedJob) -> impl PathLike {
-    let at = rjob.at;
-    Lazy(move || at.field("replicas"))
 }
 
 /// A replicated job whose template is compared, with what its pods will be told.
@@ -112,52 +88,43 @@ fn sampled_places<'s>(
     })
 }
 
-/// One predicted pod of a replicated job.
-struct SampledPod<'p> {
-    subject: &'p Subject<'p, 'p>,
-    template: &'p PodTemplateView<'p>,
-    place: &'p PodPlace<'p>,
-}
-
-impl SampledPod<'_> {
-    /// The warnings for this pod: what the policy would give it, against what its template
-    /// sets.
-    fn compare(
-        &self,
-        settings: &Settings,
-        seen: &mut Vec<(usize, &'static str)>,
-        out: &mut Vec<String>,
-    ) -> Result<(), InputError> {
-        let Subject {
-            view, rjob, group, ..
-        } = self.subject;
-        let place = self.place;
-        let lookup = |path: &str| predicted(view, group, place, path);
-        let pod = PodEnv {
-            spec: rjob.template.spec_at(),
-            containers: &rjob.template.containers,
-            facts: self.subject.facts,
-            place,
-            annotations: None,
-        };
-        let wanted = wanted_env(&pod, settings, &lookup, &mut Vec::new())?;
-        let host = names::rjob_pod(
-            rjob.name,
-            place.job_index,
-            place.completion_index.unwrap_or(0),
-        );
-        let pod_name = if view.name.is_empty() {
-            host
-        } else {
-            names::in_jobset(view.name, &host)
-        };
-        let sample = Sample {
-            pod: format!("pod {pod_name}"),
-            name_known: !view.name.is_empty(),
-            lookup: &lookup,
-        };
-        compare(self.template, &wanted, &sample, seen, out)
-    }
+/// The warnings for one predicted pod of a replicated job: what the policy would give it,
+/// against what its template sets.
+fn compare_sampled(
+    subject: &Subject,
+    place: &PodPlace,
+    settings: &Settings,
+    seen: &mut Vec<(usize, &'static str)>,
+    out: &mut Vec<String>,
+) -> Result<(), InputError> {
+    let Subject {
+        view, rjob, group, ..
+    } = subject;
+    let lookup = |path: &str| predicted(view, group, place, path);
+    let pod = PodEnv {
+        spec: rjob.template.spec_at(),
+        containers: &rjob.template.containers,
+        facts: subject.facts,
+        place,
+        annotations: None,
+    };
+    let wanted = wanted_env(&pod, settings, &lookup, &mut Vec::new())?;
+    let host = names::rjob_pod(
+        rjob.name,
+        place.job_index,
+        place.completion_index.unwrap_or(0),
+    );
+    let pod_name = if view.name.is_empty() {
+        host
+    } else {
+        names::in_jobset(view.name, &host)
+    };
+    let sample = Sample {
+        pod: format!("pod {pod_name}"),
+        name_known: !view.name.is_empty(),
+        lookup: &lookup,
+    };
+    compare(&rjob.template, &wanted, &sample, seen, out)
 }
 
 /// The warnings for an opted-in plain Job about to be admitted (docs/contributing/spec.md §4.6), on the pods with
@@ -167,15 +134,12 @@ pub fn job_warnings(
     job: &JobFacts,
     settings: &Settings,
 ) -> Result<Vec<String>, InputError> {
-    let mut out = Vec::new();
     let template = &view.template;
-    let Some(subdomain) = view.subdomain else {
-        return Ok(out);
+    let subdomain = match view.subdomain {
+        Some(s) if settings.jax_env != JaxEnv::Never && sets_any(template) => s,
+        _ => return Ok(Vec::new()),
     };
-    if settings.jax_env == JaxEnv::Never || !sets_any(template) {
-        return Ok(out);
-    }
-    let mut seen = Vec::new();
+    let (mut seen, mut out) = (Vec::new(), Vec::new());
     for c in samples(job.completions) {
         let place = JobPlace {
             job: view.name,

@@ -41,10 +41,8 @@ struct OptInHead<'a> {
 /// child Jobs are served through their JobSet). A Job whose metadata cannot even be read this
 /// far is not opted in: it has nothing the policy could act on.
 pub(super) fn is_opted_in(raw: &RawValue) -> bool {
-    let Ok(head) = serde_json::from_str::<JobHead>(raw.get()) else {
-        return false;
-    };
-    let Some(metadata) = head.metadata else {
+    let head = serde_json::from_str::<JobHead>(raw.get()).ok();
+    let Some(metadata) = head.and_then(|h| h.metadata) else {
         return false;
     };
     let opted_in = metadata
@@ -125,8 +123,6 @@ pub(super) fn admit_update(object: &Value, old: Option<&Value>, settings: &Setti
         Ok(v) => v,
         Err(e) => return e.into(),
     };
-    match rules::elastic::stale_job_resize(&stamped, &old, &new) {
-        Some(problem) => Verdict::reject(problem, 400),
-        None => Verdict::accept(),
-    }
+    rules::elastic::stale_job_resize(&stamped, &old, &new)
+        .map_or_else(Verdict::accept, |problem| Verdict::reject(problem, 400))
 }

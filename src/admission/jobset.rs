@@ -18,17 +18,17 @@ use serde_json::Value;
 
 /// JobSet CREATE: the rules, then the facts each replicated job's pods need, stamped on its
 /// pod template, with the warnings about templates that contradict them; and a TPU replicated
-/// job that leaves its slice shape to Kueue narrowed to the shapes that fit (docs/contributing/spec.md §4.7), with a
-/// warning that says so. The role decides
-/// which half runs (docs/contributing/spec.md §5): `mutate` stamps and judges nothing, `validate` judges and stamps
-/// nothing, `both` does both.
+/// job that leaves its slice shape to Kueue narrowed to the shapes that fit
+/// (docs/contributing/spec.md §4.7), with a warning that says so. The role decides which half
+/// runs (docs/contributing/spec.md §5): `mutate` stamps and judges nothing, `validate` judges
+/// and stamps nothing, `both` does both.
 pub(super) fn admit_create(
     mut object: Value,
     settings: &Settings,
     cluster: &Cluster,
 ) -> Result<Verdict, InputError> {
     let role = settings.role;
-    let (changes, warnings) = {
+    let (stamps, narrowings, warnings) = {
         let view = JobSetView::parse(&object, &settings.tpu_resource)?;
         let plan = JobSetPlan::new(&view, settings);
         let findings = if role.judges() {
@@ -69,9 +69,8 @@ pub(super) fn admit_create(
                 .map(|n| narrowing::warning(&view.replicated_jobs[n.index], &n.mark)),
         );
         let stamps = mutate::stamp_jobset::changes(&view, &facts);
-        ((stamps, narrowings), warnings)
+        (stamps, narrowings, warnings)
     };
-    let (stamps, narrowings) = changes;
     if stamps.is_empty() && narrowings.is_empty() {
         return Ok(Verdict::with(None, warnings));
     }
@@ -145,19 +144,16 @@ pub(super) fn admit_update(object: &Value, old: Option<&Value>, settings: &Setti
         Err(e) if matches!(&before, Some(Err(old_e)) if *old_e == e) => return Verdict::accept(),
         Err(e) => return e.into(),
     };
-    let (old_violations, old_warnings) = match before {
-        Some(Ok(f)) => (f.violations, f.warnings),
-        _ => (Vec::new(), Vec::new()),
-    };
+    let old_findings = before.and_then(Result::ok).unwrap_or_default();
     let mut new_violations: Vec<Violation> = after
         .violations
         .into_iter()
-        .filter(|v| !old_violations.contains(v))
+        .filter(|v| !old_findings.violations.contains(v))
         .collect();
     let new_warnings: Vec<String> = after
         .warnings
         .into_iter()
-        .filter(|w| !old_warnings.contains(w))
+        .filter(|w| !old_findings.warnings.contains(w))
         .collect();
     // ElasticJobSet resizes that would leave stamped values stale (docs/contributing/spec.md §5, E1). Objects that
     // cannot be read have no sizes to compare; their problem is reported by the findings.

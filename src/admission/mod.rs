@@ -149,13 +149,11 @@ pub fn evaluate_with(payload: &[u8], reader: &dyn ClusterReader) -> Verdict {
 }
 
 fn parse_settings(raw: Option<&RawValue>) -> Result<Settings, Vec<String>> {
-    match raw {
-        None => Ok(Settings::default()),
-        Some(raw) => {
-            let value: Value = serde_json::from_str(raw.get()).map_err(|e| vec![e.to_string()])?;
-            Settings::from_json(&value)
-        }
-    }
+    let Some(raw) = raw else {
+        return Ok(Settings::default());
+    };
+    let value: Value = serde_json::from_str(raw.get()).map_err(|e| vec![e.to_string()])?;
+    Settings::from_json(&value)
 }
 
 /// Evaluates one `validate_settings` payload.
@@ -163,14 +161,9 @@ pub fn evaluate_settings(payload: &[u8]) -> SettingsValidationResponse {
     let parsed = serde_json::from_slice::<Value>(payload)
         .map_err(|e| vec![format!("settings are not valid JSON: {e}")])
         .and_then(|v| Settings::from_json(&v));
-    match parsed {
-        Ok(_) => SettingsValidationResponse {
-            valid: true,
-            message: None,
-        },
-        Err(errors) => SettingsValidationResponse {
-            valid: false,
-            message: Some(errors.join("; ")),
-        },
+    let message = parsed.err().map(|errors| errors.join("; "));
+    SettingsValidationResponse {
+        valid: message.is_none(),
+        message,
     }
 }

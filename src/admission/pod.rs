@@ -3,7 +3,7 @@ use super::heads::LabelsHead;
 use super::verdict::Verdict;
 use crate::error::InputError;
 use crate::mutate::pod_patch;
-use crate::pods::{self, pod_plan::PodPlan};
+use crate::pods;
 use crate::settings::Settings;
 use crate::views::pod_view::PodView;
 use serde::de::IgnoredAny;
@@ -55,11 +55,6 @@ pub(super) fn admit(mut object: Value, settings: &Settings) -> Result<Verdict, I
     if plan.is_empty() {
         return Ok(Verdict::with(None, plan.warnings));
     }
-    let PodPlan {
-        metadata_adds,
-        env_changes,
-        warnings,
-    } = plan;
-    pod_patch::apply(&mut object, metadata_adds, env_changes);
-    Ok(Verdict::with(Some(object), warnings))
+    pod_patch::apply(&mut object, plan.metadata_adds, plan.env_changes);
+    Ok(Verdict::with(Some(object), plan.warnings))
 }

@@ -213,10 +213,6 @@ mod tests {
         }
     }
 
-    fn asked_of(kueue: &Kueue) -> Vec<String> {
-        kueue.asked.borrow().clone()
-    }
-
     const V1BETA2: [&str; 3] = [
         "kueue.x-k8s.io/v1beta2 LocalQueue q",
         "kueue.x-k8s.io/v1beta2 ClusterQueue cq",
@@ -240,7 +236,7 @@ mod tests {
         let queue = look_up(&kueue, "ns", "q", "google.com/tpu").unwrap();
         assert_eq!(queue.cluster_queue, "cq");
         assert_eq!(queue.flavours.map(|f| f.len()), Some(1));
-        assert_eq!(asked_of(&kueue), asked);
+        assert_eq!(*kueue.asked.borrow(), asked);
     }
 
     #[rstest]
@@ -269,7 +265,7 @@ mod tests {
         };
         let found = look_up(&kueue, "ns", "q", "google.com/tpu");
         assert_eq!(found.is_ok(), falls_back, "{found:?}");
-        assert_eq!(asked_of(&kueue).len(), if falls_back { 4 } else { 1 });
+        assert_eq!(kueue.asked.borrow().len(), if falls_back { 4 } else { 1 });
     }
 
     #[test]

@@ -70,11 +70,10 @@ pub fn jobset_warnings(view: &JobSetView) -> Vec<String> {
             .chain(coordinator_set.then_some(keys::JOBSET_COORDINATOR));
         Some(Why::NotJobSets(nearest(key, known)))
     };
-    let mut out = Vec::new();
-    for r in &view.replicated_jobs {
-        scan(&r.template, &judge, &mut out);
-    }
-    out
+    view.replicated_jobs
+        .iter()
+        .flat_map(|r| scan(&r.template, &judge))
+        .collect()
 }
 
 /// The warnings for an opted-in plain Job about to be admitted: no JobSet owns it, so every
@@ -93,9 +92,7 @@ pub fn job_warnings(view: &JobView) -> Vec<String> {
             keys::JOB_POD_KEYS.iter().copied(),
         )))
     };
-    let mut out = Vec::new();
-    scan(&view.template, &judge, &mut out);
-    out
+    scan(&view.template, &judge)
 }
 
 /// Whether the template puts `key` on its pods itself, as label or annotation.
@@ -107,7 +104,8 @@ fn sets(template: &PodTemplateView, key: &str) -> bool {
 
 /// One warning per env entry, in container order (as the view lists them) and entry order,
 /// whose `fieldRef` key `judge` finds missing and the template does not set.
-fn scan(template: &PodTemplateView, judge: &dyn Fn(&str) -> Option<Why>, out: &mut Vec<String>) {
+fn scan(template: &PodTemplateView, judge: &dyn Fn(&str) -> Option<Why>) -> Vec<String> {
+    let mut out = Vec::new();
     for c in &template.containers {
         let Ok(env) = &c.env else { continue };
         for (e, entry) in env.iter().enumerate() {
@@ -131,6 +129,7 @@ fn scan(template: &PodTemplateView, judge: &dyn Fn(&str) -> Option<Why>, out: &m
                 ));
         }
     }
+    out
 }
 
 /// The known key a typo most likely meant: within two edits, else none. Keys longer than any

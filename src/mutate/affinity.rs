@@ -2,7 +2,7 @@
 //! as a required node affinity and the policy's mark. The author's own terms are kept whole:
 //! each is repeated once per term of the mark, with its expressions appended, so that Kueue,
 //! which drops an affinity that a term leaves empty after its label filter, keeps it.
-use super::{object_at, pod_template_steps};
+use super::in_pod_template;
 use crate::affinity_mark::AffinityMark;
 use crate::keys;
 use crate::views::jobset_view::{JobSetView, ReplicatedJob};
@@ -63,26 +63,20 @@ pub fn changes(view: &JobSetView, marks: Vec<Option<AffinityMark>>) -> Vec<Narro
 
 /// Writes the narrowings into the JobSet in place.
 pub fn apply(object: &mut Value, changes: Vec<Narrowing>) {
+    const REQUIRED: [&str; 4] = [
+        "spec",
+        "affinity",
+        "nodeAffinity",
+        "requiredDuringSchedulingIgnoredDuringExecution",
+    ];
     for n in changes {
-        let index = n.index.to_string();
-        let template = pod_template_steps(&index);
-        let mut annotations_path = template.to_vec();
-        annotations_path.extend(["metadata", "annotations"]);
-        // The view has checked every step of these paths, so they resolve.
-        if let Some(annotations) = object_at(object, &annotations_path) {
+        if let Some(annotations) = in_pod_template(object, n.index, &["metadata", "annotations"]) {
             annotations.insert(
                 keys::AFFINITY_MARK.to_string(),
                 Value::String(n.mark.to_annotation()),
             );
         }
-        let mut required = template.to_vec();
-        required.extend([
-            "spec",
-            "affinity",
-            "nodeAffinity",
-            "requiredDuringSchedulingIgnoredDuringExecution",
-        ]);
-        if let Some(required) = object_at(object, &required) {
+        if let Some(required) = in_pod_template(object, n.index, &REQUIRED) {
             required.insert("nodeSelectorTerms".into(), Value::Array(n.terms));
         }
     }

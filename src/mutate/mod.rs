@@ -9,21 +9,6 @@ pub mod stamp_jobset;
 use crate::json::Object;
 use serde_json::{Map, Value};
 
-/// The object under `key`, created when absent or null. Callers only reach fields the view
-/// has checked, so a non-object here is only ever an absent or null one.
-pub fn object_entry<'a>(parent: &'a mut Object, key: &str) -> &'a mut Object {
-    let slot = parent
-        .entry(key.to_string())
-        .or_insert_with(|| Value::Object(Map::new()));
-    if !slot.is_object() {
-        *slot = Value::Object(Map::new());
-    }
-    match slot {
-        Value::Object(m) => m,
-        _ => unreachable!("just made an object"),
-    }
-}
-
 /// Walks `keys` down from `root`, creating objects on the way; an array step takes an index.
 pub fn object_at<'a>(root: &'a mut Value, keys: &[&str]) -> Option<&'a mut Object> {
     let mut current = root;
@@ -45,14 +30,22 @@ pub fn object_at<'a>(root: &'a mut Value, keys: &[&str]) -> Option<&'a mut Objec
     current.as_object_mut()
 }
 
-/// The steps from a JobSet to replicated job `index`'s pod template.
-pub fn pod_template_steps(index: &str) -> [&str; 6] {
-    [
+/// The object at `below` in replicated job `index`'s pod template. The view has checked every
+/// step of these paths, so they resolve.
+pub fn in_pod_template<'a>(
+    object: &'a mut Value,
+    index: usize,
+    below: &[&str],
+) -> Option<&'a mut Object> {
+    let index = index.to_string();
+    let mut path = vec![
         "spec",
         "replicatedJobs",
-        index,
+        &index,
         "template",
         "spec",
         "template",
-    ]
+    ];
+    path.extend(below);
+    object_at(object, &path)
 }

@@ -1,26 +1,20 @@
 //! Pod CREATE: the group keys and env entries pod admission planned, written into the pod, the
 //! env entries before the container's own (docs/contributing/spec.md §4.2).
-use super::object_entry;
+use super::object_at;
 use crate::json::Object;
 use crate::pods::pod_plan::{EnvChange, MetadataAdd};
 use serde_json::Value;
 
 /// Writes the additions into the pod in place. The view has checked every step of the path.
 pub fn apply(object: &mut Value, metadata_adds: Vec<MetadataAdd>, env_changes: Vec<EnvChange>) {
-    let Some(root) = object.as_object_mut() else {
-        return;
-    };
-    let metadata = object_entry(root, "metadata");
     for add in metadata_adds {
-        object_entry(metadata, add.map).insert(add.key.to_string(), Value::String(add.value));
+        if let Some(map) = object_at(object, &["metadata", add.map]) {
+            map.insert(add.key.to_string(), Value::String(add.value));
+        }
     }
-    let spec = object_entry(root, "spec");
     for change in env_changes {
-        let container = spec
-            .get_mut(change.list)
-            .and_then(|l| l.get_mut(change.index))
-            .and_then(Value::as_object_mut);
-        if let Some(container) = container {
+        let index = change.index.to_string();
+        if let Some(container) = object_at(object, &["spec", change.list, &index]) {
             prepend_env(container, change.entries);
         }
     }

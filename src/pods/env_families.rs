@@ -158,15 +158,9 @@ fn jax_vars(
         return Ok(None);
     };
     let path = "metadata.annotations";
-    let pod_number = checked_add(
-        checked_add(
-            group.offset,
-            checked_mul(place.job_index, per_job, path)?,
-            path,
-        )?,
-        completion_index,
-        path,
-    )?;
+    let earlier_pods = checked_mul(place.job_index, per_job, path)?;
+    let job_start = checked_add(group.offset, earlier_pods, path)?;
+    let pod_number = checked_add(job_start, completion_index, path)?;
     let address = place.address(coordinator);
     let jax_group = jax::JaxGroup {
         pods: group.total,

@@ -71,6 +71,15 @@ pub fn vars(
 mod tests {
     use super::*;
 
+    fn group(pods: u32, coordinator: &str, coordinator_pod: u32, port: u16) -> JaxGroup<'_> {
+        JaxGroup {
+            pods,
+            coordinator,
+            coordinator_pod,
+            port,
+        }
+    }
+
     fn ids(group: &JaxGroup, processes: Processes) -> Vec<String> {
         (0..group.pods)
             .flat_map(|p| vars(group, p, processes).unwrap())
@@ -80,12 +89,7 @@ mod tests {
 
     #[test]
     fn the_coordinator_pod_is_process_0_and_ids_stay_0_to_n() {
-        let group = JaxGroup {
-            pods: 5,
-            coordinator: "js-head-0-0.js",
-            coordinator_pod: 4,
-            port: 6666,
-        };
+        let group = group(5, "js-head-0-0.js", 4, 6666);
         assert_eq!(ids(&group, Processes::PerPod), ["4", "1", "2", "3", "0"]);
         let first = &vars(&group, 4, Processes::PerPod).unwrap()[0];
         assert_eq!(first[0].value, "js-head-0-0.js:6666");
@@ -94,12 +98,7 @@ mod tests {
 
     #[test]
     fn each_tpu_container_is_a_process() {
-        let group = JaxGroup {
-            pods: 2,
-            coordinator: "c",
-            coordinator_pod: 0,
-            port: 1,
-        };
+        let group = group(2, "c", 0, 1);
         assert_eq!(
             ids(&group, Processes::PerTpuContainer(2)),
             ["0", "1", "2", "3"]
@@ -112,12 +111,7 @@ mod tests {
 
     #[test]
     fn counts_beyond_u32_are_errors() {
-        let group = JaxGroup {
-            pods: u32::MAX,
-            coordinator: "c",
-            coordinator_pod: 0,
-            port: 1,
-        };
+        let group = group(u32::MAX, "c", 0, 1);
         assert!(vars(&group, 1, Processes::PerTpuContainer(2)).is_err());
     }
 }

@@ -76,8 +76,7 @@ pub fn plan(pod: &PodView, job: &JobFacts, settings: &Settings) -> Result<PodPla
     }
     let name = pod.job_name();
     let index = pod.controller_count(keys::COMPLETION_INDEX)?;
-    let pod_subdomain = pod.subdomain;
-    let subdomain = pod.facts.subdomain.as_deref().or(pod_subdomain);
+    let subdomain = pod.facts.subdomain.as_deref().or(pod.subdomain);
     let (Some(name), Some(completion_index), Some(subdomain)) = (name, index, subdomain) else {
         return Ok(PodPlan::unchanged(format!(
             "pod of an opted-in Job: it lacks the {} label (or an owning Job), the {} label or annotation, or a subdomain, so it was not made by the Job controller from an admitted Indexed Job; left unchanged",
@@ -102,9 +101,9 @@ pub fn plan(pod: &PodView, job: &JobFacts, settings: &Settings) -> Result<PodPla
     let mut warnings = Vec::new();
     let env_changes = env_changes(containers, wanted, &lookup, &mut warnings)?;
     Ok(PodPlan {
-        metadata_adds: Vec::new(),
         env_changes,
         warnings,
+        ..PodPlan::default()
     })
 }
 
@@ -116,15 +115,27 @@ mod tests {
         ContainerView::for_test(list, index, chips)
     }
 
-    fn values(wanted: &[Vec<WantedVar>]) -> Vec<Vec<String>> {
-        wanted
+    /// Each container's JAX env as `NAME=value`, for a Job of `completions` at [`PLACE`].
+    fn values(
+        containers: &[ContainerView],
+        completions: u32,
+        port: u16,
+    ) -> Result<Vec<Vec<String>>, InputError> {
+        let wanted = wanted_env(
+            containers,
+            &JobFacts { completions },
+            &PLACE,
+            port,
+            SpecAt::Pod,
+        )?;
+        Ok(wanted
             .iter()
             .map(|vars| {
                 vars.iter()
                     .map(|v| format!("{}={}", v.name, v.value))
                     .collect()
             })
-            .collect()
+            .collect())
     }
 
     const PLACE: JobPlace = JobPlace {
@@ -136,20 +147,15 @@ mod tests {
     #[test]
     fn a_gpu_pod_is_one_process_and_every_container_gets_it() {
         let containers = [c("containers", 0, 0), c("containers", 1, 0)];
-        let wanted = wanted_env(
-            &containers,
-            &JobFacts { completions: 4 },
-            &PLACE,
-            6666,
-            SpecAt::Pod,
-        )
-        .unwrap();
         let one = vec![
             "JAX_COORDINATOR_ADDRESS=train-0.svc:6666".to_string(),
             "JAX_NUM_PROCESSES=4".to_string(),
             "JAX_PROCESS_ID=3".to_string(),
         ];
-        assert_eq!(values(&wanted), vec![one.clone(), one]);
+        assert_eq!(
+            values(&containers, 4, 6666).unwrap(),
+            vec![one.clone(), one]
+        );
     }
 
     #[test]
@@ -159,14 +165,6 @@ mod tests {
             c("containers", 1, 0),
             c("containers", 2, 2),
         ];
-        let wanted = wanted_env(
-            &containers,
-            &JobFacts { completions: 4 },
-            &PLACE,
-            1234,
-            SpecAt::Pod,
-        )
-        .unwrap();
         let process = |id: u32| {
             vec![
                 "JAX_COORDINATOR_ADDRESS=train-0.svc:1234".to_string(),
@@ -174,16 +172,16 @@ mod tests {
                 format!("JAX_PROCESS_ID={id}"),
             ]
         };
-        assert_eq!(values(&wanted), vec![process(6), vec![], process(7)]);
+        assert_eq!(
+            values(&containers, 4, 1234).unwrap(),
+            vec![process(6), vec![], process(7)]
+        );
     }
 
     #[test]
     fn counts_beyond_u32_are_errors_not_wraps() {
         let containers = [c("containers", 0, 2), c("containers", 1, 2)];
-        let job = JobFacts {
-            completions: u32::MAX,
-        };
-        let err = wanted_env(&containers, &job, &PLACE, 1, SpecAt::Pod).unwrap_err();
+        let err = values(&containers, u32::MAX, 1).unwrap_err();
         assert_eq!(
             err.to_string(),
             "metadata.annotations: the total over its group is larger than 4294967295"

@@ -21,7 +21,6 @@ pub fn plan(pod: &PodView, jobset: &str, settings: &Settings) -> Result<PodPlan,
             keys::JOB_INDEX
         )));
     };
-    let pod_subdomain = pod.subdomain;
     let place = PodPlace {
         jobset,
         replicated_job,
@@ -34,7 +33,7 @@ pub fn plan(pod: &PodView, jobset: &str, settings: &Settings) -> Result<PodPlan,
             .facts
             .subdomain
             .as_deref()
-            .or(pod_subdomain)
+            .or(pod.subdomain)
             .unwrap_or(jobset),
     };
     let containers = &pod.containers;

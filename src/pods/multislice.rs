@@ -64,10 +64,9 @@ pub fn vars(
     // own port. A coordinator outside the slice group runs no TPU process and keeps the bare
     // address.
     let several = own_ports.len() >= 2;
-    let port = match facts.coordinator_port {
-        Some(port) => Some(port),
-        None => (several && !outside).then_some(BASE_PORT),
-    };
+    let port = facts
+        .coordinator_port
+        .or((several && !outside).then_some(BASE_PORT));
     let coordinator = match port {
         Some(port) => format!("{coordinator}:{port}"),
         None => coordinator,

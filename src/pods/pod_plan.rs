@@ -62,8 +62,7 @@ pub fn env_changes(
         if wanted.is_empty() {
             continue;
         }
-        let c_path = c.path();
-        let label = format!("container {:?} ({c_path})", c.name);
+        let label = format!("container {:?} ({})", c.name, c.path());
         let plan = plan_env(&c.user_entries()?, &label, &wanted, lookup);
         warnings.extend(plan.warnings);
         if !plan.prepend.is_empty() {
