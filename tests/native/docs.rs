@@ -4,8 +4,8 @@
 //! `docs/contributing/spec.md §4.2`); every rule of `Rule` has its section in docs/rules.md
 //! (with a before/after YAML and what happens without it) and its row in the README's rule
 //! table; every example file is linked from the docs or admitted by a test; every example
-//! policy lists every setting, or defers to the pair's one settings file; and the README names
-//! this version.
+//! policy lists every setting, or defers to the pair's one settings file; the README names
+//! this version; and all of that markdown stays within 2,300 lines.
 use jobset_multislice_policy::settings::KEYS;
 use multislice_host::workspace_root;
 use std::collections::BTreeSet;
@@ -503,4 +503,27 @@ fn every_example_policy_lists_every_setting_or_defers_to_the_pairs() {
         }
     }
     assert!(seen >= 6, "read {seen} example policies");
+}
+
+/// The docs stay within 2,300 lines: one home for each fact, and links to it elsewhere (issue 44).
+#[test]
+fn the_markdown_stays_short() {
+    let counts: Vec<(PathBuf, usize)> = markdown_files()
+        .into_iter()
+        .map(|file| {
+            let lines = read(&file).lines().count();
+            (file, lines)
+        })
+        .collect();
+    let total: usize = counts.iter().map(|(_, n)| n).sum();
+    let each: Vec<String> = counts
+        .iter()
+        .map(|(file, n)| format!("{}: {n}", file.display()))
+        .collect();
+    assert!(
+        total <= 2_300,
+        "README.md, CONTRIBUTING.md and docs/ have {total} lines, more than 2,300: give each fact \
+         one home and link to it ({})",
+        each.join(", ")
+    );
 }
