@@ -95,8 +95,8 @@ fn every_broken_j_rule_is_listed_in_order() {
 }
 
 #[rstest]
-#[case::scale_up(8, 8, Some("spec.completions: changed from 4 to 8, but the JAX env of this Job's pods was set at creation for 4 processes and running JAX processes cannot learn a new count; delete the Job and create it again with completions and parallelism both 8"))]
-#[case::parallelism_only(4, 2, Some("spec.parallelism: changed from 4 to 2, but jax.distributed.initialize waits for all 4 processes at once; keep parallelism equal to completions"))]
+#[case::scale_up(8, 8, Some("[E2] spec.completions: changed from 4 to 8, but the JAX env of this Job's pods was set at creation for 4 processes and running JAX processes cannot learn a new count; delete the Job and create it again with completions and parallelism both 8; see docs/rules.md, E2"))]
+#[case::parallelism_only(4, 2, Some("[E2] spec.parallelism: changed from 4 to 2, but jax.distributed.initialize waits for all 4 processes at once; keep parallelism equal to completions; see docs/rules.md, E2"))]
 #[case::no_change(4, 4, None)]
 fn elastic_update_of_an_opted_in_job_is_rejected(
     #[case] completions: u32,
@@ -385,7 +385,7 @@ fn an_update_that_drops_the_opt_in_and_resizes_is_still_rejected() {
     assert!(!outcome.accepted);
     assert_eq!(
         outcome.message.as_deref(),
-        Some("spec.completions: changed from 4 to 8, but the JAX env of this Job's pods was set at creation for 4 processes and running JAX processes cannot learn a new count; delete the Job and create it again with completions and parallelism both 8")
+        Some("[E2] spec.completions: changed from 4 to 8, but the JAX env of this Job's pods was set at creation for 4 processes and running JAX processes cannot learn a new count; delete the Job and create it again with completions and parallelism both 8; see docs/rules.md, E2")
     );
     // Without the resize, dropping the annotation is fine.
     new["spec"]["completions"] = json!(4);

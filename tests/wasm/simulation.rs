@@ -19,7 +19,7 @@ const MEGASCALE: [&str; 3] = [
 
 /// Every fixture simulated below; `user-set-env` and `manual-env-block` have their own tests
 /// (`manual-env-block` in references.rs).
-const SIMULATED: [&str; 29] = [
+const SIMULATED: [&str; 30] = [
     "tpu-4-slices",
     "tpu-two-rjobs-one-group",
     "tpu-two-groups",
@@ -34,6 +34,7 @@ const SIMULATED: [&str; 29] = [
     "jax-gpu",
     "jax-cpu-coordinator",
     "jax-cpu-coordinator-last",
+    "jax-cpu-two-members",
     "jax-tpu-cpu-driver",
     "tpu7x-user-port",
     "tpu-init-container",

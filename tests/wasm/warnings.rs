@@ -258,3 +258,57 @@ fn the_pods_of_a_contradicting_template_warn_too() {
         );
     }
 }
+
+/// `n` env entries, each a `fieldRef` to a jobset.sigs.k8s.io/ key no release sets.
+fn unknown_refs(n: usize) -> Value {
+    json!((0..n)
+        .map(|i| json!({"name": format!("V{i}"), "valueFrom": controller_ref(&format!("nope-{i}"))}))
+        .collect::<Vec<_>>())
+}
+
+fn unknown_ref_warning(i: usize) -> String {
+    format!(
+        "{}: V{i} reads the annotation jobset.sigs.k8s.io/nope-{i}, which no JobSet release sets, so it is empty in every pod",
+        path(0, 0, i)
+    )
+}
+
+/// A response carries at most 10 warnings (docs/contributing/spec.md §4.2): ten are all
+/// listed; past ten, the first nine and how many more.
+#[test]
+fn a_response_carries_at_most_ten_warnings() {
+    let ten = create_warnings("tpu-4-slices", &no_settings(), |js| set_env(js, 0, 0, unknown_refs(10)));
+    assert_eq!(ten, (0..10).map(unknown_ref_warning).collect::<Vec<_>>());
+    let eleven =
+        create_warnings("tpu-4-slices", &no_settings(), |js| set_env(js, 0, 0, unknown_refs(11)));
+    let mut want: Vec<String> = (0..9).map(unknown_ref_warning).collect();
+    want.push("… and 2 more like these".into());
+    assert_eq!(eleven, want);
+}
+
+/// A warning is at most 256 characters, as the API server keeps them: a longer one is cut at a
+/// character boundary, its path kept, and ends with "…".
+#[test]
+fn a_warning_past_256_characters_is_cut_keeping_its_path() {
+    // A key of 317 characters (the longest label key: a 253-character prefix, '/', a
+    // 63-character name), of two bytes each past the prefix, so that a cut on a byte would
+    // split one.
+    let key = format!("jobset.sigs.k8s.io/{}", "ü".repeat(298));
+    assert_eq!(key.chars().count(), 317);
+    let warnings = create_warnings("tpu-4-slices", &no_settings(), |js| {
+        set_env(
+            js,
+            0,
+            0,
+            json!([{"name": "TAGGED", "valueFrom": field_ref(&format!("metadata.labels['{key}']"))}]),
+        )
+    });
+    let full = format!(
+        "{}: TAGGED reads the label {key}, which no JobSet release sets, so it is empty in every pod",
+        path(0, 0, 0)
+    );
+    let mut cut: String = full.chars().take(255).collect();
+    cut.push('…');
+    assert_eq!(warnings, [cut]);
+    assert_eq!(warnings[0].chars().count(), 256);
+}
