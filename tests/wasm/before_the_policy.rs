@@ -15,10 +15,7 @@ fn pod_without_facts(coordinator: &str) -> Value {
         .as_object_mut()
         .unwrap();
     annotations.remove("multislice.kubewarden.io/facts");
-    annotations.insert(
-        "jobset.sigs.k8s.io/coordinator".into(),
-        json!(coordinator),
-    );
+    annotations.insert("jobset.sigs.k8s.io/coordinator".into(), json!(coordinator));
     request
 }
 
@@ -48,7 +45,12 @@ fn the_controllers_coordinator_is_inside_only_when_it_names_a_pod_of_the_replica
         } else {
             coordinator.to_string()
         };
-        for (k, c) in pod["spec"]["containers"].as_array().unwrap().iter().enumerate() {
+        for (k, c) in pod["spec"]["containers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .enumerate()
+        {
             let port = (8081 + k).to_string();
             let want: Vec<(String, String)> = [
                 ("MEGASCALE_NUM_SLICES", "2"),

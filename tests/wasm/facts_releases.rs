@@ -58,7 +58,8 @@ fn pod_request(pod: &Value, facts: &str) -> Value {
     admission_request(Kind::Pod, "CREATE", &pod, None)
 }
 
-const SLICE_FACTS: &str = r#"{"slice":{"total":4,"offset":0},"coordinator":"slice-0-0","podsPerJob":2}"#;
+const SLICE_FACTS: &str =
+    r#"{"slice":{"total":4,"offset":0},"coordinator":"slice-0-0","podsPerJob":2}"#;
 
 /// The env of test_data/pods/tpu-slice-pod (job 2 of 4 slices), as every release gave it.
 fn slice_pod_env() -> Vec<(String, String)> {

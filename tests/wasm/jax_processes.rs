@@ -41,9 +41,15 @@ fn pod_envs(admitted: &Value, settings: &Value) -> BTreeMap<String, Vec<(String,
     out
 }
 
-fn jax(coordinator: &str, n: u32, id: u32) -> Vec<(String, String)> {
+/// Every container's resolved env of a pod, the JAX variables of one process.
+type Env = Vec<(String, String)>;
+
+fn jax(coordinator: &str, n: u32, id: u32) -> Env {
     vec![
-        ("JAX_COORDINATOR_ADDRESS".into(), format!("{coordinator}:6666")),
+        (
+            "JAX_COORDINATOR_ADDRESS".into(),
+            format!("{coordinator}:6666"),
+        ),
         ("JAX_NUM_PROCESSES".into(), n.to_string()),
         ("JAX_PROCESS_ID".into(), id.to_string()),
     ]
@@ -53,7 +59,7 @@ fn jax(coordinator: &str, n: u32, id: u32) -> Vec<(String, String)> {
 /// run. Its pods get no JAX env, and the JAX group numbers 0..N-1 without it.
 #[test]
 fn a_batch_job_beside_the_jax_run_gets_no_jax_env_and_the_run_numbers_without_it() {
-    let cases: [(&str, Vec<(&str, Vec<(String, String)>)>); 2] = [
+    let cases: [(&str, Vec<(&str, Env)>); 2] = [
         (
             "p1-pass",
             vec![
@@ -66,10 +72,22 @@ fn a_batch_job_beside_the_jax_run_gets_no_jax_env_and_the_run_numbers_without_it
         (
             "p2-pass",
             vec![
-                ("p2-pass-workers-0-0", jax("p2-pass-workers-0-0.p2-pass", 4, 0)),
-                ("p2-pass-workers-0-1", jax("p2-pass-workers-0-0.p2-pass", 4, 1)),
-                ("p2-pass-workers-1-0", jax("p2-pass-workers-0-0.p2-pass", 4, 2)),
-                ("p2-pass-workers-1-1", jax("p2-pass-workers-0-0.p2-pass", 4, 3)),
+                (
+                    "p2-pass-workers-0-0",
+                    jax("p2-pass-workers-0-0.p2-pass", 4, 0),
+                ),
+                (
+                    "p2-pass-workers-0-1",
+                    jax("p2-pass-workers-0-0.p2-pass", 4, 1),
+                ),
+                (
+                    "p2-pass-workers-1-0",
+                    jax("p2-pass-workers-0-0.p2-pass", 4, 2),
+                ),
+                (
+                    "p2-pass-workers-1-1",
+                    jax("p2-pass-workers-0-0.p2-pass", 4, 3),
+                ),
                 ("p2-pass-eval-0-0", vec![]),
                 ("p2-pass-eval-0-1", vec![]),
             ],
@@ -198,7 +216,11 @@ fn member() -> impl Strategy<Value = Member> {
 
 /// What docs/rules.md says of one generated JobSet: whether P1–P3 refuse it, and which
 /// members are batch jobs beside the JAX run (no JAX env).
-fn expected(members: &[Member], coordinator: Option<(usize, u32)>, opted_in: bool) -> (bool, Vec<bool>) {
+fn expected(
+    members: &[Member],
+    coordinator: Option<(usize, u32)>,
+    opted_in: bool,
+) -> (bool, Vec<bool>) {
     let keeps = |i: usize| {
         let m = &members[i];
         m.replicas == 0
@@ -206,7 +228,7 @@ fn expected(members: &[Member], coordinator: Option<(usize, u32)>, opted_in: boo
                 && m.completions == Some(m.parallelism)
                 && coordinator.is_none_or(|(c, pod)| c != i || pod < m.parallelism))
     };
-    let in_group = |g: &str| (0..members.len()).filter(move |&i| members[i].group == g);
+    let in_group = |g: &'static str| (0..members.len()).filter(move |&i| members[i].group == g);
     let good_group = ["default", "side"]
         .iter()
         .any(|g| in_group(g).any(|i| members[i].replicas > 0) && in_group(g).all(keeps));
@@ -220,7 +242,11 @@ fn expected(members: &[Member], coordinator: Option<(usize, u32)>, opted_in: boo
     (refused, batch)
 }
 
-fn generated_jobset(members: &[Member], coordinator: Option<(usize, u32)>, opted_in: bool) -> Value {
+fn generated_jobset(
+    members: &[Member],
+    coordinator: Option<(usize, u32)>,
+    opted_in: bool,
+) -> Value {
     let rjobs: Vec<Value> = members
         .iter()
         .enumerate()

@@ -243,7 +243,7 @@ fn a_hand_written_env_is_kept_and_a_wrong_count_is_warned_about() {
     let (outcome, _, pods) = run_job(&job_request("hand-written-env"), &no_settings());
     assert_eq!(
         outcome.warnings,
-        ["spec.template.spec.containers[0].env[0]: JAX_NUM_PROCESSES resolves to \"8\" for the pod with completion index 0 but the policy computed \"4\"; the container's value is kept"]
+        ["spec.template.spec.containers[0].env[0]: JAX_NUM_PROCESSES keeps \"8\" for the pod with completion index 0, not the \"4\" the policy computed"]
     );
     for (k, p) in pods.iter().enumerate() {
         let env = resolve(&p.pod, &p.pod["spec"]["containers"][0]).unwrap();
@@ -260,7 +260,7 @@ fn a_hand_written_env_is_kept_and_a_wrong_count_is_warned_about() {
         );
         assert_eq!(
             p.outcome.warnings,
-            ["container \"jax\" (spec.containers[0]): JAX_NUM_PROCESSES resolves to \"8\" but the policy computed \"4\"; the container's value is kept"]
+            ["container \"jax\" (spec.containers[0]): JAX_NUM_PROCESSES keeps \"8\", not the \"4\" the policy computed"]
         );
     }
 }
@@ -309,7 +309,7 @@ fn a_job_pod_the_job_controller_did_not_make_is_left_alone_with_a_warning() {
     assert_eq!(outcome.patch, None);
     assert_eq!(
         outcome.warnings,
-        ["pod of an opted-in Job: it lacks the batch.kubernetes.io/job-name label (or an owning Job), the batch.kubernetes.io/job-completion-index label or annotation, or a subdomain, so it was not made by the Job controller from an admitted Indexed Job; left unchanged"]
+        ["pod of an opted-in Job: no batch.kubernetes.io/job-name label or owning Job, no batch.kubernetes.io/job-completion-index, or no subdomain, so no Job controller made it from an admitted Indexed Job; left unchanged"]
     );
 }
 

@@ -43,7 +43,9 @@ fn jobset_warning(said: &str) -> String {
 }
 
 fn pod_warning(said: &str) -> String {
-    format!("metadata.labels[\"{GROUP_NAME}\"]: {said}, so the pod gets the group-name annotation only")
+    format!(
+        "metadata.labels[\"{GROUP_NAME}\"]: {said}, so the pod gets the group-name annotation only"
+    )
 }
 
 /// The JobSet with the facts the policy stamps on it.
@@ -64,8 +66,14 @@ fn stamped(jobset: &Value, group: &str) -> Value {
 fn a_group_name_that_is_no_label_value_is_written_as_an_annotation_only() {
     let long = "t".repeat(64);
     for (group, said) in [
-        ("train/eval", "\"train/eval\" is not a valid label value".to_string()),
-        ("-train", "\"-train\" is not a valid label value".to_string()),
+        (
+            "train/eval",
+            "\"train/eval\" is not a valid label value".to_string(),
+        ),
+        (
+            "-train",
+            "\"-train\" is not a valid label value".to_string(),
+        ),
         (long.as_str(), "is longer than 63 characters".to_string()),
     ] {
         let jobset = cpu_jobset(group);
@@ -102,7 +110,11 @@ fn a_group_name_that_is_no_label_value_is_written_as_an_annotation_only() {
             };
             let mut want = pod.object.clone();
             let meta = &mut want["metadata"];
-            for (k, v) in [(GROUP_NAME, name), (GROUP_REPLICAS, replicas), (JOB_GROUP_INDEX, &index)] {
+            for (k, v) in [
+                (GROUP_NAME, name),
+                (GROUP_REPLICAS, replicas),
+                (JOB_GROUP_INDEX, &index),
+            ] {
                 meta["annotations"][k] = json!(v);
                 if k != GROUP_NAME || pod.replicated_job == "eval" {
                     meta["labels"][k] = json!(v);
@@ -124,16 +136,26 @@ fn a_group_name_that_is_no_label_value_is_written_as_an_annotation_only() {
 #[test]
 fn a_valid_label_value_is_written_as_label_and_annotation() {
     let jobset = cpu_jobset("Train_A.v2");
-    let outcome = validate(&admission_request(Kind::JobSet, "CREATE", &jobset, None), &no_settings());
+    let outcome = validate(
+        &admission_request(Kind::JobSet, "CREATE", &jobset, None),
+        &no_settings(),
+    );
     assert!(outcome.accepted, "{:?}", outcome.message);
     assert_eq!(outcome.warnings, Vec::<String>::new());
     let admitted = patched(&jobset, &outcome);
     let pod = controller::jobset_pods(&admitted).unwrap().remove(0);
-    let outcome = validate(&admission_request(Kind::Pod, "CREATE", &pod.object, None), &no_settings());
+    let outcome = validate(
+        &admission_request(Kind::Pod, "CREATE", &pod.object, None),
+        &no_settings(),
+    );
     assert_eq!(outcome.warnings, Vec::<String>::new());
     let pod = patched(&pod.object, &outcome);
     for map in ["labels", "annotations"] {
-        assert_eq!(pod["metadata"][map][GROUP_NAME], json!("Train_A.v2"), "{map}");
+        assert_eq!(
+            pod["metadata"][map][GROUP_NAME],
+            json!("Train_A.v2"),
+            "{map}"
+        );
     }
 }
 
@@ -145,10 +167,17 @@ fn copying_an_annotation_to_its_label_twin_takes_only_a_valid_value() {
     let mut pod = controller::jobset_pods(&admitted).unwrap().remove(0).object;
     let meta = &mut pod["metadata"];
     meta["annotations"].as_object_mut().unwrap().remove(FACTS);
-    for (k, v) in [(GROUP_NAME, "train/eval"), (GROUP_REPLICAS, "2"), (JOB_GROUP_INDEX, "0")] {
+    for (k, v) in [
+        (GROUP_NAME, "train/eval"),
+        (GROUP_REPLICAS, "2"),
+        (JOB_GROUP_INDEX, "0"),
+    ] {
         meta["annotations"][k] = json!(v);
     }
-    let outcome = validate(&admission_request(Kind::Pod, "CREATE", &pod, None), &no_settings());
+    let outcome = validate(
+        &admission_request(Kind::Pod, "CREATE", &pod, None),
+        &no_settings(),
+    );
     assert!(outcome.accepted, "{:?}", outcome.message);
     assert_eq!(
         outcome.warnings,
@@ -165,7 +194,10 @@ fn copying_an_annotation_to_its_label_twin_takes_only_a_valid_value() {
 fn a_judged_jobset_keeps_g1s_refusal() {
     let mut jobset = cpu_jobset("train/eval");
     jobset["metadata"]["annotations"] = json!({"multislice.kubewarden.io/jax-distributed": "true"});
-    let outcome = validate(&admission_request(Kind::JobSet, "CREATE", &jobset, None), &no_settings());
+    let outcome = validate(
+        &admission_request(Kind::JobSet, "CREATE", &jobset, None),
+        &no_settings(),
+    );
     assert!(!outcome.accepted);
     assert_eq!(
         outcome.message.as_deref(),

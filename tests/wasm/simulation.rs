@@ -337,7 +337,7 @@ fn user_set_variables_are_kept_and_the_rest_injected_before_them(
         assert_eq!(get(&env, "MEGASCALE_COORDINATOR_ADDRESS"), Some(""));
         assert_eq!(
             p.outcome.warnings,
-            vec!["container \"jax\" (spec.containers[0]): MEGASCALE_NUM_SLICES resolves to \"3\" but the policy computed \"2\"; the container's value is kept"]
+            vec!["container \"jax\" (spec.containers[0]): MEGASCALE_NUM_SLICES keeps \"3\", not the \"2\" the policy computed"]
         );
     }
 }
