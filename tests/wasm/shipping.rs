@@ -97,7 +97,25 @@ fn versions_rules_and_mutation_flag_agree() {
         json!(version)
     );
     assert_eq!(hub["version"], json!(version));
-    assert!(text("CHANGELOG.md").contains(&format!("## [{version}]")));
+    // The CHANGELOG's first section is this version's: `[Unreleased]` until its release renames
+    // it `[<version>] - <date>` (CONTRIBUTING.md "Release"), which the release workflow publishes.
+    let changelog = text("CHANGELOG.md");
+    let first = changelog.lines().find(|l| l.starts_with("## [")).unwrap();
+    assert!(
+        first == "## [Unreleased]" || first.starts_with(&format!("## [{version}] - ")),
+        "CHANGELOG.md starts with {first:?}"
+    );
+    if first == "## [Unreleased]" {
+        let intro = changelog
+            .split("## [Unreleased]")
+            .nth(1)
+            .and_then(|rest| rest.split("\n### ").next())
+            .unwrap();
+        assert!(
+            intro.contains(&version),
+            "CHANGELOG.md's [Unreleased] does not name {version}, the version it will be released as"
+        );
+    }
     // Every reference to the published policy names this version: the example manifests,
     // which the README's install applies as they are.
     let oci = meta["annotations"]["io.kubewarden.policy.ociUrl"]
