@@ -305,3 +305,31 @@ fn policy_server_lets_the_queue_check_through_only_with_both_grants() {
         );
     }
 }
+
+/// policy-server reads a review body of at most 2 MiB (axum's default limit, 2,097,152 bytes)
+/// and answers a larger one with HTTP 413 before any policy runs; the API server then counts a
+/// failed call (docs/operations.md "Troubleshooting"). Just under the limit, the policy answers.
+#[test]
+fn policy_server_refuses_a_review_over_2_mib() {
+    let annotated = workspace_root().join("annotated-policy.wasm");
+    let server = PolicyServer::start(
+        &[ServedPolicy::cluster_wide("defaults", annotated, json!({}), true).unwrap()],
+        Some(1),
+    )
+    .unwrap_or_else(|e| panic!("{e:#}"));
+    let mut request = load_json(&fixtures::pod_request_path("not-a-jobset-pod")).unwrap();
+    for (body, answered) in [(2_097_152 - 1024, true), (2_097_152 + 1, false)] {
+        // An annotation whose value ('x's, one byte each in JSON) fills the review to `body`.
+        request["object"]["metadata"]["annotations"] = json!({"example.com/filler": ""});
+        let filler = "x".repeat(body - PolicyServer::review_body(&request).len());
+        request["object"]["metadata"]["annotations"] = json!({"example.com/filler": filler});
+        assert_eq!(PolicyServer::review_body(&request).len(), body);
+        let answer = server.review("defaults", &request);
+        if answered {
+            assert!(answer.is_ok(), "{body} bytes: {answer:?}");
+        } else {
+            let error = format!("{:#}", answer.unwrap_err());
+            assert!(error.contains("HTTP 413"), "{body} bytes: {error}");
+        }
+    }
+}
