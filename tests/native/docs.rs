@@ -541,7 +541,10 @@ fn the_markdown_stays_short() {
         .map(|(file, n)| format!("{}: {n}", file.display()))
         .collect();
     let said = read(Path::new("docs/contributing/testing.md"));
-    assert!(said.contains("(at most 2,650 lines)"), "testing.md states another cap");
+    assert!(
+        said.contains("(at most 2,650 lines)"),
+        "testing.md states another cap"
+    );
     assert!(
         total <= 2_650,
         "README.md, CONTRIBUTING.md and docs/ have {total} lines, more than 2,650: give each fact \
@@ -583,12 +586,16 @@ fn the_docs_name_the_kubewarden_release_the_workflows_install() {
         for phrase in ["kwctl and policy-server ", "policy-server and kwctl "] {
             for (i, _) in text.match_indices(phrase) {
                 let next = text[i + phrase.len()..].split([' ', ',', ';', ')']).next();
-                let Some(word) = next.filter(|w| w.starts_with(|c: char| c.is_ascii_digit() || c == 'v'))
+                let Some(word) =
+                    next.filter(|w| w.starts_with(|c: char| c.is_ascii_digit() || c == 'v'))
                 else {
                     continue;
                 };
                 let word = word.trim_end_matches('.');
-                if word.trim_start_matches('v').starts_with(|c: char| c.is_ascii_digit()) {
+                if word
+                    .trim_start_matches('v')
+                    .starts_with(|c: char| c.is_ascii_digit())
+                {
                     assert_eq!(word, version, "{} names {phrase}{word}", file.display());
                     named.insert(file.clone());
                 }
@@ -606,7 +613,11 @@ fn the_docs_name_the_kubewarden_release_the_workflows_install() {
 /// testing.md's count of the bad-input corpus is the corpus's.
 #[test]
 fn testing_md_counts_the_bad_input_corpus() {
-    let count = |dir: &str| std::fs::read_dir(workspace_root().join(dir)).unwrap().count();
+    let count = |dir: &str| {
+        std::fs::read_dir(workspace_root().join(dir))
+            .unwrap()
+            .count()
+    };
     let said = format!(
         "(`test_data/bad/`): {} requests and {} settings documents",
         count("test_data/bad/requests"),
@@ -628,7 +639,10 @@ fn every_cold_time_has_one_home() {
             .split(|c: char| c.is_whitespace() || "(),;".contains(c))
             .collect();
         words.windows(2).any(|w| {
-            w[0].trim_start_matches('~').chars().next().is_some_and(|c| c.is_ascii_digit())
+            w[0].trim_start_matches('~')
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_digit())
                 && ["min", "minutes", "s"].contains(&w[1])
         })
     };

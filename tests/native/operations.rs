@@ -38,8 +38,13 @@ fn the_smoke_test_prints_what_the_policy_answers() {
     assert_eq!(facts.as_str(), Some(printed[0].as_str()));
 
     let text = std::fs::read_to_string(&example).unwrap();
-    assert_eq!(text.matches("completions: 4").count(), 1, "the sed edits one line");
-    let broken: Value = serde_yaml::from_str(&text.replace("completions: 4", "completions: 2")).unwrap();
+    assert_eq!(
+        text.matches("completions: 4").count(),
+        1,
+        "the sed edits one line"
+    );
+    let broken: Value =
+        serde_yaml::from_str(&text.replace("completions: 4", "completions: 2")).unwrap();
     let refused = answer(&broken, "validate");
     assert!(!refused.accepted);
     let said = format!(

@@ -219,7 +219,9 @@ fn policy_server_refuses_a_patch_from_a_policy_not_allowed_to_mutate() {
         ("both-not-mutating", json!({})),
         ("validate", json!({"role": "validate"})),
     ]
-    .map(|(id, settings)| ServedPolicy::cluster_wide(id, annotated.clone(), settings, false).unwrap());
+    .map(|(id, settings)| {
+        ServedPolicy::cluster_wide(id, annotated.clone(), settings, false).unwrap()
+    });
     let server = PolicyServer::start(&policies, Some(1)).unwrap_or_else(|e| panic!("{e:#}"));
     let request = load_json(&fixtures::jobset_request_path(
         "tpu-4-slices",
@@ -273,7 +275,8 @@ fn policy_server_lets_the_queue_check_through_only_with_both_grants() {
     };
     let server = PolicyServer::start(&[granted, no_capability, no_kinds], Some(1))
         .unwrap_or_else(|e| panic!("{e:#}"));
-    let jobset = fixtures::load_yaml(&workspace_root().join("test_data/queue/jobset.yaml")).unwrap();
+    let jobset =
+        fixtures::load_yaml(&workspace_root().join("test_data/queue/jobset.yaml")).unwrap();
     let request = admission_request(Kind::JobSet, "CREATE", &jobset, None);
     let not_checked = "metadata.labels[\"kueue.x-k8s.io/queue-name\"]: queue \"team-a/tpu-queue\" \
                        was not checked: reading LocalQueue \"tpu-queue\" in namespace \"team-a\" \
@@ -294,8 +297,7 @@ fn policy_server_lets_the_queue_check_through_only_with_both_grants() {
              resources. The violation has been reported.",
         ),
     ] {
-        let answer =
-            ReviewResponse::from_response(&server.review(id, &request).unwrap()).unwrap();
+        let answer = ReviewResponse::from_response(&server.review(id, &request).unwrap()).unwrap();
         assert!(answer.allowed && answer.patch.is_none(), "{id}: {answer:?}");
         let warning = format!("{not_checked}{reason}");
         assert!(

@@ -176,7 +176,8 @@ fn main() -> Result<()> {
     ];
     let floors = Floors::new(&dir)?;
     let mut cases = Vec::new();
-    let served = |id: &str, module: PathBuf| ServedPolicy::cluster_wide(id, module, json!({}), true);
+    let served =
+        |id: &str, module: PathBuf| ServedPolicy::cluster_wide(id, module, json!({}), true);
     let mut policies = vec![served("policy", root.join("annotated-policy.wasm"))?];
     if let Some(module) = &against {
         policies.push(served("against", module.clone())?);
@@ -194,7 +195,10 @@ fn main() -> Result<()> {
                 body_file.display().to_string()
             ),
         )?;
-        policies.push(served(&server_floor::id(i), floors.annotated(i, &request)?)?);
+        policies.push(served(
+            &server_floor::id(i),
+            floors.annotated(i, &request)?,
+        )?);
         cases.push(Case {
             name,
             request,
