@@ -5,7 +5,7 @@
 //! (with a before/after YAML and what happens without it) and its row in the README's rule
 //! table; every example file is linked from the docs or admitted by a test; every example
 //! policy lists every setting, or defers to the pair's one settings file; the README names
-//! this version; and all of that markdown stays within 2,300 lines.
+//! this version; and all of that markdown stays within 2,400 lines.
 use jobset_multislice_policy::settings::KEYS;
 use multislice_host::workspace_root;
 use std::collections::BTreeSet;
@@ -505,7 +505,9 @@ fn every_example_policy_lists_every_setting_or_defers_to_the_pairs() {
     assert!(seen >= 6, "read {seen} example policies");
 }
 
-/// The docs stay within 2,300 lines: one home for each fact, and links to it elsewhere (issue 44).
+/// The docs stay within 2,400 lines: one home for each fact, and links to it elsewhere (issue 44;
+/// 2,300 until the control plane gained the policy's host process and its outage, label and
+/// release cases, issue 51).
 #[test]
 fn the_markdown_stays_short() {
     let counts: Vec<(PathBuf, usize)> = markdown_files()
@@ -521,8 +523,8 @@ fn the_markdown_stays_short() {
         .map(|(file, n)| format!("{}: {n}", file.display()))
         .collect();
     assert!(
-        total <= 2_300,
-        "README.md, CONTRIBUTING.md and docs/ have {total} lines, more than 2,300: give each fact \
+        total <= 2_400,
+        "README.md, CONTRIBUTING.md and docs/ have {total} lines, more than 2,400: give each fact \
          one home and link to it ({})",
         each.join(", ")
     );
