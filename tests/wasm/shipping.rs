@@ -308,7 +308,7 @@ fn artifacthub_pkg_holds_what_kwctl_derives_from_the_metadata() {
     let context_aware = meta["contextAwareResources"].as_array().unwrap();
     if !context_aware.is_empty() {
         want_keys.push("kubewarden/contextAwareResources");
-        // kwctl (1.36) writes them sorted by apiVersion, then kind, whatever the metadata's order.
+        // kwctl (v1.35.0) writes them sorted by apiVersion, then kind, whatever the metadata's order.
         let mut want = context_aware.clone();
         want.sort_by_key(|r| (r["apiVersion"].to_string(), r["kind"].to_string()));
         assert_eq!(
