@@ -21,9 +21,9 @@ export KWCTL POLICY_SERVER SIGSTORE_TRUST_CONFIG
 # Every native cargo command selects the whole workspace (`--workspace`, then a target filter),
 # never one package with `-p`: cargo unifies dependency features over the packages it builds,
 # and the cluster crate's kube-rs turns on features (tokio's, rustls') that wasmtime-wasi shares,
-# so a `-p` build would compile a second wasmtime (about 10 minutes cold). The one exception is
-# the preview (PREVIEW_BIN), built alone and without the host crate's `wasm` feature: it
-# compiles no wasmtime at all.
+# so a `-p` build would compile a second wasmtime (README "From source" times the first). The
+# one exception is the preview (PREVIEW_BIN), built alone and without the host crate's `wasm`
+# feature: it compiles no wasmtime at all.
 WORKSPACE_BINS := cargo build -q --workspace --bins
 
 .PHONY: wasm-target
@@ -185,7 +185,7 @@ bench/baseline.wasm: bench/baseline/src/lib.rs bench/baseline/Cargo.toml Cargo.l
 
 # The bench binaries are built as part of the whole workspace, not with `-p`: cargo then
 # resolves wasmtime's features as `cargo test --workspace` does and reuses that build, where
-# `cargo run -p multislice-bench` compiled a second wasmtime (about 10 minutes cold).
+# `cargo run -p multislice-bench` compiled a second wasmtime (README "From source" times one).
 .PHONY: bench-bins
 bench-bins:
 	cargo build -q --workspace --all-targets
@@ -273,11 +273,46 @@ clean:
 cluster-deps:
 	@bash cluster/deps.sh >/dev/null
 
+# The module of OLD_COMMIT (c27f4e8, the last release that read the facts annotation strictly),
+# for cluster-test's upgrade and rollback cases (docs/contributing/testing.md), built from a
+# worktree of this clone; nothing of it is checked in. Its target dir shares this one's
+# registry crates by hard link (rustc and the linker replace their outputs, never rewrite
+# them), so that only the policy crate compiles; the policy crate's own artifacts and
+# fingerprints stay apart: cargo names them by their path inside the workspace, the same in
+# both trees, and would take one tree's build for the other's.
+OLD_COMMIT := c27f4e8
+OLD_TREE := $(abspath $(CARGO_TARGET_DIR))/old-module/tree
+OLD_TARGET := $(abspath $(CARGO_TARGET_DIR))/old-module/target
+OLD_MODULE := $(CARGO_TARGET_DIR)/old-module/$(OLD_COMMIT).wasm
+WASM_RELEASE := $(abspath $(CARGO_TARGET_DIR))/wasm32-wasip1/release
+$(OLD_MODULE): | wasm-target
+	rm -rf $(OLD_TREE) $(OLD_TARGET) && git worktree prune
+	git worktree add -q --detach $(OLD_TREE) $(OLD_COMMIT)
+	mkdir -p $(OLD_TARGET)/wasm32-wasip1/release
+	if [ -d $(WASM_RELEASE)/deps ]; then \
+		cp -al $(WASM_RELEASE)/deps $(OLD_TARGET)/wasm32-wasip1/release/ && \
+		cp -a $(WASM_RELEASE)/build $(WASM_RELEASE)/.fingerprint $(OLD_TARGET)/wasm32-wasip1/release/ && \
+		rm -rf $(OLD_TARGET)/wasm32-wasip1/release/deps/*jobset_multislice_policy* \
+			$(OLD_TARGET)/wasm32-wasip1/release/.fingerprint/jobset-multislice-policy-*; fi
+	cd $(OLD_TREE) && CARGO_TARGET_DIR=$(OLD_TARGET) \
+		cargo build -q --target=wasm32-wasip1 --release -p jobset-multislice-policy
+	cp $(OLD_TARGET)/wasm32-wasip1/release/jobset_multislice_policy.wasm $@
+	git worktree remove --force $(OLD_TREE)
+
 # The policy as the API server's webhook, the pods made by the real controllers and bound by
 # the real scheduler; prints `N passed, N failed`.
 .PHONY: cluster-test
-cluster-test: policy.wasm cluster-deps jax-venv e2e-deps
-	JAX_PYTHON=$(JAX_PYTHON) cargo test -q --workspace --test cluster
+cluster-test: policy.wasm $(OLD_MODULE) cluster-deps jax-venv e2e-deps
+	JAX_PYTHON=$(JAX_PYTHON) CLUSTER_OLD_MODULE=$(abspath $(OLD_MODULE)) \
+		cargo test -q --workspace --test cluster
+
+
+# The time the real controllers take to create every pod of a 1,024-pod JobSet (64 x 16 v5p
+# hosts, on 1,024 fake nodes) with the policy's webhooks and without them, three rounds each
+# (BENCHMARKS.md). Not part of cluster-test or .ci/run.
+.PHONY: cluster-bench
+cluster-bench: policy.wasm cluster-deps
+	CLUSTER_PARTS=scale cargo test -q --workspace --test cluster
 
 # make cluster-preview FILE=my.yaml [SETTINGS=settings.yaml]
 #   [QUEUE_FLAVOR=accelerator:topology[,accelerator:topology…]] [QUEUE_DEFAULT=1]:

@@ -5,13 +5,15 @@
 //! real component.
 //!
 //! One file per component, each started by one line of `ControlPlane::start`
-//! (controlplane.rs): kubernetes.rs, jobset.rs, webhook.rs (our policies), kueue/install.rs.
+//! (controlplane.rs): kubernetes.rs, jobset.rs, webhook.rs (our policies, served by the host of
+//! host.rs, a process of its own: src/bin/policy-host.rs), kueue/install.rs.
 //! Each takes the control plane's state (plane.rs) as an argument; none imports
 //! controlplane.rs, and plane.rs imports none of them.
 pub mod agent;
 pub mod context_aware;
 pub mod controlplane;
 pub mod fleet;
+pub mod host;
 pub mod jobset;
 pub mod kube_api;
 pub mod kubernetes;

@@ -1,27 +1,18 @@
 //! The control plane's state, shared by every component file: its folder, certificates,
-//! kubeconfig and client, the processes it supervises and the reviews our webhook logged. It
-//! imports no component; each component (kubernetes.rs, jobset.rs, webhook.rs,
-//! kueue/install.rs) takes it as an argument, and controlplane.rs starts them in order.
+//! kubeconfig and client, the processes it supervises, the policy's host (host.rs keeps its
+//! state here) and the reviews the host logged. Each component (kubernetes.rs, jobset.rs,
+//! webhook.rs, kueue/install.rs) takes it as an argument, and controlplane.rs starts them in
+//! order.
+use crate::host::Host;
 use crate::kube_api::Cluster;
 use crate::pki::Pki;
 use crate::policies::{Deployment, Installed};
 use crate::procs::{free_port, Process, Supervision};
 use anyhow::{bail, Result};
-use multislice_host::webhook_server::WebhookServer;
-use multislice_host::Policy;
 use serde_json::{json, Value};
 use std::any::Any;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// What the control plane serves (webhook.rs): one webhook server for every policy, the module
-/// they share, and the settings that override each manifest's.
-pub(crate) struct Served {
-    pub(crate) server: WebhookServer,
-    pub(crate) module: Arc<Policy>,
-    pub(crate) overriding: Option<Value>,
-}
 
 pub struct ControlPlane {
     pub dir: PathBuf,
@@ -33,7 +24,7 @@ pub struct ControlPlane {
     /// The webhook whose verdicts a namespace of the deployment sees: the validating policy's
     /// of the pair, or the single policy's.
     pub webhook_name: String,
-    /// One JSON line per review our webhook answered (`policy` names which one).
+    /// One JSON line per review the policy's host answered (`policy` names which one).
     pub reviews: PathBuf,
     /// The settings of the policy that gives the verdicts.
     pub settings: Value,
@@ -41,7 +32,8 @@ pub struct ControlPlane {
     /// Every policy installed, in order.
     pub installed: Vec<Installed>,
     processes: Vec<Process>,
-    pub(crate) served: Option<Served>,
+    /// The policy's host, when our policies are installed.
+    pub(crate) host: Option<Host>,
     /// What a component keeps until every process has stopped (Kueue's files outside the
     /// project), dropped after them.
     held: Vec<Box<dyn Any + Send>>,
@@ -79,7 +71,7 @@ impl ControlPlane {
             deployment: Deployment::Pair,
             installed: Vec::new(),
             processes: Vec::new(),
-            served: None,
+            host: None,
             held: Vec::new(),
             started: Instant::now(),
             lifetime,
@@ -177,7 +169,7 @@ impl ControlPlane {
 
 impl Drop for ControlPlane {
     fn drop(&mut self) {
-        self.served = None;
+        self.host = None;
         while let Some(p) = self.processes.pop() {
             drop(p);
         }

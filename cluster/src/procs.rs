@@ -30,7 +30,12 @@ impl Process {
     ) -> Result<Process> {
         let Supervision { logs, lifetime } = *supervision;
         let log = logs.join(format!("{name}.log"));
-        let file = std::fs::File::create(&log)?;
+        // Appended to: a component started again (the policy's host after a kill) keeps the
+        // log of its earlier life.
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log)?;
         let mut command = Command::new("timeout");
         command
             .arg("--signal=TERM")
@@ -59,6 +64,34 @@ impl Process {
         self.child.try_wait().ok().flatten()
     }
 
+    /// The component's own process id: the child of `timeout`.
+    pub fn component_pid(&self) -> Result<u32> {
+        let id = self.child.id();
+        let children = std::fs::read_to_string(format!("/proc/{id}/task/{id}/children"))
+            .with_context(|| format!("cannot read the children of {id}"))?;
+        children
+            .split_whitespace()
+            .next()
+            .and_then(|pid| pid.parse().ok())
+            .with_context(|| format!("{} has no process under timeout", self.name))
+    }
+
+    /// SIGKILLs the component itself, as an OOM kill or a lost node does (killing `timeout`
+    /// would leave the component running), and reaps `timeout`, which then exits.
+    pub fn kill_hard(&mut self) -> Result<()> {
+        let pid = self.component_pid()?;
+        Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status()?;
+        for _ in 0..100 {
+            if self.exited().is_some() {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        anyhow::bail!("{} did not exit after SIGKILL", self.name)
+    }
+
     /// The last lines of its log.
     pub fn tail(&self, lines: usize) -> String {
         let text = std::fs::read_to_string(&self.log).unwrap_or_default();
@@ -69,6 +102,10 @@ impl Process {
 
 impl Drop for Process {
     fn drop(&mut self) {
+        // Already reaped (killed): its pid may belong to another process by now.
+        if self.exited().is_some() {
+            return;
+        }
         // SIGTERM to `timeout` is passed on to the component; then reap it.
         let _ = Command::new("kill")
             .arg("-TERM")

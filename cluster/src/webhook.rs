@@ -1,39 +1,44 @@
-//! Our policies on the control plane: one webhook server of the host crate, logging every
-//! review it answers, and each policy of the deployment on it, installed as Kubewarden's
-//! controller installs it (its manifest and webhook configuration: policies.rs).
-use crate::context_aware::capabilities_for;
-use crate::plane::{ControlPlane, Served};
+//! Our policies on the control plane: each policy of the deployment installed as Kubewarden's
+//! controller installs it (its manifest and webhook configuration: policies.rs), and served by
+//! the policy's host (host.rs), one process for every policy, logging every review it answers.
+use crate::host::{Host, Surroundings};
+use crate::plane::ControlPlane;
 use crate::policies::{Deployment, Installed, Manifest};
-use anyhow::{bail, Result};
+use anyhow::Result;
 use multislice_host::capabilities::allowed_by_file;
-use multislice_host::webhook_server::{WebhookConfig, WebhookPolicy, WebhookServer};
-use multislice_host::{workspace_root, Policy};
+use multislice_host::workspace_root;
 use serde_json::Value;
-use std::sync::Arc;
+use std::path::Path;
+use std::time::Instant;
 
-/// Our webhook server, and the policies of the deployment: each manifest's webhook
-/// configuration, pointed at its path.
+/// The policies of the deployment: each manifest's entry in the host's file, the host started,
+/// then each webhook configuration, pointed at its path.
 pub(crate) async fn install_policies(
     plane: &mut ControlPlane,
     overriding: Option<Value>,
     deployment: Deployment,
 ) -> Result<()> {
-    let module = Arc::new(Policy::load(&multislice_host::default_wasm_path())?);
-    let server = WebhookServer::start(WebhookConfig {
-        policies: Vec::new(),
+    let around = Surroundings {
+        dir: plane.dir.clone(),
+        logs: plane.logs(),
         cert: plane.pki.serving_cert(),
         key: plane.pki.serving_key(),
-        log: Some(plane.reviews.clone()),
-        lifetime: plane.remaining(),
-    })?;
-    plane.served = Some(Served {
-        server,
-        module,
-        overriding,
-    });
-    plane.deployment = deployment;
+        reviews: plane.reviews.clone(),
+        kubeconfig: plane.kubeconfig.clone(),
+        until: Instant::now() + plane.remaining(),
+    };
+    let mut host = Host::new(around, overriding)?;
+    let mut pending = Vec::new();
     for (path, scope) in deployment.manifests() {
-        let installed = plane.install_policy(path, &scope).await?;
+        let manifest = Manifest::load(path)?;
+        let overriding = host.overriding.clone();
+        pending.push(prepare(&mut host, manifest, overriding.as_ref())?.with_scope(scope));
+    }
+    plane.host = Some(host);
+    plane.deployment = deployment;
+    plane.start_host().await?;
+    for p in pending {
+        let installed = plane.apply_configuration(p).await?;
         // The webhook whose verdicts a namespace of the deployment sees: the validating
         // one of the pair, or the single policy.
         if !installed.mutating || deployment == Deployment::Single {
@@ -44,7 +49,75 @@ pub(crate) async fn install_policies(
     Ok(())
 }
 
+/// A policy entered in the host's file, its webhook configuration not yet applied.
+struct Pending {
+    manifest: Manifest,
+    id: String,
+    settings: Value,
+    scope: Vec<Value>,
+}
+
+impl Pending {
+    fn with_scope(mut self, scope: Vec<Value>) -> Pending {
+        self.scope = scope;
+        self
+    }
+}
+
+/// Enters a manifest's policy in the host's file, with `overriding` settings (its `role` kept)
+/// and what the queue check needs granted.
+fn prepare(host: &mut Host, mut manifest: Manifest, overriding: Option<&Value>) -> Result<Pending> {
+    let settings = manifest.settings(overriding);
+    grant_queue_check(&mut manifest.value, &settings)?;
+    let id = manifest.unique_name()?;
+    let context_aware = match manifest.value["kind"].as_str() {
+        // policy-server grants what a ClusterAdmissionPolicy lists; an AdmissionPolicy's spec
+        // has no such field.
+        Some("ClusterAdmissionPolicy") => manifest.value["spec"]["contextAwareResources"].clone(),
+        _ => Value::Null,
+    };
+    host.set(&id, &settings, manifest.mutating(), &context_aware)?;
+    Ok(Pending {
+        manifest,
+        id,
+        settings,
+        scope: Vec::new(),
+    })
+}
+
+/// The calls that do to the policy's host what an outage and an operator do; they stay the
+/// same whatever runs behind them, and each returns once the host answers, or says why not.
 impl ControlPlane {
+    pub(crate) fn host_mut(&mut self) -> Result<&mut Host> {
+        self.host
+            .as_mut()
+            .ok_or_else(|| anyhow::anyhow!("this control plane runs without our policies"))
+    }
+
+    /// Starts the host with what is installed (the first start, or after [`Self::kill_host`]),
+    /// on the same address, and returns once it serves.
+    pub async fn start_host(&mut self) -> Result<()> {
+        let host = self.host_mut()?;
+        tokio::task::block_in_place(|| host.start())
+    }
+
+    /// SIGKILLs the host's process, as an OOM kill or a lost node does: no answer to requests in
+    /// flight, and the webhook configurations left in place, so that the API server's calls
+    /// fail until [`Self::start_host`].
+    pub async fn kill_host(&mut self) -> Result<()> {
+        let host = self.host_mut()?;
+        tokio::task::block_in_place(|| host.kill())
+    }
+
+    /// Every installed policy runs `module` from now on: the upgrade or rollback an operator
+    /// makes by changing `module:` in the manifests and applying them. The host serves the old
+    /// module until the new one is ready, then the new one alone.
+    pub async fn swap_module(&mut self, module: &Path) -> Result<()> {
+        let host = self.host_mut()?;
+        host.set_module(module)?;
+        tokio::task::block_in_place(|| host.reload())
+    }
+
     /// The webhook of an installed manifest (such as [`crate::policies::SINGLE_MANIFEST`]).
     pub fn webhook_of(&self, manifest: &str) -> Option<&str> {
         self.installed
@@ -54,14 +127,12 @@ impl ControlPlane {
     }
 
     /// Installs one more policy manifest (such as [`crate::policies::NAMESPACED_MANIFEST`]) on
-    /// the running webhook server, with the control plane's settings override, scoped by
-    /// `scope`.
+    /// the running host, with the control plane's settings override, scoped by `scope`.
     pub async fn install_policy(&mut self, path: &str, scope: &[Value]) -> Result<Installed> {
-        let Some(served) = &self.served else {
-            bail!("this control plane runs without our webhook");
-        };
-        let overriding = served.overriding.clone();
-        self.install(Manifest::load(path)?, overriding.as_ref(), scope)
+        let host = self.host_mut()?;
+        let overriding = host.overriding.clone();
+        let pending = prepare(host, Manifest::load(path)?, overriding.as_ref())?;
+        self.serve_and_apply(pending.with_scope(scope.to_vec()))
             .await
     }
 
@@ -82,52 +153,36 @@ impl ControlPlane {
             .unwrap_or_default()
             .to_string();
         manifest.value["metadata"]["name"] = Value::String(format!("{name}-{suffix}"));
-        self.install(manifest, Some(settings), scope).await
+        let pending = prepare(self.host_mut()?, manifest, Some(settings))?;
+        self.serve_and_apply(pending.with_scope(scope.to_vec()))
+            .await
     }
 
-    async fn install(
-        &mut self,
-        mut manifest: Manifest,
-        overriding: Option<&Value>,
-        scope: &[Value],
-    ) -> Result<Installed> {
-        let Some(served) = &self.served else {
-            bail!("this control plane runs without our webhook");
-        };
-        let path = manifest.path.clone();
-        let settings = manifest.settings(overriding);
-        grant_queue_check(&mut manifest.value, &settings)?;
-        let outcome = served.module.validate_settings(&settings)?;
-        if !outcome.valid {
-            bail!(
-                "the policy refuses the settings of {path}: {:?}",
-                outcome.message
-            );
-        }
-        let id = manifest.unique_name()?;
-        // Its own copy of the module, with what policy-server would grant it.
-        let capabilities = capabilities_for(&manifest.value, &self.cluster)?;
-        served.server.serve(WebhookPolicy {
-            id: id.clone(),
-            policy: Arc::new(served.module.with_capabilities(capabilities)),
-            settings: settings.clone(),
-            mutating: manifest.mutating(),
-        })?;
-        let configuration = manifest.webhook_configuration(
-            &served.server.url(&id),
+    /// The host serves the new entry (a reload, no gap), then the API server calls it.
+    async fn serve_and_apply(&mut self, pending: Pending) -> Result<Installed> {
+        let host = self.host_mut()?;
+        tokio::task::block_in_place(|| host.reload())?;
+        self.apply_configuration(pending).await
+    }
+
+    async fn apply_configuration(&mut self, pending: Pending) -> Result<Installed> {
+        let host = self.host_mut()?;
+        let url = host.url(&pending.id);
+        let configuration = pending.manifest.webhook_configuration(
+            &url,
             &self.pki.ca_bundle_base64()?,
-            scope,
+            &pending.scope,
         )?;
         self.cluster.apply(&configuration).await?;
         let installed = Installed {
-            manifest: path,
-            configuration: id,
+            manifest: pending.manifest.path.clone(),
+            configuration: pending.id,
             webhook: configuration["webhooks"][0]["name"]
                 .as_str()
                 .unwrap_or_default()
                 .to_string(),
-            mutating: manifest.mutating(),
-            settings,
+            mutating: pending.manifest.mutating(),
+            settings: pending.settings,
         };
         self.installed.push(installed.clone());
         Ok(installed)

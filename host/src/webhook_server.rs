@@ -13,6 +13,10 @@
 //!
 //! Bounded on purpose: it listens on 127.0.0.1 only, stops by itself after its lifetime, each
 //! connection serves a bounded number of requests, and an idle connection is closed.
+//!
+//! The control plane runs it in a process of its own (`policy-host`, in the cluster crate), fed
+//! the `policies.yml` that policy-server reads, so that it can be killed and restarted on its
+//! address as policy-server can, and its policies replaced without a gap ([`WebhookServer::replace`]).
 use crate::review::admission_response;
 use crate::Policy;
 use anyhow::{anyhow, bail, Context, Result};
@@ -21,7 +25,7 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
@@ -49,8 +53,11 @@ pub struct WebhookPolicy {
 /// What the webhook serves at start (more may be added with [`WebhookServer::serve`]), and how.
 pub struct WebhookConfig {
     pub policies: Vec<WebhookPolicy>,
-    pub cert: PathBuf,
-    pub key: PathBuf,
+    /// Where it listens: a loopback address, port 0 for a free one. std binds with
+    /// `SO_REUSEADDR`, so a host restarted after a kill gets its port back at once.
+    pub addr: SocketAddr,
+    /// The serving certificate and key (PEM files); plain HTTP without them, as policy-server.
+    pub tls: Option<(PathBuf, PathBuf)>,
     /// Where to append one JSON line per answered review (`null` to keep none).
     pub log: Option<PathBuf>,
     /// The server stops accepting after this, whatever else happens.
@@ -62,13 +69,21 @@ pub struct WebhookServer {
     addr: SocketAddr,
     stop: Arc<AtomicBool>,
     shared: Arc<Shared>,
+    scheme: &'static str,
 }
 
 impl WebhookServer {
-    /// Binds 127.0.0.1 on a free port and serves in background threads.
+    /// Binds its loopback address and serves in background threads.
     pub fn start(config: WebhookConfig) -> Result<WebhookServer> {
-        let tls = Arc::new(server_tls(&config.cert, &config.key)?);
-        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?;
+        if !config.addr.ip().is_loopback() {
+            bail!("the webhook listens on loopback only, not {}", config.addr);
+        }
+        let tls = match &config.tls {
+            Some((cert, key)) => Some(Arc::new(server_tls(cert, key)?)),
+            None => None,
+        };
+        let listener = TcpListener::bind(config.addr)
+            .with_context(|| format!("cannot listen on {}", config.addr))?;
         listener.set_nonblocking(true)?;
         let addr = listener.local_addr()?;
         let stop = Arc::new(AtomicBool::new(false));
@@ -107,7 +122,16 @@ impl WebhookServer {
                 }
             }
         });
-        let server = WebhookServer { addr, stop, shared };
+        let server = WebhookServer {
+            addr,
+            stop,
+            shared,
+            scheme: if config.tls.is_some() {
+                "https"
+            } else {
+                "http"
+            },
+        };
         for policy in config.policies {
             server.serve(policy)?;
         }
@@ -132,9 +156,25 @@ impl WebhookServer {
         Ok(())
     }
 
+    /// Serves exactly `policies` from now on, in one step: a request is answered either by the
+    /// policies before or by those after, never refused in between (policy-server's rolling
+    /// update, where a new replica is ready before the old one stops).
+    pub fn replace(&self, policies: Vec<WebhookPolicy>) -> Result<()> {
+        let by_id = policies
+            .into_iter()
+            .map(|p| (p.id.clone(), Arc::new(p)))
+            .collect();
+        *self
+            .shared
+            .policies
+            .write()
+            .map_err(|_| anyhow!("policies lock poisoned"))? = by_id;
+        Ok(())
+    }
+
     /// The URL of a policy's path on this server.
     pub fn url(&self, id: &str) -> String {
-        format!("https://{}/validate/{id}", self.addr)
+        format!("{}://{}/validate/{id}", self.scheme, self.addr)
     }
 }
 
@@ -182,15 +222,23 @@ fn server_tls(cert: &Path, key: &Path) -> Result<rustls::ServerConfig> {
 
 fn serve_connection(
     stream: TcpStream,
-    tls: Arc<rustls::ServerConfig>,
+    tls: Option<Arc<rustls::ServerConfig>>,
     shared: &Shared,
 ) -> Result<()> {
     stream.set_nonblocking(false)?;
     stream.set_read_timeout(Some(IDLE))?;
-    let connection = rustls::ServerConnection::new(tls)?;
-    let mut tls_stream = rustls::StreamOwned::new(connection, stream);
+    match tls {
+        Some(tls) => {
+            let connection = rustls::ServerConnection::new(tls)?;
+            serve_requests(rustls::StreamOwned::new(connection, stream), shared)
+        }
+        None => serve_requests(stream, shared),
+    }
+}
+
+fn serve_requests(mut stream: impl Read + Write, shared: &Shared) -> Result<()> {
     for _ in 0..REQUESTS_PER_CONNECTION {
-        let Some((path, body)) = read_request(&mut tls_stream)? else {
+        let Some((path, body)) = read_request(&mut stream)? else {
             return Ok(());
         };
         let (status, reply) = match shared.policy_at(&path) {
@@ -202,13 +250,13 @@ fn serve_connection(
         };
         let bytes = serde_json::to_vec(&reply)?;
         write!(
-            tls_stream,
+            stream,
             "HTTP/1.1 {status} {}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
             if status == 200 { "OK" } else { "Error" },
             bytes.len()
         )?;
-        tls_stream.write_all(&bytes)?;
-        tls_stream.flush()?;
+        stream.write_all(&bytes)?;
+        stream.flush()?;
     }
     Ok(())
 }
@@ -289,8 +337,11 @@ fn answer(shared: &Shared, served: &WebhookPolicy, body: &[u8]) -> Result<Value>
             "warnings": outcome.warnings,
             "patch": outcome.patch_json(),
         });
+        // One write per line: a host killed mid-run leaves whole lines behind.
+        let mut text = line.to_string();
+        text.push('\n');
         let mut file = log.lock().map_err(|_| anyhow!("log lock poisoned"))?;
-        writeln!(file, "{line}")?;
+        file.write_all(text.as_bytes())?;
     }
     Ok(json!({
         "apiVersion": review.get("apiVersion").cloned().unwrap_or(json!("admission.k8s.io/v1")),

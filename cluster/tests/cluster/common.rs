@@ -56,3 +56,9 @@ impl Report {
 pub(crate) fn part(name: &str) -> bool {
     std::env::var("CLUSTER_PARTS").map_or(true, |parts| parts.split(',').any(|p| p == name))
 }
+
+/// Whether `CLUSTER_PARTS` names this part: for parts that never run by default (`scale`,
+/// `make cluster-bench`).
+pub(crate) fn named(name: &str) -> bool {
+    std::env::var("CLUSTER_PARTS").is_ok_and(|parts| parts.split(',').any(|p| p == name))
+}

@@ -10,6 +10,7 @@ mod fit;
 mod namespaced;
 mod queue_check;
 mod quota;
+mod releases;
 mod runs;
 mod shared;
 mod topology;
@@ -37,6 +38,7 @@ pub async fn cases(binaries: &Binaries, report: &mut Report) -> anyhow::Result<(
     .await?;
     let agent = NodeAgent::start(plane.cluster.clone(), plane.remaining());
     set_up_queues(&plane.cluster).await?;
+    releases::set_up(&plane, &[UPGRADE, ROLLBACK]).await?;
     let check = queue_check::set_up(&mut plane).await?;
     accelerators::set_up(&mut plane).await?;
     let before = report.failed;
@@ -45,6 +47,9 @@ pub async fn cases(binaries: &Binaries, report: &mut Report) -> anyhow::Result<(
     }
     if part("kueue") {
         kueue_cases(&mut plane, &agent, report).await;
+    }
+    if part("kueue") || part("releases") {
+        release_cases(&mut plane, report).await;
     }
     let queue_check = part("kueue") || part("queue-check");
     if queue_check || part("queue-check-v1beta2") {
@@ -87,6 +92,46 @@ async fn queue_check_cases(
     report.record(
         "queueCheck warn: the misfit JobSet is accepted with Q1 as a warning and waits as a pending Workload",
         queue_check::misfit_warned(plane, check).await,
+    );
+}
+
+const UPGRADE: &str = "release-upgrade";
+const ROLLBACK: &str = "release-rollback";
+
+/// An upgrade and a rollback of the policy while a JobSet waits in a queue (issue 51). Last:
+/// they switch the module that every policy of the control plane runs.
+async fn release_cases(plane: &mut ControlPlane, report: &mut Report) {
+    let old = match releases::old_module() {
+        Ok(old) => old,
+        Err(e) => {
+            report.record("the policy across releases", Err(e));
+            return;
+        }
+    };
+    let current = multislice_host::default_wasm_path();
+    report.record(
+        "upgrade: a JobSet stamped by c27f4e8 waits in a held queue, the host switches to this release, and its pods get the env c27f4e8 would have given them",
+        releases::across_releases(
+            plane,
+            &releases::Releases {
+                namespace: UPGRADE,
+                stamps: old.clone(),
+                admits: current.clone(),
+            },
+        )
+        .await,
+    );
+    report.record(
+        "rollback: a JobSet stamped by this release waits in a held queue, the host switches to c27f4e8, and every pod is admitted with the env this release gives",
+        releases::across_releases(
+            plane,
+            &releases::Releases {
+                namespace: ROLLBACK,
+                stamps: current,
+                admits: old,
+            },
+        )
+        .await,
     );
 }
 

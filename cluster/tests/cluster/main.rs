@@ -8,12 +8,15 @@ mod depends_on;
 mod fixtures;
 mod jax;
 mod kueue;
+mod labels;
 mod match_conditions;
 mod node_selector;
+mod outage;
 mod placement;
 mod pods;
 mod preview;
 mod rules;
+mod scale;
 mod shapes;
 mod unprotected;
 
@@ -29,6 +32,11 @@ use std::process::ExitCode;
 
 pub(crate) async fn main_async() -> anyhow::Result<bool> {
     let binaries = Binaries::build()?;
+    if common::named("scale") {
+        // make cluster-bench: the measurement alone.
+        scale::creation_time(&binaries).await?;
+        return Ok(true);
+    }
     let mut report = Report::default();
     if [
         "shapes",
@@ -36,13 +44,24 @@ pub(crate) async fn main_async() -> anyhow::Result<bool> {
         "match-conditions",
         "node-selector",
         "unprotected",
+        "labels",
+        "outage",
     ]
     .iter()
     .any(|p| part(p))
     {
         plain_cases(&binaries, &mut report).await?;
     }
-    if part("kueue") || part("queue-check") || part("queue-check-v1beta2") || part("accelerators") {
+    if [
+        "kueue",
+        "queue-check",
+        "queue-check-v1beta2",
+        "accelerators",
+        "releases",
+    ]
+    .iter()
+    .any(|p| part(p))
+    {
         if let Err(e) = kueue::cases(&binaries, &mut report).await {
             report.record("the Kueue cases", Err(e));
         }
@@ -71,6 +90,8 @@ pub(crate) async fn plain_cases(binaries: &Binaries, report: &mut Report) -> any
     }
     node_selector::namespace(&plane).await?;
     match_conditions::namespaces(&plane).await?;
+    labels::namespace(&plane).await?;
+    outage::namespace(&plane).await?;
     let before = report.failed;
     if part("shapes") {
         match shapes_run(&mut plane, &agent).await {
@@ -144,6 +165,18 @@ pub(crate) async fn plain_cases(binaries: &Binaries, report: &mut Report) -> any
             }
             Err(e) => report.record("unprotected runs", Err(e)),
         }
+    }
+    if part("labels") {
+        report.record(
+            "a group name that is no label value (train/eval, JobSet before v0.9): the API server creates every pod, with the group-name annotation and no group-name label",
+            labels::invalid_group_label_is_not_written(&plane).await,
+        );
+    }
+    if part("outage") {
+        report.record(
+            "the policy's host SIGKILLed while the Job controller makes a 4 x 16-host JobSet's pods, back 30 s later: every pod exists with its env, none made while it was down",
+            outage::host_killed_while_pods_are_made(&mut plane).await,
+        );
     }
     if let Err(e) = plane.check_alive() {
         report.record("the control plane stayed up", Err(e));
