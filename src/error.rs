@@ -1,6 +1,5 @@
 //! Typed errors for bad input. Each carries the JSON path of the field it is about, so the
 //! rejection tells the user where to look (docs/contributing/spec.md §6: bad input is a 400, never a trap).
-use crate::paths::PathLike;
 use std::fmt;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -79,16 +78,16 @@ impl std::error::Error for InputError {}
 
 /// Adds two counts, or reports the field whose total overflowed. `u32` on purpose: Kubernetes
 /// counts are int32, and wasm's `usize` is 32 bits, so nothing here may rely on a wider type.
-pub fn checked_add(a: u32, b: u32, path: impl PathLike) -> Result<u32, InputError> {
+pub fn checked_add(a: u32, b: u32, path: &str) -> Result<u32, InputError> {
     a.checked_add(b).ok_or_else(|| InputError::Overflow {
-        path: path.render(),
+        path: path.to_string(),
         limit: u32::MAX,
     })
 }
 
-pub fn checked_mul(a: u32, b: u32, path: impl PathLike) -> Result<u32, InputError> {
+pub fn checked_mul(a: u32, b: u32, path: &str) -> Result<u32, InputError> {
     a.checked_mul(b).ok_or_else(|| InputError::Overflow {
-        path: path.render(),
+        path: path.to_string(),
         limit: u32::MAX,
     })
 }

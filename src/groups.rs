@@ -6,18 +6,12 @@ use crate::facts::{Facts, JaxFacts, OffsetFacts};
 use crate::jobset_plan::{offsets, Group, JobSetPlan};
 use crate::keys;
 use crate::names;
-use crate::paths::Lazy;
 use crate::pods::place::tpu_order;
 use crate::views::container_env;
 use crate::views::jobset_view::{CoordinatorRef, ReplicatedJob};
 
 fn pods_of(rjob: &ReplicatedJob) -> Result<u32, InputError> {
-    let at = rjob.at;
-    checked_mul(
-        rjob.replicas,
-        rjob.parallelism,
-        Lazy(move || at.field("replicas")),
-    )
+    checked_mul(rjob.replicas, rjob.parallelism, &rjob.at.field("replicas"))
 }
 
 /// The group's first member that has pods: a replicated job may have `replicas: 0`, and its

@@ -6,7 +6,6 @@ use crate::error::{checked_add, InputError};
 use crate::facts::GroupFacts;
 use crate::keys;
 use crate::narrowing::{self, ShapePlan};
-use crate::paths::Lazy;
 use crate::settings::{JaxEnv, Settings};
 use crate::views::jobset_view::{CoordinatorRef, JobSetView, ReplicatedJob};
 use std::cell::OnceCell;
@@ -205,8 +204,7 @@ pub fn offsets(
     let mut starts = Vec::with_capacity(members.len());
     for rjob in members {
         starts.push(total);
-        let at = rjob.at;
-        total = checked_add(total, weight(rjob)?, Lazy(move || at.field("replicas")))?;
+        total = checked_add(total, weight(rjob)?, &rjob.at.field("replicas"))?;
     }
     Ok((total, starts))
 }

@@ -2,7 +2,6 @@
 //! it does not know is lost (docs/contributing/spec.md §4.5); these helpers turn a wrong shape into an
 //! [`InputError`] that names the field instead of a panic.
 use crate::error::InputError;
-use crate::paths::PathLike;
 use serde_json::{Map, Value};
 
 pub type Object = Map<String, Value>;
@@ -44,31 +43,27 @@ pub fn field<'a>(obj: &'a Object, key: &str) -> Option<&'a Value> {
     obj.get(key).filter(|v| !v.is_null())
 }
 
-pub fn as_object(v: &Value, path: impl PathLike) -> Result<&Object, InputError> {
-    v.as_object()
-        .ok_or_else(|| wrong(&path.render(), "an object", v))
+pub fn as_object<'a>(v: &'a Value, path: &str) -> Result<&'a Object, InputError> {
+    v.as_object().ok_or_else(|| wrong(path, "an object", v))
 }
-
-// The getters below build a path only on the error branch: a JobSet of thousands of
-// replicated jobs is read field by field, and the happy path must not allocate per field.
 
 /// `obj[key]` as `cast` reads it; a value `cast` does not take is an error that names it.
 fn opt_as<'a, T>(
     obj: &'a Object,
     key: &str,
-    path: impl PathLike,
+    path: &str,
     expected: &'static str,
     cast: fn(&'a Value) -> Option<T>,
 ) -> Result<Option<T>, InputError> {
     field(obj, key)
-        .map(|v| cast(v).ok_or_else(|| wrong(&join(&path.render(), key), expected, v)))
+        .map(|v| cast(v).ok_or_else(|| wrong(&join(path, key), expected, v)))
         .transpose()
 }
 
 pub fn opt_object<'a>(
     obj: &'a Object,
     key: &str,
-    path: impl PathLike,
+    path: &str,
 ) -> Result<Option<&'a Object>, InputError> {
     opt_as(obj, key, path, "an object", Value::as_object)
 }
@@ -76,33 +71,29 @@ pub fn opt_object<'a>(
 pub fn opt_array<'a>(
     obj: &'a Object,
     key: &str,
-    path: impl PathLike,
+    path: &str,
 ) -> Result<Option<&'a Vec<Value>>, InputError> {
     opt_as(obj, key, path, "a list", Value::as_array)
 }
 
-pub fn opt_str<'a>(
-    obj: &'a Object,
-    key: &str,
-    path: impl PathLike,
-) -> Result<Option<&'a str>, InputError> {
+pub fn opt_str<'a>(obj: &'a Object, key: &str, path: &str) -> Result<Option<&'a str>, InputError> {
     opt_as(obj, key, path, "a string", Value::as_str)
 }
 
-pub fn opt_bool(obj: &Object, key: &str, path: impl PathLike) -> Result<Option<bool>, InputError> {
+pub fn opt_bool(obj: &Object, key: &str, path: &str) -> Result<Option<bool>, InputError> {
     opt_as(obj, key, path, "a boolean", Value::as_bool)
 }
 
 /// A Kubernetes int32 count (replicas, parallelism, indexes): an integer in 0..=i32::MAX.
-pub fn opt_count(obj: &Object, key: &str, path: impl PathLike) -> Result<Option<u32>, InputError> {
+pub fn opt_count(obj: &Object, key: &str, path: &str) -> Result<Option<u32>, InputError> {
     let Some(v) = field(obj, key) else {
         return Ok(None);
     };
     let Value::Number(n) = v else {
-        return Err(wrong(&join(&path.render(), key), "a whole number", v));
+        return Err(wrong(&join(path, key), "a whole number", v));
     };
     let out_of_range = || InputError::OutOfRange {
-        path: join(&path.render(), key),
+        path: join(path, key),
         value: n.to_string(),
         expected: "it must be a whole number from 0 to 2147483647",
     };
@@ -113,25 +104,21 @@ pub fn opt_count(obj: &Object, key: &str, path: impl PathLike) -> Result<Option<
     if n.is_u64() || n.as_f64().is_some_and(|f| f.fract() == 0.0) {
         return Err(out_of_range());
     }
-    Err(wrong(&join(&path.render(), key), "a whole number", v))
+    Err(wrong(&join(path, key), "a whole number", v))
 }
 
 /// A string-to-string map (labels, annotations, nodeSelector).
 pub fn opt_string_map<'a>(
     obj: &'a Object,
     key: &str,
-    path: impl PathLike,
+    path: &str,
 ) -> Result<Option<&'a Object>, InputError> {
     let Some(map) = opt_object(obj, key, path)? else {
         return Ok(None);
     };
     match map.iter().find(|(_, v)| !v.is_string()) {
         None => Ok(Some(map)),
-        Some((k, v)) => Err(wrong(
-            &format!("{}[{k:?}]", join(&path.render(), key)),
-            "a string",
-            v,
-        )),
+        Some((k, v)) => Err(wrong(&format!("{}[{k:?}]", join(path, key)), "a string", v)),
     }
 }
 
@@ -141,13 +128,13 @@ pub fn map_str<'a>(map: Option<&'a Object>, key: &str) -> Option<&'a str> {
 }
 
 /// Parses a count written into a label or annotation (`"4"`), as the controllers write them.
-pub fn parse_count(s: &str, path: impl PathLike) -> Result<u32, InputError> {
+pub fn parse_count(s: &str, path: &str) -> Result<u32, InputError> {
     let valid = !s.is_empty() && s.len() <= 10 && s.bytes().all(|b| b.is_ascii_digit());
     let parsed = valid.then(|| s.parse::<u32>().ok()).flatten();
     parsed
         .filter(|n| *n <= i32::MAX as u32)
         .ok_or_else(|| InputError::Invalid {
-            path: path.render(),
+            path: path.to_string(),
             reason: format!("{s:?} is not a whole number from 0 to 2147483647"),
         })
 }

@@ -1,43 +1,24 @@
-//! Where a field sits in the object the policy admits: typed places, rendered into JSON paths
-//! only when a message needs one. The paths of a replicated job and of a pod template are
-//! spelled here and nowhere else.
-
-/// A JSON path that is rendered only when an error needs it: the happy path reads thousands
-/// of fields and must not format a path for each.
-pub trait PathLike: Copy {
-    fn render(self) -> String;
-}
-
-impl PathLike for &str {
-    fn render(self) -> String {
-        self.to_string()
-    }
-}
-
-/// Any other path, built by a closure.
-#[derive(Clone, Copy)]
-pub struct Lazy<F>(pub F);
-
-impl<F: Fn() -> String + Copy> PathLike for Lazy<F> {
-    fn render(self) -> String {
-        (self.0)()
-    }
-}
+//! Where a field sits in the object the policy admits: typed places and the JSON paths they
+//! name. The paths of a replicated job and of a pod template are spelled here and nowhere else.
 
 /// `spec.replicatedJobs[i]` of a JobSet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReplicatedJobAt(pub usize);
 
 impl ReplicatedJobAt {
+    pub fn path(self) -> String {
+        format!("spec.replicatedJobs[{}]", self.0)
+    }
+
     /// A field of the replicated job: `name`, `replicas`, `groupName`.
     pub fn field(self, name: &str) -> String {
-        format!("{}.{name}", self.render())
+        format!("{}.{name}", self.path())
     }
 
     /// `template.metadata.annotations` of its Job template: where the group name and the
     /// replicated job's own exclusive placement live.
     pub fn job_annotations(self) -> String {
-        format!("{}.template.metadata.annotations", self.render())
+        format!("{}.template.metadata.annotations", self.path())
     }
 
     pub fn job_annotation(self, key: &str) -> String {
@@ -50,12 +31,6 @@ impl ReplicatedJobAt {
     }
 }
 
-impl PathLike for ReplicatedJobAt {
-    fn render(self) -> String {
-        format!("spec.replicatedJobs[{}]", self.0)
-    }
-}
-
 /// Where a pod template sits: in a JobSet's replicated job, or in a plain Job.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TemplateAt {
@@ -64,6 +39,10 @@ pub enum TemplateAt {
 }
 
 impl TemplateAt {
+    pub fn path(self) -> String {
+        format!("{}.template", self.job_spec())
+    }
+
     /// The Job spec that holds the template.
     pub fn job_spec(self) -> String {
         match self {
@@ -92,12 +71,6 @@ impl TemplateAt {
     }
 }
 
-impl PathLike for TemplateAt {
-    fn render(self) -> String {
-        format!("{}.template", self.job_spec())
-    }
-}
-
 /// Where a pod spec sits: a pod's own `spec`, or a template's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SpecAt {
@@ -105,23 +78,21 @@ pub enum SpecAt {
     Template(TemplateAt),
 }
 
-impl PathLike for SpecAt {
-    fn render(self) -> String {
+impl SpecAt {
+    pub fn path(self) -> String {
         match self {
             SpecAt::Pod => "spec".to_string(),
             SpecAt::Template(t) => t.spec(),
         }
     }
-}
 
-impl SpecAt {
     /// `<spec>.<list>[<index>]`: one of its containers.
     pub fn container(self, list: &str, index: usize) -> String {
-        format!("{}.{list}[{index}]", self.render())
+        format!("{}.{list}[{index}]", self.path())
     }
 
     pub fn field(self, name: &str) -> String {
-        format!("{}.{name}", self.render())
+        format!("{}.{name}", self.path())
     }
 }
 
@@ -132,14 +103,14 @@ mod tests {
     #[test]
     fn renders_the_paths_the_messages_name() {
         let r = ReplicatedJobAt(2);
-        assert_eq!(r.render(), "spec.replicatedJobs[2]");
+        assert_eq!(r.path(), "spec.replicatedJobs[2]");
         assert_eq!(r.field("replicas"), "spec.replicatedJobs[2].replicas");
         assert_eq!(
             r.job_annotation("a/b"),
             "spec.replicatedJobs[2].template.metadata.annotations[\"a/b\"]"
         );
         let t = r.pod_template();
-        assert_eq!(t.render(), "spec.replicatedJobs[2].template.spec.template");
+        assert_eq!(t.path(), "spec.replicatedJobs[2].template.spec.template");
         assert_eq!(
             t.job_spec_field("parallelism"),
             "spec.replicatedJobs[2].template.spec.parallelism"

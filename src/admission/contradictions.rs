@@ -80,7 +80,7 @@ fn sampled_places<'s>(
                 replicated_job: r.name,
                 replicated_job_replicas: r.replicas,
                 job_index: j,
-                job_global_index: checked_add(s.start, j, r.at)?,
+                job_global_index: checked_add(s.start, j, &r.at.path())?,
                 global_replicas: s.global_replicas,
                 completion_index: Some(c),
                 subdomain: view.subdomain.unwrap_or(view.name),

@@ -7,7 +7,6 @@
 //! It only reads, so pod admission, the env merge and the CREATE warnings all use it.
 use crate::error::InputError;
 use crate::json::{self, field, Object};
-use crate::paths::{Lazy, PathLike};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -59,10 +58,7 @@ pub struct EnvEntry<'a> {
 
 /// The container's `env`, in order. A value that is not a list is an error; each malformed
 /// entry keeps its own.
-pub fn env_entries<'a>(
-    container: &'a Object,
-    path: impl PathLike,
-) -> Result<Vec<EnvEntry<'a>>, InputError> {
+pub fn env_entries<'a>(container: &'a Object, path: &str) -> Result<Vec<EnvEntry<'a>>, InputError> {
     let existing = json::opt_array(container, "env", path)?.map_or(&[][..], Vec::as_slice);
     Ok(existing
         .iter()
@@ -70,11 +66,7 @@ pub fn env_entries<'a>(
         .map(|(i, entry)| EnvEntry {
             name: entry.get("name").and_then(Value::as_str),
             field_path: entry.get("valueFrom").and_then(field_ref),
-            // Built only if this entry is malformed.
-            checked: checked_entry(
-                entry,
-                Lazy(move || json::index(&json::join(&path.render(), "env"), i)),
-            ),
+            checked: checked_entry(entry, &json::index(&json::join(path, "env"), i)),
         })
         .collect())
 }
@@ -84,7 +76,7 @@ fn field_ref(from: &Value) -> Option<&str> {
     from.get("fieldRef")?.get("fieldPath")?.as_str()
 }
 
-fn checked_entry<'a>(entry: &'a Value, path: impl PathLike) -> Result<UserEntry<'a>, InputError> {
+fn checked_entry<'a>(entry: &'a Value, path: &str) -> Result<UserEntry<'a>, InputError> {
     let e = json::as_object(entry, path)?;
     let name = json::opt_str(e, "name", path)?.unwrap_or("");
     let source = match field(e, "valueFrom") {

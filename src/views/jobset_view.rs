@@ -5,7 +5,7 @@ use crate::error::InputError;
 use crate::json::{self, join, map_str, Object};
 use crate::keys;
 use crate::names;
-use crate::paths::{Lazy, ReplicatedJobAt};
+use crate::paths::ReplicatedJobAt;
 use crate::views::node_pins::{self, OwnTerm, Pin};
 use crate::views::pod_spec;
 use crate::views::pod_template::{required, PodTemplateView};
@@ -264,33 +264,29 @@ fn parse_replicated_job<'a>(
     i: usize,
     tpu_resource: &str,
 ) -> Result<ReplicatedJob<'a>, InputError> {
-    // Paths are rendered only if a field is wrong.
     let at = ReplicatedJobAt(i);
-    let r = json::as_object(item, at)?;
-    let name = json::opt_str(r, "name", at)?
+    let path = at.path();
+    let r = json::as_object(item, &path)?;
+    let name = json::opt_str(r, "name", &path)?
         .filter(|n| !n.is_empty())
         .ok_or_else(|| InputError::Missing {
             path: at.field("name"),
         })?;
-    let replicas = json::opt_count(r, "replicas", at)?.unwrap_or(1);
-    let group_field = json::opt_str(r, "groupName", at)?;
+    let replicas = json::opt_count(r, "replicas", &path)?.unwrap_or(1);
+    let group_field = json::opt_str(r, "groupName", &path)?;
 
-    let t_path = Lazy(move || at.field("template"));
-    let template = required(r, "template", at)?;
-    let job_annotations = match json::opt_object(template, "metadata", t_path)? {
-        Some(m) => json::opt_string_map(
-            m,
-            "annotations",
-            Lazy(move || at.field("template.metadata")),
-        )?,
+    let t_path = at.field("template");
+    let template = required(r, "template", &path)?;
+    let job_annotations = match json::opt_object(template, "metadata", &t_path)? {
+        Some(m) => json::opt_string_map(m, "annotations", &at.field("template.metadata"))?,
         None => None,
     };
     let pod_template = at.pod_template();
-    let js_path = Lazy(move || pod_template.job_spec());
-    let job_spec = required(template, "spec", t_path)?;
-    let parallelism = json::opt_count(job_spec, "parallelism", js_path)?.unwrap_or(1);
-    let completions = json::opt_count(job_spec, "completions", js_path)?;
-    let completion_mode = json::opt_str(job_spec, "completionMode", js_path)?;
+    let js_path = pod_template.job_spec();
+    let job_spec = required(template, "spec", &t_path)?;
+    let parallelism = json::opt_count(job_spec, "parallelism", &js_path)?.unwrap_or(1);
+    let completions = json::opt_count(job_spec, "completions", &js_path)?;
+    let completion_mode = json::opt_str(job_spec, "completionMode", &js_path)?;
 
     let (template, pod_spec) = PodTemplateView::parse(job_spec, pod_template, tpu_resource)?;
     let chips_per_pod = pod_spec::chips_per_pod(&template.containers, template.spec_at())?;
@@ -323,15 +319,15 @@ fn parse_replicated_job<'a>(
 
 /// The names in `dependsOn` whose `status` is `Complete`. With `Ready` the two run together.
 fn waits_to_complete(r: &Object, at: ReplicatedJobAt) -> Result<Vec<&str>, InputError> {
-    let Some(items) = json::opt_array(r, "dependsOn", Lazy(move || at.field("dependsOn")))? else {
+    let Some(items) = json::opt_array(r, "dependsOn", &at.field("dependsOn"))? else {
         return Ok(Vec::new());
     };
     let mut out = Vec::new();
     for (i, item) in items.iter().enumerate() {
-        let item_path = Lazy(move || json::index(&at.field("dependsOn"), i));
-        let dependency = json::as_object(item, item_path)?;
-        let name = json::opt_str(dependency, "name", item_path)?;
-        if json::opt_str(dependency, "status", item_path)? == Some("Complete") {
+        let item_path = json::index(&at.field("dependsOn"), i);
+        let dependency = json::as_object(item, &item_path)?;
+        let name = json::opt_str(dependency, "name", &item_path)?;
+        if json::opt_str(dependency, "status", &item_path)? == Some("Complete") {
             out.extend(name);
         }
     }

@@ -4,7 +4,7 @@ use crate::affinity_mark::AffinityMark;
 use crate::error::InputError;
 use crate::json::{self, Object};
 use crate::keys;
-use crate::paths::{Lazy, PathLike, SpecAt};
+use crate::paths::SpecAt;
 use serde_json::Value;
 use std::collections::BTreeSet;
 
@@ -75,7 +75,7 @@ pub fn selection<'a>(
 ) -> Result<Selection<'a>, InputError> {
     let mut pins = Vec::new();
     let mut pinned_keys = BTreeSet::new();
-    if let Some(selector) = json::opt_string_map(pod_spec, "nodeSelector", at)? {
+    if let Some(selector) = json::opt_string_map(pod_spec, "nodeSelector", &at.path())? {
         for (key, value) in selector {
             pinned_keys.insert(key.as_str());
             pins.push(Pin {
@@ -86,26 +86,26 @@ pub fn selection<'a>(
         }
     }
     let terms = required_terms(pod_spec, at)?;
-    // Rendered only if something is wrong.
-    let t_path = move |i: usize| json::index(&at.field(TERMS), i);
+    let t_path = |i: usize| json::index(&at.field(TERMS), i);
     let mut stored = Vec::with_capacity(terms.len());
     for (i, term) in terms.iter().enumerate() {
-        let term = json::as_object(term, Lazy(move || t_path(i)))?;
-        let expressions = json::opt_array(term, "matchExpressions", Lazy(move || t_path(i)))?
-            .map_or(&[][..], Vec::as_slice);
+        let path = t_path(i);
+        let term = json::as_object(term, &path)?;
+        let expressions =
+            json::opt_array(term, "matchExpressions", &path)?.map_or(&[][..], Vec::as_slice);
         stored.push(OwnTerm { term, expressions });
     }
     let own_terms = mark.and_then(|m| strip_mark(&stored, m)).unwrap_or(stored);
     if let [own] = own_terms.as_slice() {
         for (i, expr) in own.expressions.iter().enumerate() {
-            let e_path = Lazy(move || format!("{}.matchExpressions[{i}]", t_path(0)));
-            let e = json::as_object(expr, e_path)?;
-            let key = json::opt_str(e, "key", e_path)?.unwrap_or("");
-            let operator = json::opt_str(e, "operator", e_path)?.unwrap_or("");
-            let values = json::opt_array(e, "values", e_path)?.map_or(&[][..], Vec::as_slice);
+            let e_path = format!("{}.matchExpressions[{i}]", t_path(0));
+            let e = json::as_object(expr, &e_path)?;
+            let key = json::opt_str(e, "key", &e_path)?.unwrap_or("");
+            let operator = json::opt_str(e, "operator", &e_path)?.unwrap_or("");
+            let values = json::opt_array(e, "values", &e_path)?.map_or(&[][..], Vec::as_slice);
             if let ("In", [value]) = (operator, values) {
                 let value = value.as_str().ok_or_else(|| InputError::WrongType {
-                    path: format!("{}.values[0]", e_path.render()),
+                    path: format!("{e_path}.values[0]"),
                     expected: "a string",
                     found: json::type_name(value),
                 })?;
@@ -129,20 +129,21 @@ pub fn selection<'a>(
 
 /// `affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms`.
 fn required_terms(pod_spec: &Object, at: SpecAt) -> Result<&[Value], InputError> {
-    let Some(affinity) = json::opt_object(pod_spec, "affinity", at)? else {
+    let Some(affinity) = json::opt_object(pod_spec, "affinity", &at.path())? else {
         return Ok(&[]);
     };
-    let p = Lazy(move || at.field("affinity"));
-    let Some(node) = json::opt_object(affinity, "nodeAffinity", p)? else {
+    let Some(node) = json::opt_object(affinity, "nodeAffinity", &at.field("affinity"))? else {
         return Ok(&[]);
     };
-    let p = Lazy(move || at.field("affinity.nodeAffinity"));
     let required_key = "requiredDuringSchedulingIgnoredDuringExecution";
-    let Some(required) = json::opt_object(node, required_key, p)? else {
+    let p = at.field("affinity.nodeAffinity");
+    let Some(required) = json::opt_object(node, required_key, &p)? else {
         return Ok(&[]);
     };
-    let p = Lazy(move || at.field(REQUIRED));
-    Ok(json::opt_array(required, "nodeSelectorTerms", p)?.map_or(&[][..], Vec::as_slice))
+    Ok(
+        json::opt_array(required, "nodeSelectorTerms", &at.field(REQUIRED))?
+            .map_or(&[][..], Vec::as_slice),
+    )
 }
 
 /// The author's terms, when the stored ones are exactly what the policy makes of them with

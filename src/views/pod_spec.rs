@@ -2,7 +2,7 @@
 //! view (pod templates) and pod admission.
 use crate::error::InputError;
 use crate::json::{self, field, join, Object};
-use crate::paths::{Lazy, PathLike, SpecAt};
+use crate::paths::SpecAt;
 use crate::quantity;
 use crate::views::container_env::{self, EnvEntry, UserEntry};
 use serde_json::Value;
@@ -83,21 +83,20 @@ pub fn containers<'a>(
 ) -> Result<Vec<ContainerView<'a>>, InputError> {
     let mut out = Vec::new();
     for list in CONTAINER_LISTS {
-        let Some(items) = json::opt_array(spec, list, at)? else {
+        let Some(items) = json::opt_array(spec, list, &at.path())? else {
             continue;
         };
         for (index, item) in items.iter().enumerate() {
-            // Built only if this container has something wrong.
-            let c_path = Lazy(move || at.container(list, index));
-            let c = json::as_object(item, c_path)?;
-            let name = json::opt_str(c, "name", c_path)?.unwrap_or("");
-            let tpu_chips = tpu_chips(c, c_path, tpu_resource)?;
+            let c_path = at.container(list, index);
+            let c = json::as_object(item, &c_path)?;
+            let name = json::opt_str(c, "name", &c_path)?.unwrap_or("");
+            let tpu_chips = tpu_chips(c, &c_path, tpu_resource)?;
             out.push(ContainerView {
                 list,
                 index,
                 spec: at,
                 name,
-                env: container_env::env_entries(c, c_path),
+                env: container_env::env_entries(c, &c_path),
                 tpu_chips,
             });
         }
@@ -108,12 +107,13 @@ pub fn containers<'a>(
 /// Chips per pod: the sum over regular containers whose quantity parses. Init containers run
 /// before them and release their chips, so they do not add to what the pod holds.
 pub fn chips_per_pod(containers: &[ContainerView], at: SpecAt) -> Result<u32, InputError> {
+    let path = at.field("containers");
     containers
         .iter()
         .filter(|c| c.list == "containers")
         .filter_map(|c| c.tpu_chips.as_ref().ok())
         .try_fold(0u32, |sum, chips| {
-            crate::error::checked_add(sum, *chips, Lazy(move || at.field("containers")))
+            crate::error::checked_add(sum, *chips, &path)
         })
 }
 
@@ -121,42 +121,43 @@ pub fn chips_per_pod(containers: &[ContainerView], at: SpecAt) -> Result<u32, In
 /// the inner one a quantity that does not parse, kept for rule T4 to report.
 fn tpu_chips(
     container: &Object,
-    path: impl PathLike,
+    path: &str,
     resource: &str,
 ) -> Result<Result<u32, InputError>, InputError> {
     let Some(resources) = json::opt_object(container, "resources", path)? else {
         return Ok(Ok(0));
     };
-    let r_path = Lazy(move || join(&path.render(), "resources"));
+    let r_path = join(path, "resources");
     // A limit counts where both are given: Kubernetes requires them equal for extended resources.
     for kind in ["limits", "requests"] {
-        let Some(map) = json::opt_object(resources, kind, r_path)? else {
+        let Some(map) = json::opt_object(resources, kind, &r_path)? else {
             continue;
         };
         if let Some(q) = field(map, resource) {
-            let path = || format!("{}[{resource:?}]", join(&r_path.render(), kind));
-            return Ok(quantity_value(q, path));
+            return Ok(quantity_value(
+                q,
+                &format!("{}[{resource:?}]", join(&r_path, kind)),
+            ));
         }
     }
     Ok(Ok(0))
 }
 
-/// CRDs carry quantities as int-or-string, so a number is as valid as `"4"`. The path is
-/// built only for an error.
-fn quantity_value(v: &Value, path: impl Fn() -> String) -> Result<u32, InputError> {
+/// CRDs carry quantities as int-or-string, so a number is as valid as `"4"`.
+fn quantity_value(v: &Value, path: &str) -> Result<u32, InputError> {
     let text = match v {
         Value::String(s) => Cow::Borrowed(s.as_str()),
         Value::Number(n) => Cow::Owned(n.to_string()),
         other => {
             return Err(InputError::WrongType {
-                path: path(),
+                path: path.to_string(),
                 expected: "a quantity",
                 found: json::type_name(other),
             })
         }
     };
     quantity::parse_whole(&text).map_err(|e| InputError::Invalid {
-        path: path(),
+        path: path.to_string(),
         reason: format!("{text:?} {e}"),
     })
 }

@@ -3,7 +3,7 @@
 //! kinds; each kind reads its own extras from the pod spec this returns beside the view.
 use crate::error::InputError;
 use crate::json::{self, join, map_str, Object};
-use crate::paths::{Lazy, PathLike, SpecAt, TemplateAt};
+use crate::paths::{SpecAt, TemplateAt};
 use crate::views::pod_spec::{self, ContainerView};
 
 #[derive(Debug)]
@@ -29,24 +29,22 @@ impl<'a> PodTemplateView<'a> {
         at: TemplateAt,
         tpu_resource: &str,
     ) -> Result<(Self, &'a Object), InputError> {
-        let template = required(job_spec, "template", Lazy(move || at.job_spec()))?;
-        let metadata = json::opt_object(template, "metadata", at)?;
+        let path = at.path();
+        let template = required(job_spec, "template", &at.job_spec())?;
+        let metadata = json::opt_object(template, "metadata", &path)?;
         let annotations = match metadata {
-            Some(m) => json::opt_string_map(
-                m,
-                "annotations",
-                Lazy(move || join(&at.render(), "metadata")),
-            )?,
+            Some(m) => json::opt_string_map(m, "annotations", &join(&path, "metadata"))?,
             None => None,
         };
-        let spec = required(template, "spec", at)?;
+        let spec = required(template, "spec", &path)?;
         let spec_at = SpecAt::Template(at);
+        let spec_path = spec_at.path();
         let view = PodTemplateView {
             at,
             annotations,
             labels: metadata.and_then(|m| json::field(m, "labels")?.as_object()),
-            host_network: json::opt_bool(spec, "hostNetwork", spec_at)?.unwrap_or(false),
-            dns_policy: json::opt_str(spec, "dnsPolicy", spec_at)?,
+            host_network: json::opt_bool(spec, "hostNetwork", &spec_path)?.unwrap_or(false),
+            dns_policy: json::opt_str(spec, "dnsPolicy", &spec_path)?,
             containers: pod_spec::containers(spec, spec_at, tpu_resource)?,
         };
         Ok((view, spec))
@@ -70,12 +68,8 @@ impl<'a> PodTemplateView<'a> {
 }
 
 /// `obj[key]`, an object that must be there.
-pub fn required<'a>(
-    obj: &'a Object,
-    key: &str,
-    path: impl PathLike,
-) -> Result<&'a Object, InputError> {
+pub fn required<'a>(obj: &'a Object, key: &str, path: &str) -> Result<&'a Object, InputError> {
     json::opt_object(obj, key, path)?.ok_or_else(|| InputError::Missing {
-        path: join(&path.render(), key),
+        path: join(path, key),
     })
 }

@@ -5,7 +5,7 @@ use crate::error::InputError;
 use crate::facts::Facts;
 use crate::json::{self, map_str, Object};
 use crate::keys;
-use crate::paths::{Lazy, SpecAt};
+use crate::paths::SpecAt;
 use crate::views::pod_spec::{self, ContainerView};
 use crate::views::pod_template::required;
 use serde_json::Value;
@@ -67,7 +67,7 @@ impl<'a> PodView<'a> {
     /// A controller's count, named by its map and key when it does not parse.
     pub fn controller_count(&self, key: &str) -> Result<Option<u32>, InputError> {
         self.controller_entry(key)
-            .map(|(map, v)| json::parse_count(v, Lazy(move || format!("metadata.{map}[{key:?}]"))))
+            .map(|(map, v)| json::parse_count(v, &format!("metadata.{map}[{key:?}]")))
             .transpose()
     }
 
