@@ -1,4 +1,4 @@
-//! The TPU accelerator table (docs/contributing/spec.md §7) as data.
+//! The TPU accelerator table (SPEC §7) as data.
 pub use crate::topology::{Topology, TopologyError};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -78,7 +78,7 @@ impl AcceleratorSetting {
 const SMALL_3D: &[&str] = &["2x2x1", "2x2x2", "2x2x4", "2x4x4"];
 const LITE_2D: &[&str] = &["1x1", "2x2", "2x4", "4x4", "4x8", "8x8", "8x16", "16x16"];
 
-/// docs/contributing/spec.md §7, where the sources of each row are listed.
+/// SPEC §7, where the sources of each row are listed.
 pub const BUILT_IN: &[Accelerator<'static>] = &[
     Accelerator {
         name: "tpu-v4-podslice",
@@ -205,7 +205,7 @@ pub fn known_names(overrides: &Overrides) -> Vec<&str> {
     BUILT_IN.iter().map(|row| row.name).chain(added).collect()
 }
 
-/// Largest dimension the cube rule allows (docs/contributing/spec.md §7: multiples of 4 in 4..256).
+/// Largest dimension the cube rule allows (SPEC §7: multiples of 4 in 4..256).
 const CUBE_MAX_DIM: u32 = 256;
 
 impl Accelerator<'_> {

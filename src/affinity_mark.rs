@@ -1,7 +1,7 @@
-//! The policy's mark on a pod template whose required node affinity it narrowed (docs/contributing/spec.md §4.7):
-//! which (accelerator, topology) pairs it ANDed into the required terms, under which label
-//! keys. It is written beside the terms and read back by the view, which takes the pairs out
-//! again, so that T3 reads the user's own selection and a second admission changes nothing.
+//! The policy's mark on a pod template whose required node affinity it narrowed (SPEC §4.7): which
+//! (accelerator, topology) pairs it ANDed into the required terms, under which label keys. It is
+//! written beside the terms and read back by the view, which takes the pairs out again, so that T3
+//! reads the user's own selection and a second admission changes nothing.
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -19,8 +19,8 @@ pub struct AffinityMark {
     pub topology: String,
     pub pairs: Pairs,
     /// When not empty, one more term admits a node of any accelerator but these (the table's
-    /// names): a flavour of an accelerator the table lacks is left open, since the policy
-    /// cannot judge its slice shapes (docs/contributing/spec.md §4.7).
+    /// names): a flavour of an accelerator the table lacks is left open, since the policy cannot
+    /// judge its slice shapes (SPEC §4.7).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub any_accelerator_but: Vec<String>,
 }

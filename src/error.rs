@@ -1,5 +1,5 @@
 //! Typed errors for bad input. Each carries the JSON path of the field it is about, so the
-//! rejection tells the user where to look (docs/contributing/spec.md §6: bad input is a 400, never a trap).
+//! rejection tells the user where to look (SPEC §6: bad input is a 400, never a trap).
 use std::fmt;
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -3,11 +3,11 @@
 //! cannot see its JobSet, and a JobSet created with `generateName` has no name yet.
 //!
 //! Facts outlive the release that wrote them (a rollback, two releases side by side during a
-//! rolling update, a JobSet that waits in a queue for days), so they are read tolerantly
-//! (docs/contributing/spec.md §9, "Facts across releases"): a field this release does not know
-//! is ignored, fields are only ever added (each optional, its absence read as the release
-//! before it wrote it), and a change that cannot be read so bumps [`VERSION`], written in an
-//! annotation of its own, which a reader of an older version refuses with one message.
+//! rolling update, a JobSet that waits in a queue for days), so they are read tolerantly (SPEC §9,
+//! "Facts across releases"): a field this release does not know is ignored, fields are only ever
+//! added (each optional, its absence read as the release before it wrote it), and a change that
+//! cannot be read so bumps [`VERSION`], written in an annotation of its own, which a reader of an
+//! older version refuses with one message.
 use crate::error::InputError;
 use crate::json::{map_str, Object};
 use crate::keys;
@@ -37,7 +37,7 @@ pub struct Facts {
     #[serde(default, skip_serializing_if = "is_false")]
     pub coordinator_outside: bool,
     /// The `MEGASCALE_PORT` the slice coordinator's first TPU container sets itself: the
-    /// coordinator address names it (docs/contributing/spec.md §4.2).
+    /// coordinator address names it (SPEC §4.2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub coordinator_port: Option<u32>,
     /// Other replicated jobs wait for this one to complete (JobSet `dependsOn`): its pods
@@ -50,7 +50,7 @@ pub struct Facts {
     /// Parallelism of the replicated job.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pods_per_job: Option<u32>,
-    /// Only on an opted-in plain Indexed Job (docs/contributing/spec.md §4.6), never on a JobSet's.
+    /// Only on an opted-in plain Indexed Job (SPEC §4.6), never on a JobSet's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub job: Option<JobFacts>,
 }
@@ -79,8 +79,8 @@ pub struct OffsetFacts {
     pub offset: u32,
 }
 
-/// A JAX group (docs/contributing/spec.md §4.4): pods are numbered like [`OffsetFacts`], then the coordinator pod
-/// and pod 0 of the group swap ids, so that the coordinator is process 0.
+/// A JAX group (SPEC §4.4): pods are numbered like [`OffsetFacts`], then the coordinator pod and
+/// pod 0 of the group swap ids, so that the coordinator is process 0.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct JaxFacts {

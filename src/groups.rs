@@ -1,6 +1,6 @@
-//! The facts stamped on each replicated job (docs/contributing/spec.md §3, §4): its group keys on JobSets without
-//! native groups, its slice group's count, offset and coordinator, and its JAX group's
-//! numbering. Pure functions of the JobSet plan.
+//! The facts stamped on each replicated job (SPEC §3, §4): its group keys on JobSets without native
+//! groups, its slice group's count, offset and coordinator, and its JAX group's numbering. Pure
+//! functions of the JobSet plan.
 use crate::error::{checked_add, checked_mul, InputError};
 use crate::facts::{Facts, JaxFacts, OffsetFacts};
 use crate::jobset_plan::{offsets, Group, JobSetPlan};
@@ -14,8 +14,8 @@ fn pods_of(rjob: &ReplicatedJob) -> Result<u32, InputError> {
     checked_mul(rjob.replicas, rjob.parallelism, &rjob.at.field("replicas"))
 }
 
-/// The group's first member that has pods: a replicated job may have `replicas: 0`, and its
-/// pods never exist (docs/contributing/spec.md §3). The first member when none has any (no pod needs a coordinator).
+/// The group's first member that has pods: a replicated job may have `replicas: 0`, and its pods
+/// never exist (SPEC §3). The first member when none has any (no pod needs a coordinator).
 fn first_with_pods<'v, 'a>(group: &Group<'v, 'a>) -> &'v ReplicatedJob<'a> {
     group
         .members
@@ -35,9 +35,9 @@ fn coordinator(running: Option<&CoordinatorRef>, group: &Group) -> String {
     }
 }
 
-/// The JAX group's process 0 (docs/contributing/spec.md §4.4): `spec.coordinator` when it names a pod of the
-/// group, with the id the numbering gives it (`starts` are the members' pod offsets); else
-/// pod 0 of job 0 of the first member that has pods, id 0. `None` when no member has pods.
+/// The JAX group's process 0 (SPEC §4.4): `spec.coordinator` when it names a pod of the group, with
+/// the id the numbering gives it (`starts` are the members' pod offsets); else pod 0 of job 0 of
+/// the first member that has pods, id 0. `None` when no member has pods.
 fn jax_coordinator(
     running: Option<&CoordinatorRef>,
     group: &Group,
@@ -63,9 +63,9 @@ fn jax_coordinator(
     Ok(first.map(|r| (names::rjob_pod(r.name, 0, 0), 0)))
 }
 
-/// The `MEGASCALE_PORT` that the first TPU container of the slice group's coordinator sets
-/// itself, for the coordinator address (docs/contributing/spec.md §4.2). One that admission cannot read is
-/// left to the default, and a warning says so.
+/// The `MEGASCALE_PORT` that the first TPU container of the slice group's coordinator sets itself,
+/// for the coordinator address (SPEC §4.2). One that admission cannot read is left to the default,
+/// and a warning says so.
 fn coordinator_port(
     running: Option<&CoordinatorRef>,
     group: &Group,

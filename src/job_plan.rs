@@ -1,5 +1,5 @@
-//! The facts an opted-in plain Indexed Job's pods need (docs/contributing/spec.md §4.6), as [`crate::groups`]
-//! computes a JobSet's: a pure function of the Job view, stamped by `mutate::stamp_job`.
+//! The facts an opted-in plain Indexed Job's pods need (SPEC §4.6), as [`crate::groups`] computes a
+//! JobSet's: a pure function of the Job view, stamped by `mutate::stamp_job`.
 use crate::facts::{Facts, JobFacts};
 use crate::views::job_view::JobView;
 

@@ -1,7 +1,7 @@
-//! One plan per JobSet request (docs/contributing/spec.md §3): the replica groups, slice groups and JAX groups,
-//! each found once from the view and holding references to its members, and the slice shapes
-//! of §4.7, computed when first asked. The rules, the facts, the CREATE warnings and the
-//! resize check all read it. Every step is linear in the replicated jobs.
+//! One plan per JobSet request (SPEC §3): the replica groups, slice groups and JAX groups, each
+//! found once from the view and holding references to its members, and the slice shapes of §4.7,
+//! computed when first asked. The rules, the facts, the CREATE warnings and the resize check all
+//! read it. Every step is linear in the replicated jobs.
 use crate::error::{checked_add, InputError};
 use crate::facts::GroupFacts;
 use crate::keys;
@@ -21,18 +21,18 @@ pub struct Group<'v, 'a> {
 pub struct JobSetPlan<'v, 'a> {
     pub view: &'v JobSetView<'a>,
     pub settings: &'v Settings,
-    /// Whether the JAX distributed env is on for this JobSet (docs/contributing/spec.md §4.4).
+    /// Whether the JAX distributed env is on for this JobSet (SPEC §4.4).
     pub jax_enabled: bool,
     /// Whether it is on by the JobSet's own opt-in annotation: then P1–P3 judge its JAX
     /// groups, where `jaxEnv: always` alone leaves a member that breaks them out.
     pub jax_opted_in: bool,
-    /// `spec.coordinator`, unless it names a replicated job that others wait for to complete:
-    /// its pods are gone by the time theirs start (docs/contributing/spec.md §3).
+    /// `spec.coordinator`, unless it names a replicated job that others wait for to complete: its
+    /// pods are gone by the time theirs start (SPEC §3).
     pub coordinator: Option<&'v CoordinatorRef<'a>>,
     /// Replica groups in order of first appearance.
     pub groups: Vec<Group<'v, 'a>>,
-    /// The members of each group that run together: the groups without the replicated jobs
-    /// that others wait for to complete (docs/contributing/spec.md §3), groups left empty left out.
+    /// The members of each group that run together: the groups without the replicated jobs that
+    /// others wait for to complete (SPEC §3), groups left empty left out.
     pub running_groups: Vec<Group<'v, 'a>>,
     /// The TPU members of each running group, groups without any left out. Non-TPU replicated
     /// jobs of a group (a CPU driver in `default`) are not slices.
@@ -101,9 +101,9 @@ impl<'v, 'a> JobSetPlan<'v, 'a> {
         }
     }
 
-    /// The JAX groups when the JAX env is on (docs/contributing/spec.md §4.4): the slice
-    /// groups in a TPU JobSet, otherwise the running groups, each without its batch jobs beside
-    /// the JAX run. Empty when it is off.
+    /// The JAX groups when the JAX env is on (SPEC §4.4): the slice groups in a TPU JobSet,
+    /// otherwise the running groups, each without its batch jobs beside the JAX run. Empty when it
+    /// is off.
     pub fn jax_groups(&self) -> &[Group<'v, 'a>] {
         &self.jax_groups
     }
@@ -121,7 +121,7 @@ impl<'v, 'a> JobSetPlan<'v, 'a> {
         })
     }
 
-    /// Each replicated job's group as its pods' group keys say (docs/contributing/spec.md §4.1), in spec order: the
+    /// Each replicated job's group as its pods' group keys say (SPEC §4.1), in spec order: the
     /// group's name, its replicas, and the job-group-index of the replicated job's job 0.
     pub fn group_keys(&self) -> Result<Vec<GroupFacts>, InputError> {
         let mut out = vec![None; self.view.replicated_jobs.len()];

@@ -1,6 +1,6 @@
-//! Path-aware, read-only access to raw JSON. The policy edits objects as JSON so that no field
-//! it does not know is lost (docs/contributing/spec.md §4.5); these helpers turn a wrong shape into an
-//! [`InputError`] that names the field instead of a panic.
+//! Path-aware, read-only access to raw JSON. The policy edits objects as JSON so that no field it
+//! does not know is lost (SPEC §4.5); these helpers turn a wrong shape into an [`InputError`] that
+//! names the field instead of a panic.
 use crate::error::InputError;
 use serde_json::{Map, Value};
 

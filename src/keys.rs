@@ -17,17 +17,17 @@ pub const GLOBAL_REPLICAS: &str = "jobset.sigs.k8s.io/global-replicas";
 pub const JOB_KEY: &str = "jobset.sigs.k8s.io/job-key";
 /// How many times the JobSet was restarted.
 pub const RESTART_ATTEMPT: &str = "jobset.sigs.k8s.io/restart-attempt";
-/// Also set on pods by current JobSet releases (docs/contributing/spec.md §4.2): the JobSet's UID, per-Job and
-/// in-place restart counts, and the JobSet's priority.
+/// Also set on pods by current JobSet releases (SPEC §4.2): the JobSet's UID, per-Job and in-place
+/// restart counts, and the JobSet's priority.
 pub const JOBSET_UID: &str = "jobset.sigs.k8s.io/jobset-uid";
 pub const JOB_RESTART_ATTEMPT: &str = "jobset.sigs.k8s.io/job-restart-attempt";
 pub const IN_PLACE_RESTART_ATTEMPT: &str = "jobset.sigs.k8s.io/in-place-restart-attempt";
 pub const PRIORITY: &str = "jobset.sigs.k8s.io/priority";
-/// The JobSet controllers' prefix: a key under it that no release puts on a pod is a
-/// reference that can never resolve (docs/contributing/spec.md §4.2).
+/// The JobSet controllers' prefix: a key under it that no release puts on a pod is a reference that
+/// can never resolve (SPEC §4.2).
 pub const JOBSET_PREFIX: &str = "jobset.sigs.k8s.io/";
 
-// --- Set by JobSet v0.9+ natively; the policy adds them on older controllers (docs/contributing/spec.md §4.1).
+// --- Set by JobSet v0.9+ natively; the policy adds them on older controllers (SPEC §4.1).
 pub const GROUP_NAME: &str = "jobset.sigs.k8s.io/group-name";
 pub const GROUP_REPLICAS: &str = "jobset.sigs.k8s.io/group-replicas";
 pub const JOB_GROUP_INDEX: &str = "jobset.sigs.k8s.io/job-group-index";
@@ -56,10 +56,12 @@ pub const JOBSET_POD_KEYS: [&str; 15] = [
     JOB_GROUP_INDEX,
 ];
 
-/// Set by the JobSet controller when `spec.coordinator` is given: `<jobset>-<rjob>-<j>-<p>.<subdomain>`.
+/// Set by the JobSet controller when `spec.coordinator` is given:
+/// `<jobset>-<rjob>-<j>-<p>.<subdomain>`.
 pub const JOBSET_COORDINATOR: &str = "jobset.sigs.k8s.io/coordinator";
 
-/// Set by the Job controller on each pod of an Indexed Job (annotation; also a label on current Kubernetes).
+/// Set by the Job controller on each pod of an Indexed Job (annotation; also a label on current
+/// Kubernetes).
 pub const COMPLETION_INDEX: &str = "batch.kubernetes.io/job-completion-index";
 /// Set by the Job controller on each pod: the Job's name (label), also under the legacy key.
 pub const JOB_NAME: &str = "batch.kubernetes.io/job-name";
@@ -71,8 +73,8 @@ pub const CONTROLLER_UID: &str = "batch.kubernetes.io/controller-uid";
 pub const JOB_INDEX_FAILURE_COUNT: &str = "batch.kubernetes.io/job-index-failure-count";
 pub const JOB_INDEX_IGNORED_FAILURE_COUNT: &str =
     "batch.kubernetes.io/job-index-ignored-failure-count";
-/// The Job controller's prefix: on an opted-in plain Job, a key under it that the controller
-/// never sets is a reference that can never resolve (docs/contributing/spec.md §4.2, §4.6).
+/// The Job controller's prefix: on an opted-in plain Job, a key under it that the controller never
+/// sets is a reference that can never resolve (SPEC §4.2, §4.6).
 pub const BATCH_PREFIX: &str = "batch.kubernetes.io/";
 /// Every `batch.kubernetes.io/` key the Job controller puts on a pod.
 pub const JOB_POD_KEYS: [&str; 5] = [
@@ -88,7 +90,7 @@ pub const EXCLUSIVE_TOPOLOGY: &str = "alpha.jobset.sigs.k8s.io/exclusive-topolog
 /// Switches exclusive placement to the node-selector strategy; only its presence counts.
 pub const NODE_SELECTOR_STRATEGY: &str = "alpha.jobset.sigs.k8s.io/node-selector";
 
-// --- Kueue and GKE dynamic slicing (docs/contributing/spec.md §2, §5).
+// --- Kueue and GKE dynamic slicing (SPEC §2, §5).
 /// Kueue suspends every JobSet carrying it (label; older Kueue: annotation), after this policy ran.
 pub const KUEUE_QUEUE_NAME: &str = "kueue.x-k8s.io/queue-name";
 /// Kueue's partial admission of a `batch/v1` Job (annotations on the Job): Kueue may start it
@@ -97,7 +99,7 @@ pub const KUEUE_JOB_MIN_PARALLELISM: &str = "kueue.x-k8s.io/job-min-parallelism"
 /// ...and, with this `"true"`, `completions` with it.
 pub const KUEUE_JOB_COMPLETIONS_EQUAL_PARALLELISM: &str =
     "kueue.x-k8s.io/job-completions-equal-parallelism";
-/// Pod template annotation naming the slice's topology under GKE dynamic slicing (docs/contributing/spec.md §3).
+/// Pod template annotation naming the slice's topology under GKE dynamic slicing (SPEC §3).
 pub const SLICE_TOPOLOGY: &str = "cloud.google.com/gke-tpu-slice-topology";
 /// Kueue Topology Aware Scheduling: place a pod set inside one topology domain.
 pub const KUEUE_REQUIRED_TOPOLOGY: &str = "kueue.x-k8s.io/podset-required-topology";
@@ -112,26 +114,26 @@ pub const SLICE_PLACEMENT: [&str; 3] = [
 /// The default group of JobSet v0.9+ (the CRD default of `groupName`).
 pub const DEFAULT_GROUP: &str = "default";
 
-// --- The policy's own keys (docs/contributing/spec.md §9).
+// --- The policy's own keys (SPEC §9).
 pub const PREFIX: &str = "multislice.kubewarden.io/";
-/// Annotation that opts a JobSet (docs/contributing/spec.md §4.4) or a plain Indexed Job (§4.6) into the JAX
-/// distributed env.
+/// Annotation that opts a JobSet (SPEC §4.4) or a plain Indexed Job (§4.6) into the JAX distributed
+/// env.
 pub const JAX_OPT_IN: &str = "multislice.kubewarden.io/jax-distributed";
 /// The facts a JobSet (or opted-in Job) admission hands to pod admission, as JSON (see
 /// `facts.rs`), on each pod template. On a pod outside a JobSet, its presence is what makes
 /// the pod an opted-in Job's.
 pub const FACTS: &str = "multislice.kubewarden.io/facts";
-/// The version of the facts beside it (docs/contributing/spec.md §9, "Facts across releases"),
-/// an annotation of its own, so that a release that reads no version, which ignores annotation
-/// keys it does not know, reads facts without a new field unchanged. Absent means 1, which is
-/// what this release writes: it writes no version key.
+/// The version of the facts beside it (SPEC §9, "Facts across releases"), an annotation of its own,
+/// so that a release that reads no version, which ignores annotation keys it does not know, reads
+/// facts without a new field unchanged. Absent means 1, which is what this release writes: it
+/// writes no version key.
 pub const FACTS_VERSION: &str = "multislice.kubewarden.io/facts-version";
-/// What the policy ANDed into a queued TPU replicated job's required node affinity (docs/contributing/spec.md
-/// §4.7), on its pod template, as JSON (see `affinity_mark.rs`): T3 reads the rest as the
-/// author's own selection.
+/// What the policy ANDed into a queued TPU replicated job's required node affinity
+/// (SPEC §4.7), on its pod template, as JSON (see `affinity_mark.rs`): T3
+/// reads the rest as the author's own selection.
 pub const AFFINITY_MARK: &str = "multislice.kubewarden.io/narrowed";
 
-// --- Env names (docs/contributing/spec.md §4.2–§4.4).
+// --- Env names (SPEC §4.2–§4.4).
 pub const ENV_NUM_SLICES: &str = "MEGASCALE_NUM_SLICES";
 pub const ENV_SLICE_ID: &str = "MEGASCALE_SLICE_ID";
 pub const ENV_COORDINATOR: &str = "MEGASCALE_COORDINATOR_ADDRESS";
@@ -177,7 +179,7 @@ pub const ENV_NAMING_THE_JOBSET: [&str; 5] = [
 mod tests {
     use super::*;
 
-    /// docs/contributing/spec.md §9 and §4.1: the policy's own keys use its prefix, never jobset.sigs.k8s.io.
+    /// SPEC §9 and §4.1: the policy's own keys use its prefix, never jobset.sigs.k8s.io.
     #[test]
     fn the_policys_own_keys_use_its_prefix() {
         for key in [JAX_OPT_IN, FACTS, FACTS_VERSION] {

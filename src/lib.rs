@@ -2,6 +2,8 @@
 //! labels and the TPU multislice, TPU host and JAX distributed env, and rejects TPU JobSets
 //! that cannot work. This file only registers the waPC entry points.
 //!
+//! The comments cite the contract, docs/contributing/spec.md, as `SPEC §n`.
+//!
 //! Data flows one way: request → view → plan → patch or rejection. The modules, by layer; a
 //! module names only modules of its own layer and those above it here
 //! (`tests/native/source_tree.rs` holds the table):
@@ -28,9 +30,9 @@ pub mod topology;
 // Views: read-only, typed views over the raw JobSet, Job, pod and pod spec.
 pub mod views;
 
-// Plans: pure functions of the views. One plan per JobSet request (its groups) and the facts
-// for its pods, and an opted-in Job's; node placement, and the slice shapes a queued JobSet is narrowed to; the
-// validation rules and their violations; each pod's env and metadata.
+// Plans: pure functions of the views. One plan per JobSet request (its groups) and the facts for
+// its pods, and an opted-in Job's; node placement, and the slice shapes a queued JobSet is narrowed
+// to; the validation rules and their violations; each pod's env and metadata.
 pub mod groups;
 pub mod job_plan;
 pub mod jobset_plan;

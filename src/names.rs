@@ -1,8 +1,8 @@
-//! The names the JobSet and Job controllers generate (docs/contributing/spec.md §2), in one place. Job `j` of
-//! replicated job `r` is `<jobset>-<r>-<j>`; its pod with completion index `c` has the
-//! hostname `<job>-<c>`; the headless Service named by the subdomain makes
-//! `<hostname>.<subdomain>` resolve. The facts store a pod as `<r>-<j>-<c>`, without the JobSet
-//! name, which a JobSet created with `generateName` does not know yet.
+//! The names the JobSet and Job controllers generate (SPEC §2), in one place. Job `j` of replicated
+//! job `r` is `<jobset>-<r>-<j>`; its pod with completion index `c` has the hostname `<job>-<c>`;
+//! the headless Service named by the subdomain makes `<hostname>.<subdomain>` resolve. The facts
+//! store a pod as `<r>-<j>-<c>`, without the JobSet name, which a JobSet created with
+//! `generateName` does not know yet.
 
 /// `<rjob>-<jobIndex>-<podIndex>`: a JobSet's pod, without the JobSet's name.
 pub fn rjob_pod(rjob: &str, job_index: u32, pod_index: u32) -> String {

@@ -1,7 +1,7 @@
-//! docs/contributing/spec.md §4.7: the slice shapes where a TPU replicated job fits, read from its own node
-//! selection and the accelerator table. Kueue picks a flavour for each pod set and skips one
-//! whose node labels its required affinity rules out, so a JobSet narrowed to these pairs is
-//! admitted only where it can run; G5 and T4 judge what is left.
+//! SPEC §4.7: the slice shapes where a TPU replicated job fits, read from its own node selection
+//! and the accelerator table. Kueue picks a flavour for each pod set and skips one whose node
+//! labels its required affinity rules out, so a JobSet narrowed to these pairs is admitted only
+//! where it can run; G5 and T4 judge what is left.
 use crate::accelerators;
 use crate::affinity_mark::{AffinityMark, Pairs};
 use crate::placement::{pinned, placed_as_slice};
@@ -139,10 +139,10 @@ pub fn plan<'g, 'v: 'g, 'a: 'v>(
     }
 }
 
-/// The narrowing each replicated job gets (docs/contributing/spec.md §4.7): where its own selection leaves the
-/// accelerator or the topology open and its group leaves some pair, the mark of those pairs,
-/// and of the accelerators the table lacks where those are left open. None where the nodes
-/// carry no GKE labels to select (`requireTpuNodeSelectors: false`).
+/// The narrowing each replicated job gets (SPEC §4.7): where its own selection leaves the
+/// accelerator or the topology open and its group leaves some pair, the mark of those pairs, and of
+/// the accelerators the table lacks where those are left open. None where the nodes carry no GKE
+/// labels to select (`requireTpuNodeSelectors: false`).
 pub fn marks(shapes: &ShapePlan, settings: &Settings) -> Vec<Option<AffinityMark>> {
     if !settings.narrow_queued_jobsets || !settings.require_tpu_node_selectors {
         return vec![None; shapes.own.len()];
@@ -186,8 +186,8 @@ pub fn count(pairs: &Pairs) -> usize {
     pairs.values().map(Vec::len).sum()
 }
 
-/// The CREATE warning that says what the narrowing added, in words. A long list of shapes is
-/// cut with the warning (docs/contributing/spec.md §4.2): the affinity itself lists them all.
+/// The CREATE warning that says what the narrowing added, in words. A long list of shapes is cut
+/// with the warning (SPEC §4.2): the affinity itself lists them all.
 pub fn warning(rjob: &ReplicatedJob, mark: &AffinityMark) -> String {
     let unknown = if mark.any_accelerator_but.is_empty() {
         ""

@@ -10,9 +10,9 @@ pub fn pinned<'r, 'a>(rjob: &'r ReplicatedJob<'a>, key: &str) -> Option<&'r Pin<
     rjob.pins.iter().find(|p| p.key == key)
 }
 
-/// The slice topology of a replicated job (docs/contributing/spec.md §3): the GKE slice-topology annotation when
-/// present (a sub-slice keeps its node pool's larger topology in the nodeSelector; a
-/// super-slice has none), else the value its node selection pins for `topology_label`.
+/// The slice topology of a replicated job (SPEC §3): the GKE slice-topology annotation when present
+/// (a sub-slice keeps its node pool's larger topology in the nodeSelector; a super-slice has none),
+/// else the value its node selection pins for `topology_label`.
 pub fn slice_topology<'a>(rjob: &ReplicatedJob<'a>, topology_label: &str) -> Option<Pin<'a>> {
     match rjob.template.annotation(keys::SLICE_TOPOLOGY) {
         Some(value) => Some(Pin {
@@ -64,11 +64,11 @@ fn has(annotations: Option<&Object>, key: &str) -> bool {
 }
 
 /// The exclusive placement a replicated job's child Job ends up with, built as upstream's
-/// `constructJob` and `labelAndAnnotateObject` build it (docs/contributing/spec.md §2): the Job starts with the
-/// replicated job's template annotations (flag included); a JobSet-level key is then set,
-/// with the JobSet's flag when it has one; a replicated-job key is set last and wins. So the
-/// key is the replicated job's, else the JobSet's, and the flag is on when the replicated job
-/// carries it, or when the JobSet carries both key and flag.
+/// `constructJob` and `labelAndAnnotateObject` build it (SPEC §2): the Job starts with the
+/// replicated job's template annotations (flag included); a JobSet-level key is then set, with the
+/// JobSet's flag when it has one; a replicated-job key is set last and wins. So the key is the
+/// replicated job's, else the JobSet's, and the flag is on when the replicated job carries it, or
+/// when the JobSet carries both key and flag.
 pub fn exclusive_placement<'a>(
     view: &JobSetView<'a>,
     rjob: &ReplicatedJob<'a>,

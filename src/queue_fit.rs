@@ -1,8 +1,8 @@
-//! The queue check's verdict (docs/contributing/spec.md §8 `queueCheck`): which flavours of the JobSet's Kueue queue
-//! each TPU replicated job fits, read as Kueue's flavour assigner reads them. Kueue compares a
-//! pod set's node selection with a flavour's node labels, on the label keys that the flavours
-//! of the resource group carry. A replicated job fits a flavour when one of the slice shapes of
-//! §4.7 that fit it has the flavour's accelerator and topology.
+//! The queue check's verdict (SPEC §8 `queueCheck`): which flavours of the JobSet's Kueue queue
+//! each TPU replicated job fits, read as Kueue's flavour assigner reads them. Kueue compares a pod
+//! set's node selection with a flavour's node labels, on the label keys that the flavours of the
+//! resource group carry. A replicated job fits a flavour when one of the slice shapes of §4.7 that
+//! fit it has the flavour's accelerator and topology.
 use crate::accelerators;
 use crate::affinity_mark::Pairs;
 use crate::jobset_plan::JobSetPlan;
@@ -114,7 +114,7 @@ pub fn judge(plan: &JobSetPlan, queue: &Queue) -> QueueFindings {
             Some(Shapes::Fixed(p) | Shapes::Open(p)) => p,
             _ => continue,
         };
-        // A flavour of an accelerator the table lacks is left open (docs/contributing/spec.md §4.7).
+        // A flavour of an accelerator the table lacks is left open (SPEC §4.7).
         let unknown = |f: &Flavour| {
             plan.shapes().unknown_open[rjob.index]
                 && f.labels

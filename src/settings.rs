@@ -1,4 +1,4 @@
-//! Policy settings (docs/contributing/spec.md §8): defaults, parsing with messages that name the key, and validation.
+//! Policy settings (SPEC §8): defaults, parsing with messages that name the key, and validation.
 use crate::accelerators::{self, AcceleratorSetting};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
@@ -13,9 +13,9 @@ pub enum JaxEnv {
     Never,
 }
 
-/// Which half of the work this deployment of the module does (docs/contributing/spec.md §5 "Roles"). Mutating
-/// webhooks run before JobSet's and Kueue's, validating ones after every mutating webhook: the
-/// recommended pair mutates in one policy and judges the stored object in the other.
+/// Which half of the work this deployment of the module does (SPEC §5 "Roles"). Mutating webhooks
+/// run before JobSet's and Kueue's, validating ones after every mutating webhook: the recommended
+/// pair mutates in one policy and judges the stored object in the other.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
     /// One mutating policy that also judges, as before roles existed.
@@ -36,7 +36,7 @@ impl Role {
     }
 }
 
-/// Whether JobSet CREATE looks up the JobSet's Kueue queue (docs/contributing/spec.md §8 `queueCheck`).
+/// Whether JobSet CREATE looks up the JobSet's Kueue queue (SPEC §8 `queueCheck`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum QueueCheck {
     Off,
@@ -58,11 +58,11 @@ pub struct Settings {
     pub require_tpu_node_selectors: bool,
     pub require_exclusive_topology: bool,
     pub exclusive_topology_keys: Vec<String>,
-    /// Added to, or overriding, the built-in accelerator table (docs/contributing/spec.md §7).
+    /// Added to, or overriding, the built-in accelerator table (SPEC §7).
     pub accelerators: accelerators::Overrides,
     pub reject_unknown_accelerators: bool,
     pub role: Role,
-    /// Narrow queued TPU JobSets to the slice shapes that fit them (docs/contributing/spec.md §4.7).
+    /// Narrow queued TPU JobSets to the slice shapes that fit them (SPEC §4.7).
     pub narrow_queued_jobsets: bool,
     /// Look up the queue of a queued TPU JobSet at CREATE (context-aware; off by default).
     pub queue_check: QueueCheck,

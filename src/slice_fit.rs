@@ -1,6 +1,6 @@
-//! Whether a slice shape of the accelerator table fits a replicated job's pods (rule T4), and
-//! which shapes do (docs/contributing/spec.md §4.7). One reading of the table for both: what T4 accepts is exactly
-//! what a queued JobSet is narrowed to.
+//! Whether a slice shape of the accelerator table fits a replicated job's pods (rule T4), and which
+//! shapes do (SPEC §4.7). One reading of the table for both: what T4 accepts is exactly what a
+//! queued JobSet is narrowed to.
 use crate::accelerators::{self, Accelerator, Overrides, Shapes, Topology, TopologyError};
 
 /// Why a topology does not fit pods of `per_pod` chips run `parallelism` at a time.

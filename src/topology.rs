@@ -1,4 +1,4 @@
-//! Slice topologies such as `4x4` or `2x2x4`, parsed with checked bounds (docs/contributing/spec.md §7).
+//! Slice topologies such as `4x4` or `2x2x4`, parsed with checked bounds (SPEC §7).
 use std::fmt;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,7 +1,7 @@
 //! A violation is a value: rules return them, and only the edge turns them into a message.
 use std::fmt;
 
-/// Rule ids of docs/contributing/spec.md §6, in the order a rejection lists them.
+/// Rule ids of SPEC §6, in the order a rejection lists them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Rule {
     G1,

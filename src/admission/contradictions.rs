@@ -1,11 +1,11 @@
-//! JobSet CREATE (and opted-in Job CREATE, §4.6): a warning wherever a pod template's own
-//! env contradicts what its pods will get (docs/contributing/spec.md §4.2). That response is the one `kubectl apply` prints; a pod's warnings go to
-//! the Job controller. A template's value is predicted from what it shows: literals (with
-//! `$(VAR)` expanded as the kubelet will) and `fieldRef`s to the controllers' labels and
-//! annotations. Each is compared on a few pods of each replicated job: the first two and the
-//! last job indexes and completion indexes, where every hand-written pattern that goes wrong
-//! (a count that includes a CPU job, an index that ignores earlier replicated jobs, a literal
-//! where each job differs) already differs.
+//! JobSet CREATE (and opted-in Job CREATE, §4.6): a warning wherever a pod template's own env
+//! contradicts what its pods will get (SPEC §4.2). That response is the one `kubectl apply` prints;
+//! a pod's warnings go to the Job controller. A template's value is predicted from what it shows:
+//! literals (with `$(VAR)` expanded as the kubelet will) and `fieldRef`s to the controllers' labels
+//! and annotations. Each is compared on a few pods of each replicated job: the first two and the
+//! last job indexes and completion indexes, where every hand-written pattern that goes wrong (a
+//! count that includes a CPU job, an index that ignores earlier replicated jobs, a literal where
+//! each job differs) already differs.
 use crate::error::{checked_add, InputError};
 use crate::facts::{Facts, GroupFacts, JobFacts};
 use crate::jobset_plan::{offsets, JobSetPlan};
@@ -128,8 +128,8 @@ fn compare_sampled(
     compare(&rjob.template, &wanted, &sample, seen, out)
 }
 
-/// The warnings for an opted-in plain Job about to be admitted (docs/contributing/spec.md §4.6), on the pods with
-/// the first two and the last completion indexes.
+/// The warnings for an opted-in plain Job about to be admitted (SPEC §4.6), on the pods with the
+/// first two and the last completion indexes.
 pub fn job_warnings(
     view: &JobView,
     job: &JobFacts,

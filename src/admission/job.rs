@@ -1,4 +1,4 @@
-//! Plain `batch/v1` Jobs (docs/contributing/spec.md §4.6): the cheap opt-in check, Job CREATE and Job UPDATE.
+//! Plain `batch/v1` Jobs (SPEC §4.6): the cheap opt-in check, Job CREATE and Job UPDATE.
 use super::contradictions;
 use super::heads::LabelsHead;
 use super::references;
@@ -15,8 +15,8 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 use std::borrow::Cow;
 
-/// Just enough of a Job to see whether it opted into the JAX env (docs/contributing/spec.md §4.6) and is not a
-/// JobSet's child: every other Job passes without being parsed.
+/// Just enough of a Job to see whether it opted into the JAX env (SPEC §4.6) and is not a JobSet's
+/// child: every other Job passes without being parsed.
 #[derive(Deserialize)]
 struct JobHead<'a> {
     #[serde(borrow, default)]
@@ -53,10 +53,10 @@ pub(super) fn is_opted_in(raw: &RawValue) -> bool {
     opted_in && !jobset_child
 }
 
-/// Job CREATE of an opted-in plain Job (docs/contributing/spec.md §4.6): J1–J4 and N2, then the facts its pods
-/// need. `jaxEnv: never` turns the JAX env off for Jobs too, and with it J1–J4; N2 and the
-/// references that can never resolve are about the pods, whoever sets their env. The role
-/// decides which half runs (docs/contributing/spec.md §5).
+/// Job CREATE of an opted-in plain Job (SPEC §4.6): J1–J4 and N2, then the facts its pods need.
+/// `jaxEnv: never` turns the JAX env off for Jobs too, and with it J1–J4; N2 and the references
+/// that can never resolve are about the pods, whoever sets their env. The role decides which half
+/// runs (SPEC §5).
 pub(super) fn admit_create(mut object: Value, settings: &Settings) -> Result<Verdict, InputError> {
     let (annotation, warnings) = {
         let view = JobView::parse(&object, &settings.tpu_resource)?;

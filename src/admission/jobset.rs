@@ -1,5 +1,5 @@
-//! JobSets (docs/contributing/spec.md §5, §6): JobSet CREATE is judged and stamped; JobSet UPDATE is judged on
-//! what it changed.
+//! JobSets (SPEC §5, §6): JobSet CREATE is judged and stamped; JobSet UPDATE is judged on what it
+//! changed.
 use super::contradictions;
 use super::queue_lookup::{self, ClusterReader};
 use super::references;
@@ -17,12 +17,11 @@ use crate::violation::Violation;
 use serde_json::Value;
 use std::collections::HashSet;
 
-/// JobSet CREATE: the rules, then the facts each replicated job's pods need, stamped on its
-/// pod template, with the warnings about templates that contradict them; and a TPU replicated
-/// job that leaves its slice shape to Kueue narrowed to the shapes that fit
-/// (docs/contributing/spec.md §4.7), with a warning that says so. The role decides which half
-/// runs (docs/contributing/spec.md §5): `mutate` stamps and judges nothing, `validate` judges
-/// and stamps nothing, `both` does both.
+/// JobSet CREATE: the rules, then the facts each replicated job's pods need, stamped on its pod
+/// template, with the warnings about templates that contradict them; and a TPU replicated job that
+/// leaves its slice shape to Kueue narrowed to the shapes that fit (SPEC §4.7), with a warning that
+/// says so. The role decides which half runs (SPEC §5): `mutate` stamps and judges nothing,
+/// `validate` judges and stamps nothing, `both` does both.
 pub(super) fn admit_create(
     mut object: Value,
     settings: &Settings,
@@ -86,8 +85,8 @@ pub(super) struct Cluster<'a> {
     pub reader: &'a dyn ClusterReader,
 }
 
-/// The queue check (docs/contributing/spec.md §8 `queueCheck`), where it applies: at CREATE of a TPU JobSet the
-/// policy judges, that names a queue and waits in it. A running JobSet is never looked up.
+/// The queue check (SPEC §8 `queueCheck`), where it applies: at CREATE of a TPU JobSet the policy
+/// judges, that names a queue and waits in it. A running JobSet is never looked up.
 fn check_queue(plan: &JobSetPlan, cluster: &Cluster, findings: &mut Findings) {
     let settings = plan.settings;
     let Some(queue) = plan.view.queue else { return };
@@ -159,7 +158,7 @@ pub(super) fn admit_update(object: &Value, old: Option<&Value>, settings: &Setti
         .into_iter()
         .filter(|w| !old_warnings.contains(w))
         .collect();
-    // ElasticJobSet resizes that would leave stamped values stale (docs/contributing/spec.md §5, E1). Objects that
+    // ElasticJobSet resizes that would leave stamped values stale (SPEC §5, E1). Objects that
     // cannot be read have no sizes to compare; their problem is reported by the findings.
     if let (Some(Ok(old)), Ok(new)) = (&old_view, &new_view) {
         let old = JobSetPlan::new(old, settings);

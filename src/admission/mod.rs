@@ -1,6 +1,6 @@
-//! The edge: kwctl's payload in, a verdict out. Dispatch on kind and operation (docs/contributing/spec.md §5),
-//! with the cheap path that lets a pod outside any JobSet, or a Job that did not opt in, pass
-//! without being parsed. One file per kind: [`jobset`], [`job`] and [`pod`].
+//! The edge: kwctl's payload in, a verdict out. Dispatch on kind and operation (SPEC §5), with the
+//! cheap path that lets a pod outside any JobSet, or a Job that did not opt in, pass without being
+//! parsed. One file per kind: [`jobset`], [`job`] and [`pod`].
 mod contradictions;
 mod heads;
 mod job;
@@ -51,8 +51,8 @@ impl Route {
         }
     }
 
-    /// Whether the role does anything with these requests (docs/contributing/spec.md §5): pods are only mutated,
-    /// UPDATEs only judged.
+    /// Whether the role does anything with these requests (SPEC §5): pods are only mutated, UPDATEs
+    /// only judged.
     fn in_role(self, role: Role) -> bool {
         match self {
             Route::PodCreate => role.mutates(),

@@ -1,4 +1,4 @@
-//! Pod CREATE (docs/contributing/spec.md §4): the view of a pod the cheap path kept, its plan, and the patch.
+//! Pod CREATE (SPEC §4): the view of a pod the cheap path kept, its plan, and the patch.
 use super::heads::LabelsHead;
 use super::verdict::Verdict;
 use crate::error::InputError;
@@ -11,8 +11,8 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-/// Just enough of a pod to see whether the policy serves it: a JobSet pod (the `jobset-name`
-/// label) or an opted-in Job's pod (the policy's facts annotation, docs/contributing/spec.md §4.6).
+/// Just enough of a pod to see whether the policy serves it: a JobSet pod (the `jobset-name` label)
+/// or an opted-in Job's pod (the policy's facts annotation, SPEC §4.6).
 #[derive(Deserialize)]
 struct PodHead {
     #[serde(default)]

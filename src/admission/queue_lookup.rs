@@ -1,9 +1,9 @@
-//! The lookup of the queue check (docs/contributing/spec.md §8 `queueCheck`): the JobSet's LocalQueue, its
-//! ClusterQueue, then each ResourceFlavor of the resource group that covers the TPU resource,
-//! read through Kubewarden's `kubernetes.get_resource` host capability. One call per object,
-//! in that order, never a list: a recorded session (kwctl's record and replay) answers them
-//! in order. Any error is the reason the queue was not checked, never a refusal or a trap; a
-//! hung API server is the webhook's `timeoutSeconds` to cut short.
+//! The lookup of the queue check (SPEC §8 `queueCheck`): the JobSet's LocalQueue, its ClusterQueue,
+//! then each ResourceFlavor of the resource group that covers the TPU resource, read through
+//! Kubewarden's `kubernetes.get_resource` host capability. One call per object, in that order,
+//! never a list: a recorded session (kwctl's record and replay) answers them in order. Any error is
+//! the reason the queue was not checked, never a refusal or a trap; a hung API server is the
+//! webhook's `timeoutSeconds` to cut short.
 //!
 //! The LocalQueue is asked in Kueue's current API first; only where the host answers that the
 //! API server does not serve it there (a Kueue before v0.15) is it, and every object after it,

@@ -1,9 +1,9 @@
-//! JobSet CREATE (and opted-in Job CREATE, §4.6): a warning for each env entry whose
-//! `fieldRef` names a controller's label or annotation that no controller ever puts on the
-//! template's pods (docs/contributing/spec.md §4.2, "References that can never resolve"). Such a value is the empty
-//! string in every pod, and the program reading it fails far from the cause: an empty
-//! coordinator address from the manual block of kubernetes-sigs/jobset#787 on a JobSet without
-//! `spec.coordinator`, or a typo such as `job-globalindex`.
+//! JobSet CREATE (and opted-in Job CREATE, §4.6): a warning for each env entry whose `fieldRef`
+//! names a controller's label or annotation that no controller ever puts on the template's pods
+//! (SPEC §4.2, "References that can never resolve"). Such a value is the empty string in every pod,
+//! and the program reading it fails far from the cause: an empty coordinator address from the
+//! manual block of kubernetes-sigs/jobset#787 on a JobSet without `spec.coordinator`, or a typo
+//! such as `job-globalindex`.
 //!
 //! A warning must never be false, so a key counts as set when any release sets it as label or
 //! annotation (in either map), and when the template itself sets it in either map. Only the

@@ -1,6 +1,6 @@
 //! The decision for one request, and how it becomes the host's `ValidationResponse`. Every
-//! response's warnings are bounded here, in one place (docs/contributing/spec.md §4.2): a
-//! person reads them in `kubectl apply`'s output, and the API server keeps 4 KiB of them.
+//! response's warnings are bounded here, in one place (SPEC §4.2): a person reads them in `kubectl
+//! apply`'s output, and the API server keeps 4 KiB of them.
 use crate::error::InputError;
 use crate::violation::{self, Violation};
 use kubewarden_policy_sdk::response::ValidationResponse;

@@ -1,7 +1,7 @@
-//! JobSet CREATE: the narrowing of docs/contributing/spec.md §4.7 written into each replicated job's pod template,
-//! as a required node affinity and the policy's mark. The author's own terms are kept whole:
-//! each is repeated once per term of the mark, with its expressions appended, so that Kueue,
-//! which drops an affinity that a term leaves empty after its label filter, keeps it.
+//! JobSet CREATE: the narrowing of SPEC §4.7 written into each replicated job's pod template, as a
+//! required node affinity and the policy's mark. The author's own terms are kept whole: each is
+//! repeated once per term of the mark, with its expressions appended, so that Kueue, which drops an
+//! affinity that a term leaves empty after its label filter, keeps it.
 use super::in_pod_template;
 use crate::affinity_mark::AffinityMark;
 use crate::keys;

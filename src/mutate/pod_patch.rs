@@ -1,5 +1,5 @@
-//! Pod CREATE: the group keys and env entries pod admission planned, written into the pod, the
-//! env entries before the container's own (docs/contributing/spec.md §4.2).
+//! Pod CREATE: the group keys and env entries pod admission planned, written into the pod, the env
+//! entries before the container's own (SPEC §4.2).
 use super::object_at;
 use crate::json::Object;
 use crate::pods::pod_plan::{EnvChange, MetadataAdd};

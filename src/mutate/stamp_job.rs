@@ -1,4 +1,4 @@
-//! Job CREATE: stamp an opted-in plain Indexed Job's pod template with its [`Facts`] (docs/contributing/spec.md §4.6),
+//! Job CREATE: stamp an opted-in plain Indexed Job's pod template with its [`Facts`] (SPEC §4.6),
 //! which `job_plan` computes.
 use super::object_at;
 use crate::facts::Facts;

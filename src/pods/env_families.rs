@@ -132,8 +132,8 @@ fn own_megascale_ports(
         .collect()
 }
 
-/// JAX distributed env (docs/contributing/spec.md §4.4) for a pod of the JAX group: one list per TPU container in
-/// a TPU group, else one list for the whole pod.
+/// JAX distributed env (SPEC §4.4) for a pod of the JAX group: one list per TPU container in a TPU
+/// group, else one list for the whole pod.
 fn jax_vars(
     facts: &Facts,
     place: &PodPlace,
@@ -144,9 +144,9 @@ fn jax_vars(
     let Some(group) = &facts.jax else {
         return Ok(None);
     };
-    // Facts written before `jax.coordinator` existed name process 0 in `coordinator`, and
-    // number from it (docs/contributing/spec.md §9). No coordinator at all: no member of the
-    // group has pods, so there is no pod to serve either.
+    // Facts written before `jax.coordinator` existed name process 0 in `coordinator`, and number
+    // from it (SPEC §9). No coordinator at all: no member of the group has pods, so there is no pod
+    // to serve either.
     let coordinator = group
         .coordinator
         .as_deref()

@@ -1,4 +1,4 @@
-//! Merging the policy's env into a container, respecting what the user set (docs/contributing/spec.md §4.2): which
+//! Merging the policy's env into a container, respecting what the user set (SPEC §4.2): which
 //! wanted variables to add, and the warnings for user values that disagree. `mutate::pod_patch`
 //! writes the additions.
 use crate::views::container_env::{self, UserEntry, WantedVar};

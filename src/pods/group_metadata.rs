@@ -1,6 +1,6 @@
-//! The group labels and annotations of a JobSet pod (docs/contributing/spec.md §4.1): JobSet v0.9+ controllers
-//! write them; on older ones the policy adds them, from the facts of JobSet admission. Every
-//! label value it writes is one the API server takes.
+//! The group labels and annotations of a JobSet pod (SPEC §4.1): JobSet v0.9+ controllers write
+//! them; on older ones the policy adds them, from the facts of JobSet admission. Every label value
+//! it writes is one the API server takes.
 use super::place::PodPlace;
 use super::pod_plan::MetadataAdd;
 use crate::error::{checked_add, InputError};
@@ -51,9 +51,9 @@ pub fn missing(
             if map_str(map, key).is_some() {
                 continue;
             }
-            // The API server refuses a pod with a label value it does not take; the policy
-            // judges no such JobSet (G1 refuses its name where it does), so the pod keeps the
-            // annotation, and runs (docs/contributing/spec.md §4.1).
+            // The API server refuses a pod with a label value it does not take; the policy judges
+            // no such JobSet (G1 refuses its name where it does), so the pod keeps the annotation,
+            // and runs (SPEC §4.1).
             if map_name == "labels" && !names::is_label_value(value) {
                 warnings.push(format!(
                     "metadata.labels[{key:?}]: {}, so the pod gets the group-name annotation only",

@@ -1,6 +1,6 @@
-//! JAX distributed env (docs/contributing/spec.md §4.4), as a pure function of the group's layout, the pod's
-//! number in it, its TPU containers and the port. Nothing here knows about JobSets, so that a
-//! plain Indexed Job (§4.6) numbers its pods the same way.
+//! JAX distributed env (SPEC §4.4), as a pure function of the group's layout, the pod's number in
+//! it, its TPU containers and the port. Nothing here knows about JobSets, so that a plain Indexed
+//! Job (§4.6) numbers its pods the same way.
 use crate::error::{checked_add, checked_mul, InputError};
 use crate::keys;
 use crate::views::container_env::WantedVar;

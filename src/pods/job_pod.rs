@@ -1,6 +1,6 @@
-//! Pods of an opted-in plain Indexed Job (docs/contributing/spec.md §4.6). The Job is a JAX group of its own, its
-//! pods numbered by completion index, so §4.4's numbering ([`super::jax`]) applies unchanged
-//! with the coordinator at index 0: no swap.
+//! Pods of an opted-in plain Indexed Job (SPEC §4.6). The Job is a JAX group of its own, its pods
+//! numbered by completion index, so §4.4's numbering ([`super::jax`]) applies unchanged with the
+//! coordinator at index 0: no swap.
 use super::jax::{self, JaxGroup, Processes};
 use super::place::tpu_order;
 use super::pod_plan::{env_changes, field_ref, PodPlan};
@@ -67,9 +67,9 @@ pub fn wanted_env(
     Ok(out)
 }
 
-/// A pod of an opted-in plain Indexed Job (docs/contributing/spec.md §4.6): the JAX env from the Job's `name` and
-/// the pod's completion index, which the Job controller put on it, and the completions
-/// stamped at Job CREATE. Nothing else is added. `jaxEnv: never` turns it off.
+/// A pod of an opted-in plain Indexed Job (SPEC §4.6): the JAX env from the Job's `name` and the
+/// pod's completion index, which the Job controller put on it, and the completions stamped at Job
+/// CREATE. Nothing else is added. `jaxEnv: never` turns it off.
 pub fn plan(pod: &PodView, job: &JobFacts, settings: &Settings) -> Result<PodPlan, InputError> {
     if settings.jax_env == JaxEnv::Never {
         return Ok(PodPlan::default());

@@ -1,5 +1,5 @@
-//! Pod CREATE: the per-pod values of docs/contributing/spec.md §4, from the labels the JobSet and Job controllers
-//! put on the pod and the facts the policy stamped at JobSet (or Job) admission. A JobSet pod
+//! Pod CREATE: the per-pod values of SPEC §4, from the labels the JobSet and Job controllers put on
+//! the pod and the facts the policy stamped at JobSet (or Job) admission. A JobSet pod
 //! ([`jobset_pod`]) or an opted-in Job's pod ([`job_pod`]) gets a [`PodPlan`], which
 //! `mutate::pod_patch` applies. Each env family has its own module over the shared
 //! [`place::PodPlace`]; [`env_families`] puts them together.

@@ -1,4 +1,4 @@
-//! TPU multislice env (docs/contributing/spec.md §4.2): the slice count, the pod's slice id and the slice group's
+//! TPU multislice env (SPEC §4.2): the slice count, the pod's slice id and the slice group's
 //! coordinator, and with several TPU containers in a pod, a DCN port per container.
 use super::place::PodPlace;
 use crate::error::{checked_add, InputError};
@@ -12,9 +12,9 @@ use crate::views::container_env::WantedVar;
 pub const BASE_PORT: u32 = 8081;
 
 /// The variables of each of the pod's TPU containers, k = 0..n-1; `own_ports[k]` is the
-/// `MEGASCALE_PORT` container k sets itself, if any. None for a pod that runs before the
-/// others (dependsOn) or whose slice group is one slice: one slice has no DCN peers, and xpk
-/// and GKE give it no `MEGASCALE_*` either (docs/contributing/spec.md §4.2).
+/// `MEGASCALE_PORT` container k sets itself, if any. None for a pod that runs before the others
+/// (dependsOn) or whose slice group is one slice: one slice has no DCN peers, and xpk and GKE give
+/// it no `MEGASCALE_*` either (SPEC §4.2).
 pub fn vars(
     facts: &Facts,
     place: &PodPlace,

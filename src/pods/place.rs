@@ -1,5 +1,5 @@
-//! The pod's place, shared by every env family: where the JobSet and Job controllers put it
-//! (docs/contributing/spec.md §2), how its peers are addressed, and how its TPU containers are numbered (§3).
+//! The pod's place, shared by every env family: where the JobSet and Job controllers put it (SPEC
+//! §2), how its peers are addressed, and how its TPU containers are numbered (§3).
 use crate::names;
 use crate::views::pod_spec::ContainerView;
 

@@ -1,6 +1,6 @@
-//! TPU host env (docs/contributing/spec.md §4.3, setting `tpuWorkerEnv`): LeaderWorkerSet's TPU injection with the
-//! pod's own Job as the slice. Container k of n in the pod with completion index c is worker
-//! c·n + k, each host is listed n times, and each container has its own process port.
+//! TPU host env (SPEC §4.3, setting `tpuWorkerEnv`): LeaderWorkerSet's TPU injection with the pod's
+//! own Job as the slice. Container k of n in the pod with completion index c is worker c·n + k,
+//! each host is listed n times, and each container has its own process port.
 use super::place::PodPlace;
 use crate::error::{checked_add, checked_mul, InputError};
 use crate::keys;

@@ -1,6 +1,6 @@
-//! ElasticJobSet UPDATEs (docs/contributing/spec.md §5, E1), and elastic Indexed Jobs (§4.6, E2): an UPDATE may change
-//! `parallelism` and `completions`, but the facts stamped at CREATE (process counts and ids,
-//! worker hostnames) would then be stale for pods whose values depend on them.
+//! ElasticJobSet UPDATEs (SPEC §5, E1), and elastic Indexed Jobs (§4.6, E2): an UPDATE may change
+//! `parallelism` and `completions`, but the facts stamped at CREATE (process counts and ids, worker
+//! hostnames) would then be stale for pods whose values depend on them.
 use crate::facts::JobFacts;
 use crate::jobset_plan::JobSetPlan;
 use crate::views::job_view::JobView;
@@ -66,8 +66,8 @@ pub fn stale_resizes(old: &JobSetPlan, new: &JobSetView) -> Vec<Violation> {
     out
 }
 
-/// E2: an UPDATE of a plain Job whose template carries `stamped` facts (docs/contributing/spec.md
-/// §4.6) that would leave its pods' JAX env stale, naming the field; `None` when it would not.
+/// E2: an UPDATE of a plain Job whose template carries `stamped` facts (SPEC §4.6) that would
+/// leave its pods' JAX env stale, naming the field; `None` when it would not.
 /// The count was stamped at CREATE, and running JAX processes cannot learn a new one.
 pub fn stale_job_resize(stamped: &JobFacts, old: &JobView, new: &JobView) -> Option<Violation> {
     let processes = stamped.completions;

@@ -122,9 +122,9 @@ pub fn x2_one_placement_per_slice_group(plan: &JobSetPlan) -> Vec<Violation> {
     out
 }
 
-/// X3: a node-selector flag has an effect. Under upstream's precedence (docs/contributing/spec.md §2) a JobSet-level
-/// flag reaches a Job only beside a JobSet-level key, and a replicated job's flag only counts
-/// where that Job ends up with a key (its own or the JobSet's). JobSet ignores the rest silently.
+/// X3: a node-selector flag has an effect. Under upstream's precedence (SPEC §2) a JobSet-level
+/// flag reaches a Job only beside a JobSet-level key, and a replicated job's flag only counts where
+/// that Job ends up with a key (its own or the JobSet's). JobSet ignores the rest silently.
 pub fn x3_node_selector_flag_takes_effect(plan: &JobSetPlan) -> Vec<Violation> {
     let view = plan.view;
     if view.tpu_jobs().next().is_none() {

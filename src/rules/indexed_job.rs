@@ -1,4 +1,4 @@
-//! J1–J4: what an opted-in plain Indexed Job needs for its pods to form one JAX run (docs/contributing/spec.md §4.6),
+//! J1–J4: what an opted-in plain Indexed Job needs for its pods to form one JAX run (SPEC §4.6),
 //! and N2 for its pods.
 use super::network;
 use crate::json::map_str;
@@ -20,9 +20,9 @@ pub fn check(job: &JobView) -> Vec<Violation> {
     .collect()
 }
 
-/// N2: with more than one process, every pod dials the coordinator `<job>-0.<subdomain>` by
-/// name. It holds whatever `jaxEnv` says (docs/contributing/spec.md §6): the Job's pods need it with or without
-/// the policy's env.
+/// N2: with more than one process, every pod dials the coordinator `<job>-0.<subdomain>` by name.
+/// It holds whatever `jaxEnv` says (SPEC §6): the Job's pods need it with or without the policy's
+/// env.
 pub fn n2_pods_resolve_cluster_dns(job: &JobView) -> Option<Violation> {
     if job.completions? <= 1 {
         return None;

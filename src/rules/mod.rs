@@ -1,5 +1,5 @@
-//! Validation rules of docs/contributing/spec.md §6, one small function per rule over the JobSet view. A rule
-//! returns violations; warnings (suspicious but valid) come from their own functions.
+//! Validation rules of SPEC §6, one small function per rule over the JobSet view. A rule returns
+//! violations; warnings (suspicious but valid) come from their own functions.
 pub mod elastic;
 pub mod exclusive_placement;
 pub mod indexed_job;
@@ -92,16 +92,16 @@ impl When {
     }
 }
 
-/// Whether the policy judges this JobSet at all: it has a TPU replicated job or the JAX env
-/// is on. Other JobSets are JobSet's own webhook's to judge (docs/contributing/spec.md §6, last paragraph).
+/// Whether the policy judges this JobSet at all: it has a TPU replicated job or the JAX env is on.
+/// Other JobSets are JobSet's own webhook's to judge (SPEC §6, last paragraph).
 pub fn judged(plan: &JobSetPlan) -> bool {
     plan.view.tpu_jobs().next().is_some() || plan.jax_enabled
 }
 
 /// Whether T3 and T4 wait: the JobSet is suspended, or, at CREATE in the role `both`, queued in
-/// Kueue, whose webhook suspends it after this mutating policy has run (docs/contributing/spec.md §5). The role
-/// `validate` sees the stored object, where Kueue's `suspend` already is: a queue label that
-/// no Kueue acted on defers nothing there. At an UPDATE the unsuspending change is judged.
+/// Kueue, whose webhook suspends it after this mutating policy has run (SPEC §5). The role
+/// `validate` sees the stored object, where Kueue's `suspend` already is: a queue label that no
+/// Kueue acted on defers nothing there. At an UPDATE the unsuspending change is judged.
 pub fn deferred(view: &JobSetView, moment: Moment, role: Role) -> bool {
     view.suspend || (moment == Moment::Create && role == Role::Both && view.queued())
 }

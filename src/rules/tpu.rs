@@ -64,10 +64,10 @@ pub fn t3_accelerator_and_topology_selected(plan: &JobSetPlan) -> Vec<Violation>
     t3(plan, false)
 }
 
-/// T3 at an UPDATE, such as Kueue's unsuspend (docs/contributing/spec.md §4.7): the flavour's labels, now in the
-/// nodeSelector, leave some of the pairs the policy narrowed the job to, and the selection
-/// holds when they all share one topology. A flavour that labels only the accelerator leaves
-/// that accelerator's pairs, and every one of them fits by construction.
+/// T3 at an UPDATE, such as Kueue's unsuspend (SPEC §4.7): the flavour's labels, now in the
+/// nodeSelector, leave some of the pairs the policy narrowed the job to, and the selection holds
+/// when they all share one topology. A flavour that labels only the accelerator leaves that
+/// accelerator's pairs, and every one of them fits by construction.
 pub fn t3_selected_once_a_flavour_is_chosen(plan: &JobSetPlan) -> Vec<Violation> {
     t3(plan, true)
 }
@@ -278,9 +278,9 @@ fn check_slice(r: &ReplicatedJob, acc: &Accelerator, topology: &Pin) -> Option<V
     Some(Violation::new(Rule::T4, path, problem, fix))
 }
 
-/// T4 while the JobSet is suspended or queued (docs/contributing/spec.md §4.7): no slice of the table fits the
-/// replicated job at all, so no flavour can ever run it. Refused at CREATE rather than held in
-/// the queue. A pinned slice that does not fit gets T4's own message.
+/// T4 while the JobSet is suspended or queued (SPEC §4.7): no slice of the table fits the
+/// replicated job at all, so no flavour can ever run it. Refused at CREATE rather than held in the
+/// queue. A pinned slice that does not fit gets T4's own message.
 pub fn t4_some_slice_fits(plan: &JobSetPlan) -> Vec<Violation> {
     let (view, settings, shapes) = (plan.view, plan.settings, plan.shapes());
     let mut out = Vec::new();

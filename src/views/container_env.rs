@@ -1,8 +1,8 @@
-//! What a container's own `env` entries will resolve to, as far as admission can tell
-//! (docs/contributing/spec.md §4.2): literals with `$(VAR)` expanded from earlier variables, as the kubelet does,
-//! and `fieldRef`s to labels and annotations whose values the caller knows. Anything else
-//! (a Secret, a resource, a `$(VAR)` that only `envFrom` or a Service could define) is
-//! unknown, and an unknown value is never called a contradiction.
+//! What a container's own `env` entries will resolve to, as far as admission can tell (SPEC §4.2):
+//! literals with `$(VAR)` expanded from earlier variables, as the kubelet does, and `fieldRef`s to
+//! labels and annotations whose values the caller knows. Anything else (a Secret, a resource, a
+//! `$(VAR)` that only `envFrom` or a Service could define) is unknown, and an unknown value is
+//! never called a contradiction.
 //!
 //! It only reads, so pod admission, the env merge and the CREATE warnings all use it.
 use crate::error::InputError;

@@ -1,5 +1,5 @@
-//! A read-only view over a raw `batch/v1` Job that opted into the JAX env (docs/contributing/spec.md §4.6): what
-//! rules J1–J3 and the stamping need, each read naming its JSON path.
+//! A read-only view over a raw `batch/v1` Job that opted into the JAX env (SPEC §4.6): what rules
+//! J1–J3 and the stamping need, each read naming its JSON path.
 use crate::error::InputError;
 use crate::facts::{Facts, JobFacts};
 use crate::json::{self, Object};
@@ -24,9 +24,8 @@ pub struct JobView<'a> {
 }
 
 impl<'a> JobView<'a> {
-    /// What Job CREATE stamped on the pod template (docs/contributing/spec.md §4.6), if it did: only such a Job's
-    /// pods got a JAX env that a resize could make stale. Facts the policy cannot read count
-    /// as none.
+    /// What Job CREATE stamped on the pod template (SPEC §4.6), if it did: only such a Job's pods
+    /// got a JAX env that a resize could make stale. Facts the policy cannot read count as none.
     pub fn stamped(&self) -> Option<JobFacts> {
         Facts::read(
             self.template.annotations,

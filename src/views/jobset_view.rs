@@ -21,8 +21,8 @@ pub struct JobSetView<'a> {
     pub subdomain: Option<&'a str>,
     pub enable_dns_hostnames: Option<bool>,
     pub suspend: bool,
-    /// Kueue's queue name (label, else the annotation of older Kueue): Kueue's webhook, which
-    /// runs after a mutating policy, suspends the JobSet (docs/contributing/spec.md §5).
+    /// Kueue's queue name (label, else the annotation of older Kueue): Kueue's webhook, which runs
+    /// after a mutating policy, suspends the JobSet (SPEC §5).
     pub queue: Option<QueueName<'a>>,
     pub coordinator: Option<CoordinatorRef<'a>>,
     pub replicated_jobs: Vec<ReplicatedJob<'a>>,
@@ -83,14 +83,14 @@ pub struct ReplicatedJob<'a> {
     pub required_terms: &'a [Value],
     /// The author's required node-selector terms, without what the policy's narrowing added.
     pub own_terms: Vec<OwnTerm<'a>>,
-    /// The policy's narrowing of the required node affinity (docs/contributing/spec.md §4.7), when it made one.
+    /// The policy's narrowing of the required node affinity (SPEC §4.7), when it made one.
     pub mark: Option<AffinityMark>,
     pub chips_per_pod: u32,
     /// The replicated jobs it waits for to complete (`dependsOn` with `status: Complete`).
     pub waits_to_complete: Vec<&'a str>,
-    /// Another replicated job waits for it to complete (JobSet `dependsOn`), so it runs, and
-    /// ends, before them: an initializer is no process, slice or coordinator of the training
-    /// job (docs/contributing/spec.md §3).
+    /// Another replicated job waits for it to complete (JobSet `dependsOn`), so it runs, and ends,
+    /// before them: an initializer is no process, slice or coordinator of the training job (SPEC
+    /// §3).
     pub runs_first: bool,
 }
 
@@ -109,7 +109,7 @@ impl<'a> ReplicatedJob<'a> {
         self.completions == Some(self.parallelism)
     }
 
-    /// TPU containers per pod, containers and init containers alike (docs/contributing/spec.md §3).
+    /// TPU containers per pod, containers and init containers alike (SPEC §3).
     pub fn tpu_containers(&self) -> usize {
         self.template
             .containers
@@ -205,9 +205,9 @@ impl<'a> JobSetView<'a> {
             && self.replicated_jobs.iter().all(|r| r.group_field.is_some())
     }
 
-    /// The coordinator must be a pod that will exist, or every process waits on a ghost. Only
-    /// asked of JobSets the policy judges (docs/contributing/spec.md §6); JobSet's own webhook checks the others.
-    /// `podIndex` is bounded by completions, as JobSet bounds it.
+    /// The coordinator must be a pod that will exist, or every process waits on a ghost. Only asked
+    /// of JobSets the policy judges (SPEC §6); JobSet's own webhook checks the others. `podIndex`
+    /// is bounded by completions, as JobSet bounds it.
     pub fn check_coordinator(&self) -> Result<(), InputError> {
         let Some(c) = &self.coordinator else {
             return Ok(());

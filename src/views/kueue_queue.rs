@@ -1,6 +1,6 @@
-//! Read-only views over the Kueue objects the queue check reads (docs/contributing/spec.md §8 `queueCheck`): a
-//! LocalQueue names its ClusterQueue, a ClusterQueue's resource groups name the flavours that
-//! serve each resource, and a ResourceFlavor carries the node labels of its nodes.
+//! Read-only views over the Kueue objects the queue check reads (SPEC §8 `queueCheck`): a
+//! LocalQueue names its ClusterQueue, a ClusterQueue's resource groups name the flavours that serve
+//! each resource, and a ResourceFlavor carries the node labels of its nodes.
 //!
 //! They are read as `kueue.x-k8s.io/v1beta2`, Kueue's API from v0.15 (its storage version from
 //! v0.16, where v1beta1 became deprecated), and as v1beta1 only where v1beta2 is not served

@@ -1,5 +1,5 @@
-//! Containers of a pod spec, and the TPU chips they ask for (docs/contributing/spec.md §3). Shared by the JobSet
-//! view (pod templates) and pod admission.
+//! Containers of a pod spec, and the TPU chips they ask for (SPEC §3). Shared by the JobSet view
+//! (pod templates) and pod admission.
 use crate::error::InputError;
 use crate::json::{self, field, join, Object};
 use crate::paths::SpecAt;

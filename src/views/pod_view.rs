@@ -1,6 +1,6 @@
-//! A read-only view over a pod that admission serves: a JobSet pod, or a pod of an opted-in
-//! plain Job (docs/contributing/spec.md §4.6). Built only after the cheap path has decided the pod is the
-//! policy's, so a pod outside any JobSet never pays for it.
+//! A read-only view over a pod that admission serves: a JobSet pod, or a pod of an opted-in plain
+//! Job (SPEC §4.6). Built only after the cheap path has decided the pod is the policy's, so a pod
+//! outside any JobSet never pays for it.
 use crate::error::InputError;
 use crate::facts::Facts;
 use crate::json::{self, map_str, Object};
