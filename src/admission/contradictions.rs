@@ -200,27 +200,19 @@ fn compare(
         }
         let c_path = container.path();
         let entries = container.user_entries()?;
-        let injected: Vec<WantedVar> = vars
-            .iter()
-            .filter(|v| !entries.iter().any(|e| e.name == v.name))
-            .cloned()
-            .collect();
-        let resolved = container_env::resolve_all(&entries, &injected, sample.lookup);
-        for var in vars {
+        for d in container_env::disagreements(&entries, vars, sample.lookup) {
+            let var = d.var;
             if !sample.name_known && keys::ENV_NAMING_THE_JOBSET.contains(&var.name) {
                 continue;
             }
-            let Some(e) = entries.iter().rposition(|e| e.name == var.name) else {
-                continue;
-            };
-            let Some(value) = &resolved[e] else { continue };
-            if *value == var.value || !seen.insert((ci, var.name)) {
+            if !seen.insert((ci, var.name)) {
                 continue;
             }
             out.push(format!(
-                "{}: {} keeps {value:?} for {}, not the {:?} the policy computed",
-                json::index(&json::join(&c_path, "env"), e),
+                "{}: {} keeps {:?} for {}, not the {:?} the policy computed",
+                json::index(&json::join(&c_path, "env"), d.entry),
                 var.name,
+                d.value,
                 sample.pod,
                 var.value
             ));

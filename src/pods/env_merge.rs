@@ -21,34 +21,22 @@ pub fn plan_env(
     wanted: &[WantedVar],
     lookup: &dyn Fn(&str) -> Option<String>,
 ) -> EnvPlan {
-    let (kept, injected): (Vec<&WantedVar>, Vec<&WantedVar>) = wanted
-        .iter()
-        .partition(|var| user.iter().any(|e| e.name == var.name));
-    let injected: Vec<WantedVar> = injected.into_iter().cloned().collect();
-    let mut plan = EnvPlan {
-        prepend: injected
+    EnvPlan {
+        prepend: wanted
             .iter()
+            .filter(|var| !user.iter().any(|e| e.name == var.name))
             .map(|var| json!({"name": var.name, "value": var.value}))
             .collect(),
-        warnings: Vec::new(),
-    };
-    if kept.is_empty() {
-        return plan;
+        warnings: container_env::disagreements(user, wanted, lookup)
+            .into_iter()
+            .map(|d| {
+                format!(
+                    "{label}: {} keeps {:?}, not the {:?} the policy computed",
+                    d.var.name, d.value, d.var.value
+                )
+            })
+            .collect(),
     }
-    let resolved = container_env::resolve_all(user, &injected, lookup);
-    for var in kept {
-        // The kubelet keeps the last entry of a name.
-        let last = user.iter().rposition(|e| e.name == var.name);
-        if let Some(Some(value)) = last.map(|i| &resolved[i]) {
-            if *value != var.value {
-                plan.warnings.push(format!(
-                    "{label}: {} keeps {value:?}, not the {:?} the policy computed",
-                    var.name, var.value
-                ));
-            }
-        }
-    }
-    plan
 }
 
 #[cfg(test)]

@@ -160,6 +160,44 @@ pub fn resolve_all(
     out
 }
 
+/// A variable the policy wants that the container sets itself, to something else.
+pub struct Disagreement<'w> {
+    pub var: &'w WantedVar,
+    /// The user's last entry of it, the one the kubelet keeps.
+    pub entry: usize,
+    pub value: String,
+}
+
+/// The `wanted` variables that `entries` set and whose last entry resolves (see
+/// [`resolve_all`]) to another value, in `wanted`'s order. The pod's env warnings and the
+/// CREATE warnings both come from here. The wanted variables the entries do not set go before
+/// them, where the entries' `$(VAR)` references reach them.
+pub fn disagreements<'w>(
+    entries: &[UserEntry],
+    wanted: &'w [WantedVar],
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Vec<Disagreement<'w>> {
+    let (kept, injected): (Vec<&WantedVar>, Vec<&WantedVar>) = wanted
+        .iter()
+        .partition(|var| entries.iter().any(|e| e.name == var.name));
+    if kept.is_empty() {
+        return Vec::new();
+    }
+    let injected: Vec<WantedVar> = injected.into_iter().cloned().collect();
+    let resolved = resolve_all(entries, &injected, lookup);
+    kept.into_iter()
+        .filter_map(|var| {
+            let entry = entries.iter().rposition(|e| e.name == var.name)?;
+            let value = resolved[entry].as_ref().filter(|v| **v != var.value)?;
+            Some(Disagreement {
+                var,
+                entry,
+                value: value.clone(),
+            })
+        })
+        .collect()
+}
+
 /// What the container's own last `name` entry resolves to: `None` when it sets none,
 /// `Some(None)` when admission cannot know the value (a Secret, a reference to `envFrom`).
 pub fn own_value(
