@@ -11,7 +11,10 @@ use crate::views::container_env;
 use crate::views::jobset_view::{CoordinatorRef, ReplicatedJob};
 
 fn pods_of(rjob: &ReplicatedJob) -> Result<u32, InputError> {
-    checked_mul(rjob.replicas, rjob.parallelism, &rjob.at.field("replicas"))
+    u32::try_from(rjob.pods()).map_err(|_| InputError::Overflow {
+        path: rjob.at.field("replicas"),
+        limit: u32::MAX,
+    })
 }
 
 /// The group's first member that has pods: a replicated job may have `replicas: 0`, and its pods

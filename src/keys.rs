@@ -128,9 +128,9 @@ pub const FACTS: &str = "multislice.kubewarden.io/facts";
 /// facts without a new field unchanged. Absent means 1, which is what this release writes: it
 /// writes no version key.
 pub const FACTS_VERSION: &str = "multislice.kubewarden.io/facts-version";
-/// What the policy ANDed into a queued TPU replicated job's required node affinity
-/// (SPEC §4.7), on its pod template, as JSON (see `affinity_mark.rs`): T3
-/// reads the rest as the author's own selection.
+/// What the policy ANDed into a queued TPU replicated job's required node affinity (SPEC §4.7), on
+/// its pod template, as JSON (see `affinity_mark.rs`): T3 reads the rest as the author's own
+/// selection.
 pub const AFFINITY_MARK: &str = "multislice.kubewarden.io/narrowed";
 
 // --- Env names (SPEC §4.2–§4.4).

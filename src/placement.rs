@@ -57,6 +57,11 @@ impl Exclusive<'_> {
         };
         format!("{annotations}[{:?}]", keys::EXCLUSIVE_TOPOLOGY)
     }
+
+    /// Whether the replicated job's own annotation decided it, not the JobSet's.
+    pub fn is_own(&self) -> bool {
+        matches!(self.level, Level::ReplicatedJob(_))
+    }
 }
 
 fn has(annotations: Option<&Object>, key: &str) -> bool {

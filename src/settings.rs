@@ -31,7 +31,8 @@ impl Role {
         self != Role::Validate
     }
 
-    pub fn judges(self) -> bool {
+    /// Whether this deployment returns verdicts and warnings.
+    pub fn validates(self) -> bool {
         self != Role::Mutate
     }
 }

@@ -45,7 +45,7 @@ pub struct Violation {
     pub rule: Rule,
     /// JSON path of the field to change, e.g. `spec.replicatedJobs[1].template.spec.parallelism`.
     pub path: String,
-    /// The replicated job the path is in, by name (see `name_replicated_jobs`).
+    /// The replicated job the path is in, by name.
     pub job: Option<String>,
     pub problem: String,
     /// What would make it valid.
@@ -67,6 +67,12 @@ impl Violation {
             fix: fix.into(),
         }
     }
+
+    /// The violation's field is in the replicated job `name`.
+    pub fn in_job(mut self, name: &str) -> Self {
+        self.job = Some(name.to_string());
+        self
+    }
 }
 
 /// `[T2] spec.replicatedJobs[0].template.spec.parallelism (replicated job "slice"): is 2 but
@@ -83,22 +89,6 @@ impl fmt::Display for Violation {
             ": {}; {}; see docs/rules.md, {}",
             self.problem, self.fix, self.rule
         )
-    }
-}
-
-/// The index of the replicated job a JobSet path is in: `spec.replicatedJobs[i]…`.
-fn replicated_job_index(path: &str) -> Option<usize> {
-    let rest = path.strip_prefix("spec.replicatedJobs[")?;
-    rest[..rest.find(']')?].parse().ok()
-}
-
-/// Names the replicated job of every violation whose path is in one, from the JobSet's
-/// replicated job names in order.
-pub fn name_replicated_jobs(violations: &mut [Violation], names: &[&str]) {
-    for v in violations {
-        if let Some(name) = replicated_job_index(&v.path).and_then(|i| names.get(i)) {
-            v.job = Some((*name).to_string());
-        }
     }
 }
 

@@ -68,7 +68,7 @@ pub(super) fn admit_create(mut object: Value, settings: &Settings) -> Result<Ver
             return Ok(Verdict::with(None, references));
         }
         let job = job_plan::job_facts(&view);
-        let mut warnings = if settings.role.judges() {
+        let mut warnings = if settings.role.validates() {
             contradictions::job_warnings(&view, &job, settings)?
         } else {
             Vec::new()
@@ -90,7 +90,7 @@ pub(super) fn admit_create(mut object: Value, settings: &Settings) -> Result<Ver
 /// The verdict half of Job CREATE: the violations, and the references that can never resolve.
 /// Nothing in the role `mutate`.
 fn judge(view: &JobView, settings: &Settings) -> (Vec<Violation>, Vec<String>) {
-    if !settings.role.judges() {
+    if !settings.role.validates() {
         return (Vec::new(), Vec::new());
     }
     let violations = if settings.jax_env == JaxEnv::Never {
@@ -109,7 +109,7 @@ fn judge(view: &JobView, settings: &Settings) -> (Vec<Violation>, Vec<String>) {
 /// is rejected. A Job that was never stamped (created without the annotation, under
 /// `jaxEnv: never`, or before the policy served Jobs) has no env to go stale.
 pub(super) fn admit_update(object: &Value, old: Option<&Value>, settings: &Settings) -> Verdict {
-    if settings.jax_env == JaxEnv::Never || !settings.role.judges() {
+    if settings.jax_env == JaxEnv::Never || !settings.role.validates() {
         return Verdict::accept();
     }
     // An old object that cannot be read has nothing to compare.

@@ -31,7 +31,7 @@ pub(super) fn admit_create(
     let (stamps, narrowings, warnings) = {
         let view = JobSetView::parse(&object, &settings.tpu_resource)?;
         let plan = JobSetPlan::new(&view, settings);
-        let findings = if role.judges() {
+        let findings = if role.validates() {
             let mut findings = rules::judge(&plan, Moment::Create)?;
             check_queue(&plan, cluster, &mut findings);
             findings
@@ -40,7 +40,7 @@ pub(super) fn admit_create(
             Findings::default()
         };
         // Every parsed JobSet, judged or not: an empty value is as empty on a CPU pod.
-        let references = if role.judges() {
+        let references = if role.validates() {
             references::jobset_warnings(&view)
         } else {
             Vec::new()
@@ -53,7 +53,7 @@ pub(super) fn admit_create(
         let mut about_facts = Vec::new();
         let facts = groups::facts(&plan, &mut about_facts)?;
         // The judging half speaks, so that the pair gives each warning once.
-        if role.judges() {
+        if role.validates() {
             warnings.extend(about_facts);
             warnings.extend(contradictions::warnings(&plan, &facts)?);
         }
@@ -90,11 +90,7 @@ pub(super) struct Cluster<'a> {
 fn check_queue(plan: &JobSetPlan, cluster: &Cluster, findings: &mut Findings) {
     let settings = plan.settings;
     let Some(queue) = plan.view.queue else { return };
-    let applies = settings.queue_check != QueueCheck::Off
-        && rules::judged(plan)
-        && plan.view.tpu_jobs().next().is_some()
-        && rules::deferred(plan.view, Moment::Create, settings.role);
-    if !applies {
+    if settings.queue_check == QueueCheck::Off || !findings.waits_for_a_flavour {
         return;
     }
     let found = queue_lookup::look_up(

@@ -56,7 +56,7 @@ impl Route {
     fn in_role(self, role: Role) -> bool {
         match self {
             Route::PodCreate => role.mutates(),
-            Route::JobSetUpdate | Route::JobUpdate => role.judges(),
+            Route::JobSetUpdate | Route::JobUpdate => role.validates(),
             Route::JobSetCreate | Route::JobCreate => true,
         }
     }

@@ -25,36 +25,16 @@ pub fn vars(
     if facts.runs_first {
         return Ok(Vec::new());
     }
-    let (num_slices, slice_id, coordinator, outside) = match (&facts.slice, &facts.coordinator) {
-        (Some(slice), Some(coordinator)) => (
-            slice.total,
-            checked_add(slice.offset, place.job_index, "metadata.labels")?,
-            place.address(coordinator),
-            facts.coordinator_outside,
-        ),
-        _ => {
-            // No facts: the JobSet was admitted before the policy. The pod's own labels only
-            // tell about its replicated job, so that is taken as the whole slice group.
-            let own = place.address(&names::rjob_pod(place.replicated_job, 0, 0));
-            let (coordinator, outside) = match map_str(annotations, keys::JOBSET_COORDINATOR) {
-                Some(c) => (
-                    c.to_string(),
-                    !names::is_pod_of(c, place.jobset, place.replicated_job),
-                ),
-                None => (own, false),
-            };
-            warnings.push(format!(
-                "pod of JobSet {:?}: its JobSet was admitted before this policy, so replicated job {:?} was taken as its whole slice group ({} slices, coordinator {coordinator})",
-                place.jobset, place.replicated_job, place.replicated_job_replicas
-            ));
-            (
-                place.replicated_job_replicas,
-                place.job_index,
-                coordinator,
-                outside,
-            )
-        }
+    let slice = match from_facts(facts, place)? {
+        Some(slice) => slice,
+        None => guessed(place, annotations, warnings),
     };
+    let Slice {
+        count: num_slices,
+        id: slice_id,
+        coordinator,
+        coordinator_outside: outside,
+    } = slice;
     if num_slices <= 1 {
         return Ok(Vec::new());
     }
@@ -89,4 +69,49 @@ pub fn vars(
             Ok(out)
         })
         .collect()
+}
+
+/// A pod's slice: how many slices its group has, its own slice id, and the group's
+/// coordinator's address, which may be outside the group.
+struct Slice {
+    count: u32,
+    id: u32,
+    coordinator: String,
+    coordinator_outside: bool,
+}
+
+/// The slice the JobSet's facts give the pod; `None` without them.
+fn from_facts(facts: &Facts, place: &PodPlace) -> Result<Option<Slice>, InputError> {
+    let (Some(slice), Some(coordinator)) = (&facts.slice, &facts.coordinator) else {
+        return Ok(None);
+    };
+    Ok(Some(Slice {
+        count: slice.total,
+        id: checked_add(slice.offset, place.job_index, "metadata.labels")?,
+        coordinator: place.address(coordinator),
+        coordinator_outside: facts.coordinator_outside,
+    }))
+}
+
+/// The guess for a pod whose JobSet was admitted before the policy, so has no facts. The pod's
+/// own labels only tell about its replicated job, so that is taken as the whole slice group.
+fn guessed(place: &PodPlace, annotations: Option<&Object>, warnings: &mut Vec<String>) -> Slice {
+    let own = place.address(&names::rjob_pod(place.replicated_job, 0, 0));
+    let (coordinator, outside) = match map_str(annotations, keys::JOBSET_COORDINATOR) {
+        Some(c) => (
+            c.to_string(),
+            !names::is_pod_of(c, place.jobset, place.replicated_job),
+        ),
+        None => (own, false),
+    };
+    warnings.push(format!(
+        "pod of JobSet {:?}: its JobSet was admitted before this policy, so replicated job {:?} was taken as its whole slice group ({} slices, coordinator {coordinator})",
+        place.jobset, place.replicated_job, place.replicated_job_replicas
+    ));
+    Slice {
+        count: place.replicated_job_replicas,
+        id: place.job_index,
+        coordinator,
+        coordinator_outside: outside,
+    }
 }

@@ -5,7 +5,7 @@ use crate::facts::JobFacts;
 use crate::jobset_plan::JobSetPlan;
 use crate::views::job_view::JobView;
 use crate::views::jobset_view::{JobSetView, ReplicatedJob};
-use crate::violation::{self, Rule, Violation};
+use crate::violation::{Rule, Violation};
 
 /// Why the pods of replicated job `i` depend on its parallelism, if they do: a member of a JAX
 /// group, or a TPU job under `tpuWorkerEnv`.
@@ -58,17 +58,16 @@ pub fn stale_resizes(old: &JobSetPlan, new: &JobSetView) -> Vec<Violation> {
                         show(is),
                     ),
                     "delete and recreate the JobSet with the new size",
-                ));
+                ).in_job(after.name));
             }
         }
     }
-    violation::name_replicated_jobs(&mut out, &new.rjob_names());
     out
 }
 
-/// E2: an UPDATE of a plain Job whose template carries `stamped` facts (SPEC §4.6) that would
-/// leave its pods' JAX env stale, naming the field; `None` when it would not.
-/// The count was stamped at CREATE, and running JAX processes cannot learn a new one.
+/// E2: an UPDATE of a plain Job whose template carries `stamped` facts (SPEC §4.6) that would leave
+/// its pods' JAX env stale, naming the field; `None` when it would not. The count was stamped at
+/// CREATE, and running JAX processes cannot learn a new one.
 pub fn stale_job_resize(stamped: &JobFacts, old: &JobView, new: &JobView) -> Option<Violation> {
     let processes = stamped.completions;
     if new.completions != old.completions {

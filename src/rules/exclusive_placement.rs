@@ -2,14 +2,9 @@
 use crate::jobset_plan::JobSetPlan;
 use crate::keys;
 use crate::placement::{exclusive_placement, pinned, placed_as_slice, Exclusive};
-use crate::views::jobset_view::ReplicatedJob;
 use crate::violation::{Rule, Violation};
 
 const HOSTNAME: &str = "kubernetes.io/hostname";
-
-fn pods(r: &ReplicatedJob) -> u64 {
-    u64::from(r.replicas) * u64::from(r.parallelism)
-}
 
 /// X1: a TPU replicated job with more than one pod has exclusive placement by an allowed key,
 /// or is placed as a slice by GKE's slice controller or Kueue TAS.
@@ -20,14 +15,14 @@ pub fn x1_exclusive_placement(plan: &JobSetPlan) -> Vec<Violation> {
     }
     let keys_text = settings.exclusive_topology_keys.join(" or ");
     view.tpu_jobs()
-        .filter(|(_, r)| pods(r) > 1 && !placed_as_slice(r))
+        .filter(|(_, r)| r.pods() > 1 && !placed_as_slice(r))
         .filter_map(|(_, r)| match exclusive_placement(view, r) {
             None => Some(Violation::new(
                 Rule::X1,
                 r.at.job_annotations(),
                 format!(
                     "runs {} TPU pods without exclusive placement, so two slices can land in one {}",
-                    pods(r),
+                    r.pods(),
                     settings.exclusive_topology_keys[0]
                 ),
                 format!(
@@ -35,14 +30,15 @@ pub fn x1_exclusive_placement(plan: &JobSetPlan) -> Vec<Violation> {
                     keys::EXCLUSIVE_TOPOLOGY,
                     settings.exclusive_topology_keys[0]
                 ),
-            )),
+            ).in_job(r.name)),
             Some(e) if !settings.exclusive_topology_keys.iter().any(|k| k == e.key) => {
-                Some(Violation::new(
+                let v = Violation::new(
                     Rule::X1,
                     e.path(),
                     format!("is {:?}, which does not keep a slice's hosts together", e.key),
                     format!("set it to {keys_text}"),
-                ))
+                );
+                Some(if e.is_own() { v.in_job(r.name) } else { v })
             }
             Some(_) => None,
         })
@@ -104,7 +100,7 @@ pub fn x2_one_placement_per_slice_group(plan: &JobSetPlan) -> Vec<Violation> {
             let mine = exclusive_placement(view, rjob);
             if !same(&mine) {
                 let (difference, fix) = x2_difference(&mine, &theirs);
-                out.push(Violation::new(
+                let v = Violation::new(
                     Rule::X2,
                     mine.as_ref().map_or_else(|| rjob.at.job_annotations(), Exclusive::path),
                     format!(
@@ -115,7 +111,9 @@ pub fn x2_one_placement_per_slice_group(plan: &JobSetPlan) -> Vec<Violation> {
                         describe(&theirs)
                     ),
                     fix,
-                ));
+                );
+                let own = mine.as_ref().is_none_or(Exclusive::is_own);
+                out.push(if own { v.in_job(rjob.name) } else { v });
             }
         }
     }
@@ -152,7 +150,7 @@ pub fn x3_node_selector_flag_takes_effect(plan: &JobSetPlan) -> Vec<Violation> {
                     "is set but neither this replicated job nor the JobSet has {exclusive}, and JobSet ignores it silently"
                 ),
                 format!("add {exclusive} here or on the JobSet, or remove the flag"),
-            ));
+            ).in_job(r.name));
         }
     }
     out
@@ -166,18 +164,21 @@ pub fn x4_exclusive_key_not_pinned(plan: &JobSetPlan) -> Vec<Violation> {
         .filter_map(|(_, r)| {
             let e = exclusive_placement(view, r)?;
             let pin = pinned(r, e.key)?;
-            Some(Violation::new(
-                Rule::X4,
-                pin.path(&r.template.spec_path()),
-                format!(
-                    "pins {} to {:?}, so only one of the {} slices can ever be scheduled",
-                    e.key, pin.value, r.replicas
-                ),
-                format!(
-                    "remove it: exclusive placement gives each slice its own {}",
-                    e.key
-                ),
-            ))
+            Some(
+                Violation::new(
+                    Rule::X4,
+                    pin.path(&r.template.spec_path()),
+                    format!(
+                        "pins {} to {:?}, so only one of the {} slices can ever be scheduled",
+                        e.key, pin.value, r.replicas
+                    ),
+                    format!(
+                        "remove it: exclusive placement gives each slice its own {}",
+                        e.key
+                    ),
+                )
+                .in_job(r.name),
+            )
         })
         .collect()
 }

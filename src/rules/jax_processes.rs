@@ -15,18 +15,21 @@ const OWN_GROUP: &str =
     "or, if its pods run no JAX while other replicated jobs do, give it a groupName of its own";
 
 /// What a member breaks: the field, the fact, what follows from it, and the fix.
-struct Finding {
+struct Finding<'a> {
     rule: Rule,
     path: String,
+    /// The replicated job the path is in; `None` for the JobSet's own fields.
+    job: Option<&'a str>,
     fact: String,
     consequence: String,
     fix: String,
 }
 
 /// P1: Indexed, or its pods have no completion index, and so no process id.
-fn p1(r: &ReplicatedJob) -> Option<Finding> {
+fn p1<'a>(r: &ReplicatedJob<'a>) -> Option<Finding<'a>> {
     (!r.is_indexed()).then(|| Finding {
         rule: Rule::P1,
+        job: Some(r.name),
         path: r.at.pod_template().job_spec_field("completionMode"),
         fact: format!("is {:?}", r.completion_mode.unwrap_or_default()),
         consequence: "so its pods have no completion index to take a JAX process id from".into(),
@@ -35,7 +38,7 @@ fn p1(r: &ReplicatedJob) -> Option<Finding> {
 }
 
 /// P2: every pod at once, or fewer run than JAX_NUM_PROCESSES counts, or they run in waves.
-fn p2(r: &ReplicatedJob) -> Option<Finding> {
+fn p2<'a>(r: &ReplicatedJob<'a>) -> Option<Finding<'a>> {
     let p = r.parallelism;
     let at = r.at.pod_template();
     let (path, fact, consequence, both) = match r.completions {
@@ -69,6 +72,7 @@ fn p2(r: &ReplicatedJob) -> Option<Finding> {
     };
     Some(Finding {
         rule: Rule::P2,
+        job: Some(r.name),
         path,
         fact,
         consequence,
@@ -77,10 +81,11 @@ fn p2(r: &ReplicatedJob) -> Option<Finding> {
 }
 
 /// P3: the coordinator, JAX process 0, is a pod that runs from the start.
-fn p3(r: &ReplicatedJob, coordinator: Option<&CoordinatorRef>) -> Option<Finding> {
+fn p3<'a>(r: &ReplicatedJob<'a>, coordinator: Option<&CoordinatorRef>) -> Option<Finding<'a>> {
     let c = coordinator.filter(|c| c.replicated_job == r.name && c.pod_index >= r.parallelism)?;
     Some(Finding {
         rule: Rule::P3,
+        job: None,
         path: "spec.coordinator.podIndex".into(),
         fact: format!(
             "is {}, but replicated job {:?} runs {} pods at once",
@@ -96,7 +101,7 @@ fn p3(r: &ReplicatedJob, coordinator: Option<&CoordinatorRef>) -> Option<Finding
 
 /// The members P1–P3 judge: those with pods of the JAX groups of a JobSet opted in by its own
 /// annotation (the plan has left out the batch jobs beside the JAX run).
-fn judged<'p, 'v, 'a>(
+fn jax_members<'p, 'v, 'a>(
     plan: &'p JobSetPlan<'v, 'a>,
 ) -> impl Iterator<Item = &'v ReplicatedJob<'a>> + 'p {
     plan.jax_groups()
@@ -107,16 +112,20 @@ fn judged<'p, 'v, 'a>(
 }
 
 fn violation(f: Finding) -> Violation {
-    Violation::new(
+    let v = Violation::new(
         f.rule,
         f.path,
         format!("{}, {}", f.fact, f.consequence),
         f.fix,
-    )
+    );
+    match f.job {
+        Some(name) => v.in_job(name),
+        None => v,
+    }
 }
 
 pub fn p1_indexed(plan: &JobSetPlan) -> Vec<Violation> {
-    judged(plan)
+    jax_members(plan)
         .filter(|r| !r.is_tpu())
         .filter_map(p1)
         .map(violation)
@@ -124,7 +133,7 @@ pub fn p1_indexed(plan: &JobSetPlan) -> Vec<Violation> {
 }
 
 pub fn p2_all_processes_at_once(plan: &JobSetPlan) -> Vec<Violation> {
-    judged(plan)
+    jax_members(plan)
         .filter(|r| !r.is_tpu())
         .filter_map(p2)
         .map(violation)
@@ -132,7 +141,7 @@ pub fn p2_all_processes_at_once(plan: &JobSetPlan) -> Vec<Violation> {
 }
 
 pub fn p3_coordinator_runs_from_the_start(plan: &JobSetPlan) -> Vec<Violation> {
-    judged(plan)
+    jax_members(plan)
         .filter_map(|r| p3(r, plan.coordinator))
         .map(violation)
         .collect()
@@ -153,11 +162,10 @@ pub fn batch_jobs_beside_jax(plan: &JobSetPlan) -> Vec<String> {
             let f = p1(r)
                 .or_else(|| p2(r))
                 .or_else(|| p3(r, plan.coordinator))?;
-            let named = if f.path.starts_with("spec.replicatedJobs[") {
-                format!(" (replicated job {:?})", r.name)
-            } else {
-                String::new()
-            };
+            let named = f
+                .job
+                .map(|name| format!(" (replicated job {name:?})"))
+                .unwrap_or_default();
             Some(format!("{}{named}: {}, {why}", f.path, f.fact))
         })
         .collect()

@@ -12,13 +12,16 @@ use crate::error::InputError;
 use crate::jobset_plan::JobSetPlan;
 use crate::settings::Role;
 use crate::views::jobset_view::JobSetView;
-use crate::violation::{self, Violation};
+use crate::violation::Violation;
 
 /// What validation found in a JobSet.
 #[derive(Debug, Default, PartialEq)]
 pub struct Findings {
     pub violations: Vec<Violation>,
     pub warnings: Vec<String>,
+    /// Whether the JobSet is the policy's, has TPU replicated jobs, and T3 and T4 waited for
+    /// its flavour: what the queue check asks of a JobSet before it looks its queue up.
+    pub waits_for_a_flavour: bool,
 }
 
 type RuleFn = fn(&JobSetPlan) -> Vec<Violation>;
@@ -94,7 +97,7 @@ impl When {
 
 /// Whether the policy judges this JobSet at all: it has a TPU replicated job or the JAX env is on.
 /// Other JobSets are JobSet's own webhook's to judge (SPEC §6, last paragraph).
-pub fn judged(plan: &JobSetPlan) -> bool {
+pub fn in_scope(plan: &JobSetPlan) -> bool {
     plan.view.tpu_jobs().next().is_some() || plan.jax_enabled
 }
 
@@ -109,7 +112,7 @@ pub fn deferred(view: &JobSetView, moment: Moment, role: Role) -> bool {
 /// The input errors of a JobSet the policy serves: a coordinator that names no pod. Every role
 /// refuses them, since the plan of the env reads the coordinator.
 pub fn check_input(plan: &JobSetPlan) -> Result<(), InputError> {
-    if judged(plan) {
+    if in_scope(plan) {
         plan.view.check_coordinator()?;
     }
     Ok(())
@@ -119,19 +122,18 @@ pub fn check_input(plan: &JobSetPlan) -> Result<(), InputError> {
 /// what its pods will not get.
 pub fn judge(plan: &JobSetPlan, moment: Moment) -> Result<Findings, InputError> {
     check_input(plan)?;
-    if !judged(plan) {
+    if !in_scope(plan) {
         return Ok(Findings {
             warnings: replica_groups::names_without_a_label(plan),
             ..Findings::default()
         });
     }
     let deferred = deferred(plan.view, moment, plan.settings.role);
-    let mut violations: Vec<Violation> = RULES
+    let violations: Vec<Violation> = RULES
         .iter()
         .filter(|(_, when)| when.applies(deferred, moment))
         .flat_map(|(check, _)| check(plan))
         .collect();
-    violation::name_replicated_jobs(&mut violations, &plan.view.rjob_names());
     let mut warnings = exclusive_placement::single_slice_by_hostname(plan);
     warnings.extend(jax_processes::batch_jobs_beside_jax(plan));
     warnings.extend(replica_groups::coordinator_without_tpus(plan));
@@ -141,5 +143,6 @@ pub fn judge(plan: &JobSetPlan, moment: Moment) -> Result<Findings, InputError> 
     Ok(Findings {
         violations,
         warnings,
+        waits_for_a_flavour: deferred && plan.view.tpu_jobs().next().is_some(),
     })
 }

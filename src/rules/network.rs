@@ -17,14 +17,16 @@ fn needs_hostnames(plan: &JobSetPlan) -> Option<&'static str> {
             .fold(0u64, |total, r| total.saturating_add(weight(r)))
     };
     let replicas = |r: &ReplicatedJob| u64::from(r.replicas);
-    let pods = |r: &ReplicatedJob| replicas(r) * u64::from(r.parallelism);
     let multi_host = plan.view.tpu_jobs().any(|(_, r)| r.parallelism > 1);
     let multi_slice = plan.slice_groups.iter().any(|g| sum(g, &replicas) > 1);
     if multi_host || multi_slice {
         return Some("multi-host TPU JobSet");
     }
     // Every JAX process dials the coordinator by its hostname.
-    let multi_process = plan.jax_groups().iter().any(|g| sum(g, &pods) > 1);
+    let multi_process = plan
+        .jax_groups()
+        .iter()
+        .any(|g| sum(g, &|r: &ReplicatedJob| r.pods()) > 1);
     multi_process.then_some("JAX JobSet of several processes")
 }
 
@@ -65,6 +67,7 @@ pub fn n2_pods_resolve_cluster_dns(plan: &JobSetPlan) -> Vec<Violation> {
                 r.template.spec_at(),
                 "the coordinator and worker hostnames",
             )
+            .map(|v| v.in_job(r.name))
         })
         .collect()
 }

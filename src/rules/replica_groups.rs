@@ -56,7 +56,7 @@ pub fn g1_group_name_is_a_label(plan: &JobSetPlan) -> Vec<Violation> {
                         "use lowercase letters, digits and '-', starting with a letter, at most 63 characters, for example {:?}",
                         suggest_label(name)
                     ),
-                ));
+                ).in_job(rjob.name));
             }
         }
     }
@@ -101,7 +101,7 @@ pub fn g2_field_and_annotation_agree(plan: &JobSetPlan) -> Vec<Violation> {
                 format!(
                     "set groupName to {annotation:?} (on JobSet v0.9+ it defaults to \"default\") or make the annotation match"
                 ),
-            )),
+            ).in_job(rjob.name)),
             _ => None,
         })
         .collect()
@@ -140,7 +140,7 @@ pub fn g3_no_cpu_job_among_slices(plan: &JobSetPlan) -> Vec<Violation> {
                     "puts this non-TPU replicated job in group {name:?} with TPU replicated jobs {tpu}"
                 ),
                 "give it a group of its own, or leave it in \"default\", where non-TPU jobs are not counted as slices",
-            ));
+            ).in_job(rjob.name));
         }
     }
     out
@@ -167,7 +167,7 @@ pub fn g4_identical_slices(plan: &JobSetPlan) -> Vec<Violation> {
                     "a multislice is made of identical slices: make it match {:?}, the first replicated job of slice group {group:?}",
                     first.name
                 );
-                out.push(Violation::new(Rule::G4, path, problem, fix));
+                out.push(Violation::new(Rule::G4, path, problem, fix).in_job(rjob.name));
             };
             let pairs = selection(rjob, settings)
                 .into_iter()
@@ -241,7 +241,7 @@ pub fn g5_one_shape_per_queued_slice_group(plan: &JobSetPlan) -> Vec<Violation> 
                 "pin one shape in every replicated job of the group: {} and {} in each nodeSelector",
                 settings.accelerator_label, settings.topology_label
             ),
-        ));
+        ).in_job(first.name));
     }
     out
 }

@@ -21,6 +21,7 @@ pub fn t1_indexed_completion(plan: &JobSetPlan) -> Vec<Violation> {
                 format!("is {:?}", r.completion_mode.unwrap_or_default()),
                 "TPU hosts find each other by completion index: remove it or set it to Indexed",
             )
+            .in_job(r.name)
         })
         .collect()
 }
@@ -40,7 +41,7 @@ pub fn t2_all_hosts_at_once(plan: &JobSetPlan) -> Vec<Violation> {
                     r.at.pod_template().job_spec_field("completions"),
                     "is not set, and the API server refuses an Indexed Job without it, so no child Job would ever be created",
                     format!("a TPU slice needs every host at once, set completions and parallelism to {target}"),
-                ));
+                ).in_job(r.name));
             }
             continue;
         };
@@ -48,12 +49,15 @@ pub fn t2_all_hosts_at_once(plan: &JobSetPlan) -> Vec<Violation> {
             continue;
         }
         let target = slice_hosts(r, settings).unwrap_or(completions);
-        out.push(Violation::new(
-            Rule::T2,
-            r.at.pod_template().job_spec_field("parallelism"),
-            format!("is {} but completions is {completions}", r.parallelism),
-            format!("a TPU slice needs every host at once, set both to {target}"),
-        ));
+        out.push(
+            Violation::new(
+                Rule::T2,
+                r.at.pod_template().job_spec_field("parallelism"),
+                format!("is {} but completions is {completions}", r.parallelism),
+                format!("a TPU slice needs every host at once, set both to {target}"),
+            )
+            .in_job(r.name),
+        );
     }
     out
 }
@@ -130,7 +134,7 @@ fn not_selected(r: &ReplicatedJob, label: &str, hint: &str) -> Violation {
         format!(
             "add {label} to the nodeSelector, or a required node affinity with one In value, set to {hint}"
         ),
-    )
+    ).in_job(r.name)
 }
 
 /// The slice an rjob describes, as its accelerator pin and slice topology, when both are known.
@@ -168,6 +172,7 @@ pub fn t4_topology_fits_the_slice(plan: &JobSetPlan) -> Vec<Violation> {
                     e.problem(),
                     "ask for a whole number of chips: the chips of one host, for example 4",
                 )
+                .in_job(r.name)
             })
             .collect();
         if !chip_errors.is_empty() {
@@ -180,15 +185,18 @@ pub fn t4_topology_fits_the_slice(plan: &JobSetPlan) -> Vec<Violation> {
         };
         match accelerators::lookup(&settings.accelerators, accelerator.value) {
             Some(acc) => out.extend(check_slice(r, &acc, &topology)),
-            None if settings.reject_unknown_accelerators => out.push(Violation::new(
-                Rule::T4,
-                accelerator.path(&r.template.spec_path()),
-                format!("{:?} is not in the accelerator table", accelerator.value),
-                format!(
-                    "use one of {} or add it to the accelerators setting",
-                    accelerators::known_names(&settings.accelerators).join(", ")
-                ),
-            )),
+            None if settings.reject_unknown_accelerators => out.push(
+                Violation::new(
+                    Rule::T4,
+                    accelerator.path(&r.template.spec_path()),
+                    format!("{:?} is not in the accelerator table", accelerator.value),
+                    format!(
+                        "use one of {} or add it to the accelerators setting",
+                        accelerators::known_names(&settings.accelerators).join(", ")
+                    ),
+                )
+                .in_job(r.name),
+            ),
             None => {}
         }
     }
@@ -275,7 +283,7 @@ fn check_slice(r: &ReplicatedJob, acc: &Accelerator, topology: &Pin) -> Option<V
             },
         ),
     };
-    Some(Violation::new(Rule::T4, path, problem, fix))
+    Some(Violation::new(Rule::T4, path, problem, fix).in_job(r.name))
 }
 
 /// T4 while the JobSet is suspended or queued (SPEC §4.7): no slice of the table fits the
@@ -333,7 +341,7 @@ fn no_slice_fits(r: &ReplicatedJob, settings: &Settings) -> Violation {
             r.parallelism, r.parallelism
         ),
         fix,
-    )
+    ).in_job(r.name)
 }
 
 /// Accelerators the table does not know, when they are accepted rather than rejected.

@@ -95,6 +95,11 @@ pub struct ReplicatedJob<'a> {
 }
 
 impl<'a> ReplicatedJob<'a> {
+    /// Its pods: replicas × parallelism, in a `u64`, where that product always fits.
+    pub fn pods(&self) -> u64 {
+        u64::from(self.replicas) * u64::from(self.parallelism)
+    }
+
     pub fn is_tpu(&self) -> bool {
         self.template.is_tpu()
     }
