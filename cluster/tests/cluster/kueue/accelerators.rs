@@ -13,7 +13,7 @@ use crate::common::{Failures, Report};
 use crate::shapes::{object_named, reviews_of};
 use multislice_cluster::fleet::{self, Pool};
 use multislice_cluster::kueue;
-use multislice_cluster::policies::{self, Manifest};
+use multislice_cluster::policies::{self, Variant};
 use multislice_cluster::run;
 use multislice_cluster::ControlPlane;
 use serde_json::{json, Value};
@@ -106,13 +106,10 @@ pub(crate) async fn set_up(plane: &mut ControlPlane) -> anyhow::Result<()> {
     let scope = [
         json!({"key": "kubernetes.io/metadata.name", "operator": "In", "values": [NO_GKE_NAMESPACE]}),
     ];
-    for manifest in policies::PAIR_MANIFESTS {
-        let mut settings = Manifest::load(manifest)?.settings(None);
-        settings["requireTpuNodeSelectors"] = json!(false);
-        plane
-            .install_policy_with(manifest, "no-gke-labels", &settings, &scope)
-            .await?;
-    }
+    let settings = json!({"requireTpuNodeSelectors": false});
+    plane
+        .install_variant(Variant::Pair, Some("no-gke-labels"), &settings, &scope)
+        .await?;
     // A moment for the API server's informers to have the labels and the configurations.
     tokio::time::sleep(Duration::from_secs(2)).await;
     Ok(())
