@@ -21,7 +21,9 @@
 //! and `swap_module`.
 use crate::kube_api::Cluster;
 use crate::kube_proxy::{relabelled_key, ReviewRoute, Route, Routes};
-use crate::kubewarden::{CONFIG_VERSION_LABEL, NAMESPACE, POLICY_SERVER_LABEL, POLICY_SERVER_OBJECTS};
+use crate::kubewarden::{
+    CONFIG_VERSION_LABEL, NAMESPACE, POLICY_SERVER_LABEL, POLICY_SERVER_OBJECTS,
+};
 use crate::procs::{free_port, Process, Supervision};
 use anyhow::{anyhow, bail, Context, Result};
 use base64::Engine as _;
@@ -194,7 +196,10 @@ async fn pass(
         .await?;
     let mut alive = Vec::new();
     for pod in &listed {
-        let name = pod["metadata"]["name"].as_str().unwrap_or_default().to_string();
+        let name = pod["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
         if !pod["metadata"]["deletionTimestamp"].is_null() {
             // The containers stop, then the pod is gone.
             if let Ok(mut p) = pods.lock() {
@@ -204,7 +209,10 @@ async fn pass(
             continue;
         }
         alive.push(name.clone());
-        let known = pods.lock().map(|p| p.by_name.contains_key(&name)).unwrap_or(true);
+        let known = pods
+            .lock()
+            .map(|p| p.by_name.contains_key(&name))
+            .unwrap_or(true);
         if known || pod["spec"]["nodeName"].is_null() {
             continue;
         }
@@ -287,8 +295,15 @@ async fn certificate(cluster: &Cluster, dir: &Path) -> Result<Option<(PathBuf, P
 
 /// Starts the host of one bound pod and waits until it serves; `None` while the ConfigMap is
 /// not at the pod's version (a newer pod is then on its way).
-async fn start_pod(cluster: &Cluster, around: &Surroundings, pod: &Value) -> Result<Option<PodHost>> {
-    let name = pod["metadata"]["name"].as_str().unwrap_or_default().to_string();
+async fn start_pod(
+    cluster: &Cluster,
+    around: &Surroundings,
+    pod: &Value,
+) -> Result<Option<PodHost>> {
+    let name = pod["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
     let version = pod["metadata"]["labels"][CONFIG_VERSION_LABEL]
         .as_str()
         .unwrap_or_default()
@@ -310,7 +325,14 @@ async fn start_pod(cluster: &Cluster, around: &Surroundings, pod: &Value) -> Res
         .context("the ConfigMap has no policies.yml")?;
     std::fs::write(&policies, served_file(text)?)?;
     let (port, readiness_port) = (free_port()?, free_port()?);
-    let (command, env) = command_line(around, pod, &dir, &policies, (&cert, &key), (port, readiness_port))?;
+    let (command, env) = command_line(
+        around,
+        pod,
+        &dir,
+        &policies,
+        (&cert, &key),
+        (port, readiness_port),
+    )?;
     let readiness = SocketAddr::from((Ipv4Addr::LOCALHOST, readiness_port));
     let around = around.clone();
     tokio::task::spawn_blocking(move || {
@@ -372,14 +394,22 @@ fn command_line(
                 ("KUBEWARDEN_CERT_FILE", s(cert)),
                 ("KUBEWARDEN_KEY_FILE", s(key)),
                 ("KUBEWARDEN_PORT", port.to_string()),
-                ("KUBEWARDEN_READINESS_PROBE_PORT", readiness_port.to_string()),
+                (
+                    "KUBEWARDEN_READINESS_PROBE_PORT",
+                    readiness_port.to_string(),
+                ),
                 ("KUBEWARDEN_POLICIES_DOWNLOAD_DIR", s(&dir.join("store"))),
                 ("KUBEWARDEN_POLICIES", s(policies)),
                 ("KUBEWARDEN_SIGSTORE_CACHE_DIR", s(&dir.join("sigstore"))),
             ];
             env.retain(|(k, _)| !moved.iter().any(|(m, _)| m == k));
             env.extend(moved.into_iter().map(|(k, v)| (k.to_string(), v)));
-            let mut command = vec![s(binary), "--addr".into(), "127.0.0.1".into(), "--log-no-color".into()];
+            let mut command = vec![
+                s(binary),
+                "--addr".into(),
+                "127.0.0.1".into(),
+                "--log-no-color".into(),
+            ];
             if let Some(trust) = trust_config(binary) {
                 command.extend(["--sigstore-trust-config".into(), s(&trust)]);
             }
@@ -398,13 +428,22 @@ fn command_line(
             "--key-file".into(),
             s(key),
             "--lifetime".into(),
-            around.until.saturating_duration_since(Instant::now()).as_secs().to_string(),
+            around
+                .until
+                .saturating_duration_since(Instant::now())
+                .as_secs()
+                .to_string(),
         ],
     };
     Ok((command, env))
 }
 
-fn spawn(around: &Surroundings, pod: &str, command: &[String], env: &[(String, String)]) -> Result<Process> {
+fn spawn(
+    around: &Surroundings,
+    pod: &str,
+    command: &[String],
+    env: &[(String, String)],
+) -> Result<Process> {
     let supervision = Supervision {
         logs: &around.logs,
         lifetime: around.until.saturating_duration_since(Instant::now()) + Duration::from_secs(5),

@@ -2,7 +2,8 @@
 //! runs, so a Service's ClusterIP leads nowhere; kube-apiserver's `--egress-selector-config-file`
 //! sends what it dials in the `cluster` context (webhooks that name a Service: Kubewarden's
 //! controller's and the policies' that the controller writes) through this HTTP CONNECT proxy on
-//! 127.0.0.1, which maps the `<ClusterIP>:<port>` the API server asks for to a process on
+//! a Unix socket in the control plane's folder (an egress selector's TCP transport must be TLS
+//! with a client certificate), which maps the `<ClusterIP>:<port>` the API server asks for to a process on
 //! loopback, as kube-proxy's rules map it to a pod:
 //! - the controller's webhook Service: passed through, bytes as they come, to its port 9443;
 //! - policy-server's Service: its TLS ended here with the certificate of the Secret the
@@ -19,8 +20,9 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
-use std::path::Path;
+use std::net::{SocketAddr, TcpStream};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
@@ -87,18 +89,18 @@ impl ReviewRoute {
 /// Where each `<ClusterIP>:<port>` leads.
 pub type Routes = Arc<RwLock<BTreeMap<String, Route>>>;
 
-/// The proxy: its port, and the routes by `<ClusterIP>:<port>`.
+/// The proxy: its socket, and the routes by `<ClusterIP>:<port>`.
 pub struct KubeProxy {
-    pub port: u16,
+    pub socket: PathBuf,
     routes: Routes,
     stop: Arc<AtomicBool>,
 }
 
 impl KubeProxy {
-    /// Listens on a free port of 127.0.0.1 for `lifetime`, logging reviews to `log`.
-    pub fn start(log: &Path, lifetime: Duration) -> Result<KubeProxy> {
-        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?;
-        let port = listener.local_addr()?.port();
+    /// Listens on `socket` for `lifetime`, logging reviews to `log`.
+    pub fn start(socket: &Path, log: &Path, lifetime: Duration) -> Result<KubeProxy> {
+        let listener = UnixListener::bind(socket)
+            .with_context(|| format!("cannot listen on {}", socket.display()))?;
         let routes: Routes = Arc::default();
         let stop = Arc::new(AtomicBool::new(false));
         let file = std::fs::OpenOptions::new()
@@ -124,7 +126,11 @@ impl KubeProxy {
                 }
             }
         });
-        Ok(KubeProxy { port, routes, stop })
+        Ok(KubeProxy {
+            socket: socket.to_path_buf(),
+            routes,
+            stop,
+        })
     }
 
     /// From now on `<cluster_ip>:<port>` leads where `route` says.
@@ -142,8 +148,8 @@ impl KubeProxy {
     /// The egress selector configuration that sends the API server's `cluster` dials here.
     pub fn egress_selector_configuration(&self) -> String {
         format!(
-            "apiVersion: apiserver.k8s.io/v1beta1\nkind: EgressSelectorConfiguration\negressSelections:\n- name: cluster\n  connection:\n    proxyProtocol: HTTPConnect\n    transport:\n      tcp:\n        url: http://127.0.0.1:{}\n",
-            self.port
+            "apiVersion: apiserver.k8s.io/v1beta1\nkind: EgressSelectorConfiguration\negressSelections:\n- name: cluster\n  connection:\n    proxyProtocol: HTTPConnect\n    transport:\n      uds:\n        udsName: {}\n",
+            self.socket.display()
         )
     }
 }
@@ -156,7 +162,7 @@ impl Drop for KubeProxy {
 
 /// One CONNECT: its target's route, then the tunnel.
 fn serve(
-    mut stream: TcpStream,
+    mut stream: UnixStream,
     routes: &RwLock<BTreeMap<String, Route>>,
     log: &Mutex<std::fs::File>,
 ) -> Result<()> {
@@ -201,7 +207,7 @@ fn serve(
 }
 
 /// Bytes both ways until either side closes.
-fn pass(down: TcpStream, up: TcpStream) -> Result<()> {
+fn pass(down: UnixStream, up: TcpStream) -> Result<()> {
     let (mut down_r, mut up_w) = (down.try_clone()?, up.try_clone()?);
     let (mut up_r, mut down_w) = (up, down);
     let t = std::thread::spawn(move || {
@@ -216,11 +222,10 @@ fn pass(down: TcpStream, up: TcpStream) -> Result<()> {
 
 /// TLS ended with the Service's certificate; each request sent to the host over TLS of its own,
 /// its answer sent back, and the two logged.
-fn reviews(down: TcpStream, route: &ReviewRoute, log: &Mutex<std::fs::File>) -> Result<()> {
+fn reviews(down: UnixStream, route: &ReviewRoute, log: &Mutex<std::fs::File>) -> Result<()> {
     let connection = rustls::ServerConnection::new(route.server.clone())?;
     let mut down = BufReader::new(rustls::StreamOwned::new(connection, down));
-    let mut up: Option<BufReader<rustls::StreamOwned<rustls::ClientConnection, TcpStream>>> =
-        None;
+    let mut up: Option<BufReader<rustls::StreamOwned<rustls::ClientConnection, TcpStream>>> = None;
     for _ in 0..REQUESTS_PER_CONNECTION {
         let Some(request) = read_message(&mut down)? else {
             return Ok(());
@@ -242,8 +247,8 @@ fn reviews(down: TcpStream, route: &ReviewRoute, log: &Mutex<std::fs::File>) -> 
         let upstream = up.as_mut().ok_or_else(|| anyhow!("no upstream"))?;
         upstream.get_mut().write_all(&request.raw)?;
         upstream.get_mut().flush()?;
-        let response = read_message(upstream)?
-            .ok_or_else(|| anyhow!("the host closed the connection"))?;
+        let response =
+            read_message(upstream)?.ok_or_else(|| anyhow!("the host closed the connection"))?;
         down.get_mut().write_all(&response.raw)?;
         down.get_mut().flush()?;
         log_review(log, &request, &response)?;

@@ -31,13 +31,20 @@ pub(crate) async fn start_api_server(plane: &mut ControlPlane, binaries: &Binari
         ]),
         &[],
     )?;
-    let proxy = KubeProxy::start(&plane.reviews, plane.remaining())?;
+    let proxy = KubeProxy::start(
+        &plane.dir.join("kube-proxy.sock"),
+        &plane.reviews,
+        plane.remaining(),
+    )?;
     let egress = plane.dir.join("egress-selector.yaml");
     std::fs::write(&egress, proxy.egress_selector_configuration())?;
     plane.proxy = Some(proxy);
     let mut apiserver_args = apiserver_args(&plane.pki, etcd_port, plane.api_port);
     // Webhooks that name a Service (Kubewarden's) are dialled through the kube-proxy shim.
-    apiserver_args.push(format!("--egress-selector-config-file={}", egress.display()));
+    apiserver_args.push(format!(
+        "--egress-selector-config-file={}",
+        egress.display()
+    ));
     plane.spawn(
         "kube-apiserver",
         binaries.get("kube-apiserver")?,

@@ -9,8 +9,8 @@
 //! ConfigMap, each policy's webhook configuration, the policies' status) is the controller's.
 use crate::kube_proxy::Route;
 use crate::modules::{args, crd_files, module_dir, Binaries};
-use crate::plane::ControlPlane;
 use crate::pki::openssl;
+use crate::plane::ControlPlane;
 use crate::procs::free_port;
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
@@ -319,8 +319,7 @@ impl ControlPlane {
     /// `kubewarden-ca`'s certificate, base64, as the chart puts it in a `caBundle`.
     pub(crate) fn kubewarden_ca_bundle(&self) -> Result<String> {
         use base64::Engine as _;
-        Ok(base64::engine::general_purpose::STANDARD
-            .encode(std::fs::read(self.kubewarden_ca())?))
+        Ok(base64::engine::general_purpose::STANDARD.encode(std::fs::read(self.kubewarden_ca())?))
     }
 
     pub(crate) fn kubewarden_ca(&self) -> std::path::PathBuf {

@@ -153,8 +153,14 @@ impl Overlay {
 
     /// Writes its kustomization.yaml, with `module` as every policy's module.
     pub fn write(&self, module: &Path) -> Result<()> {
+        // kustomize takes no absolute path for a base: each is reached from the overlay's
+        // folder, up to `/` and down again.
+        let up = "../".repeat(self.dir.components().count().saturating_sub(1));
         let root = workspace_root();
-        let abs = |p: &str| root.join(p).display().to_string();
+        let abs = |p: &str| {
+            let path = root.join(p).display().to_string();
+            format!("{up}{}", path.trim_start_matches('/'))
+        };
         let target = json!({"group": "policies.kubewarden.io"});
         let mut patches = vec![json!({
             "target": target,
@@ -187,11 +193,8 @@ impl Overlay {
             "patches": patches,
         });
         if !self.components.is_empty() {
-            kustomization["components"] = json!(self
-                .components
-                .iter()
-                .map(|c| abs(c))
-                .collect::<Vec<_>>());
+            kustomization["components"] =
+                json!(self.components.iter().map(|c| abs(c)).collect::<Vec<_>>());
         }
         if let Some(suffix) = &self.suffix {
             kustomization["nameSuffix"] = json!(format!("-{suffix}"));
@@ -274,7 +277,9 @@ pub fn unique_name(policy: &Value) -> Result<String> {
         Some("ClusterAdmissionPolicy") => format!("clusterwide-{name}"),
         Some("AdmissionPolicy") => format!(
             "namespaced-{}-{name}",
-            policy["metadata"]["namespace"].as_str().unwrap_or("default")
+            policy["metadata"]["namespace"]
+                .as_str()
+                .unwrap_or("default")
         ),
         other => bail!("{other:?} is not a Kubewarden policy"),
     })
@@ -327,11 +332,30 @@ pub fn disagreements(policy: &Value, webhook: &Value) -> Vec<String> {
         }
     };
     let or = |v: &Value, default: Value| if v.is_null() { default } else { v.clone() };
-    same("matchConditions", or(&spec["matchConditions"], Value::Null), &webhook["matchConditions"]);
-    same("failurePolicy", or(&spec["failurePolicy"], json!("Fail")), &webhook["failurePolicy"]);
-    same("timeoutSeconds", or(&spec["timeoutSeconds"], json!(10)), &webhook["timeoutSeconds"]);
+    same(
+        "matchConditions",
+        or(&spec["matchConditions"], Value::Null),
+        &webhook["matchConditions"],
+    );
+    same(
+        "failurePolicy",
+        or(&spec["failurePolicy"], json!("Fail")),
+        &webhook["failurePolicy"],
+    );
+    same(
+        "timeoutSeconds",
+        or(&spec["timeoutSeconds"], json!(10)),
+        &webhook["timeoutSeconds"],
+    );
     if policy["kind"] == "ClusterAdmissionPolicy" {
-        same("rules", spec["rules"].clone(), &webhook["rules"]);
+        // The API server stores a rule's default scope, `*`.
+        let mut rules = spec["rules"].clone();
+        for rule in rules.as_array_mut().into_iter().flatten() {
+            if rule["scope"].is_null() {
+                rule["scope"] = json!("*");
+            }
+        }
+        same("rules", rules, &webhook["rules"]);
         let selector = &spec["namespaceSelector"];
         if !selector["matchLabels"].is_null() {
             out.push(format!(
@@ -343,7 +367,11 @@ pub fn disagreements(policy: &Value, webhook: &Value) -> Vec<String> {
             .as_array()
             .cloned()
             .unwrap_or_default();
-        for expression in selector["matchExpressions"].as_array().into_iter().flatten() {
+        for expression in selector["matchExpressions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
             if !written.contains(expression) {
                 out.push(format!(
                     "{name}: the namespaceSelector expression {expression} is not in the written {written:?}"

@@ -47,9 +47,9 @@ pub(crate) async fn install_policies(
     plane.deployment = deployment;
     // Where the settings turn the queue check on (as `make cluster-preview SETTINGS=…` may),
     // the pair that judges is the queue-check pair, which grants what the check reads.
-    let queue_check = overriding.as_ref().is_some_and(|s| {
-        s["queueCheck"].as_str().is_some_and(|c| c != "off")
-    });
+    let queue_check = overriding
+        .as_ref()
+        .is_some_and(|s| s["queueCheck"].as_str().is_some_and(|c| c != "off"));
     let root = plane.dir.join("kustomize");
     let mut overlays = Vec::new();
     for base in deployment.kustomizations(queue_check) {
@@ -98,7 +98,10 @@ impl ControlPlane {
         let overlays = std::mem::take(&mut self.overlays);
         let installed = self.apply_overlays(overlays).await?;
         for i in &mut self.installed {
-            if let Some(new) = installed.iter().find(|n| n.configuration == i.configuration) {
+            if let Some(new) = installed
+                .iter()
+                .find(|n| n.configuration == i.configuration)
+            {
                 *i = new.clone();
             }
         }
@@ -170,14 +173,19 @@ impl ControlPlane {
             };
             let written = self
                 .cluster
-                .get(&json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": kind,
-                             "metadata": {"name": configuration}}))
+                .get(
+                    &json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": kind,
+                             "metadata": {"name": configuration}}),
+                )
                 .await?
                 .ok_or_else(|| anyhow!("the controller wrote no {kind} {configuration}"))?;
             let webhook = &written["webhooks"][0];
             let wrong = disagreements(&policy, webhook);
             if !wrong.is_empty() {
-                bail!("the examples and Kubewarden's controller disagree:\n{}", wrong.join("\n"));
+                bail!(
+                    "the examples and Kubewarden's controller disagree:\n{}",
+                    wrong.join("\n")
+                );
             }
             let one = Installed {
                 manifest: source_of(&policy, suffix.as_deref()),
@@ -190,7 +198,8 @@ impl ControlPlane {
                 },
                 object: policy,
             };
-            self.installed.retain(|i| i.configuration != one.configuration);
+            self.installed
+                .retain(|i| i.configuration != one.configuration);
             self.installed.push(one.clone());
             installed.push(one);
         }
@@ -219,9 +228,15 @@ impl ControlPlane {
         for policy in policies {
             let name = policy["metadata"]["name"].as_str().unwrap_or_default();
             let stored = self.cluster.get(policy).await?;
-            let status = stored.as_ref().map(|s| s["status"].clone()).unwrap_or_default();
+            let status = stored
+                .as_ref()
+                .map(|s| s["status"].clone())
+                .unwrap_or_default();
             if status["policyStatus"] != "active" {
-                return Ok(Some(format!("{name} is {}: {}", status["policyStatus"], status["conditions"])));
+                return Ok(Some(format!(
+                    "{name} is {}: {}",
+                    status["policyStatus"], status["conditions"]
+                )));
             }
         }
         let config_map = self
@@ -230,9 +245,8 @@ impl ControlPlane {
                          "metadata": {"name": POLICY_SERVER_OBJECTS, "namespace": NAMESPACE}}))
             .await?
             .ok_or_else(|| anyhow!("no ConfigMap {POLICY_SERVER_OBJECTS}"))?;
-        let entries: Value = serde_json::from_str(
-            config_map["data"]["policies.yml"].as_str().unwrap_or("{}"),
-        )?;
+        let entries: Value =
+            serde_json::from_str(config_map["data"]["policies.yml"].as_str().unwrap_or("{}"))?;
         for policy in policies {
             let id = unique_name(policy)?;
             let entry = &entries[&id];
@@ -243,7 +257,9 @@ impl ControlPlane {
                 return Ok(Some(format!("the ConfigMap's {id} is {entry}")));
             }
         }
-        let version = config_map["metadata"]["resourceVersion"].as_str().unwrap_or_default();
+        let version = config_map["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap_or_default();
         let served = self.host()?.served_version();
         if served.as_deref() != Some(version) {
             return Ok(Some(format!(

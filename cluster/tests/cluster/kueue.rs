@@ -18,11 +18,12 @@ mod topology;
 use crate::common::{part, Report};
 use fit::misfit_flavour_is_skipped;
 use multislice_cluster::agent::NodeAgent;
-use multislice_cluster::policies;
+use multislice_cluster::policies::Variant;
 use multislice_cluster::{Binaries, ControlPlane, Options};
 use namespaced::namespaced_policy_sees;
 use quota::{partial_admission_refused, third_waits_for_quota};
 use runs::{default_queue_runs, queued_fixture_runs};
+use serde_json::json;
 use shared::{set_up_queues, V6E_4X4};
 use topology::topology_aware_scheduling;
 
@@ -208,7 +209,10 @@ async fn kueue_cases(plane: &mut ControlPlane, agent: &NodeAgent, report: &mut R
     let namespaced = plane
         .install_variant(Variant::Namespaced, None, &json!({}), &[])
         .await
-        .and_then(|mut i| i.pop().ok_or_else(|| anyhow::anyhow!("no policy installed")));
+        .and_then(|mut i| {
+            i.pop()
+                .ok_or_else(|| anyhow::anyhow!("no policy installed"))
+        });
     report.record(
         "a namespaced AdmissionPolicy runs after JobSet's and Kueue's webhooks, and sees their defaults",
         match &namespaced {

@@ -7,7 +7,7 @@ use crate::placement::{check_exclusive_placement, check_nothing_lost_jobset, che
 use crate::pods::{check_job_pods, check_jobset_pods, is_opted_in_job};
 use multislice_cluster::agent::NodeAgent;
 use multislice_cluster::fleet::{self, Pool};
-use multislice_cluster::policies;
+use multislice_cluster::policies::{self, Variant};
 use multislice_cluster::run::{self, Submitted};
 use multislice_cluster::ControlPlane;
 use multislice_gen::oracle;

@@ -76,7 +76,12 @@ pub(crate) async fn set_up(plane: &mut ControlPlane) -> anyhow::Result<QueueChec
     };
     let refuse = validating(
         plane
-            .install_variant(Variant::QueueCheck, Some("refuse"), &json!({}), &scope(&[REFUSED, FITS]))
+            .install_variant(
+                Variant::QueueCheck,
+                Some("refuse"),
+                &json!({}),
+                &scope(&[REFUSED, FITS]),
+            )
             .await?,
     )?;
     let warn = validating(
@@ -240,7 +245,8 @@ pub(crate) async fn reads_v1beta2(
     use std::sync::Arc;
 
     let mut f = Failures::default();
-    let allowed = ContextAwareResource::list_of(&check.refuse.object).map_err(anyhow::Error::msg)?;
+    let allowed =
+        ContextAwareResource::list_of(&check.refuse.object).map_err(anyhow::Error::msg)?;
     let recorder = Arc::new(Recorder::new(Arc::new(ClusterBackend::new(&plane.cluster))));
     let module = Policy::load(&default_wasm_path())?
         .with_capabilities(Capabilities::kubernetes(recorder.clone(), allowed));
