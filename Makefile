@@ -21,9 +21,9 @@ export KWCTL POLICY_SERVER SIGSTORE_TRUST_CONFIG
 # Every native cargo command selects the whole workspace (`--workspace`, then a target filter),
 # never one package with `-p`: cargo unifies dependency features over the packages it builds,
 # and the cluster crate's kube-rs turns on features (tokio's, rustls') that wasmtime-wasi shares,
-# so a `-p` build would compile a second wasmtime (about 10 minutes cold). The one exception is
-# the preview (PREVIEW_BIN), built alone and without the host crate's `wasm` feature: it
-# compiles no wasmtime at all.
+# so a `-p` build would compile a second wasmtime (README "From source" times the first). The
+# one exception is the preview (PREVIEW_BIN), built alone and without the host crate's `wasm`
+# feature: it compiles no wasmtime at all.
 WORKSPACE_BINS := cargo build -q --workspace --bins
 
 .PHONY: wasm-target
@@ -185,7 +185,7 @@ bench/baseline.wasm: bench/baseline/src/lib.rs bench/baseline/Cargo.toml Cargo.l
 
 # The bench binaries are built as part of the whole workspace, not with `-p`: cargo then
 # resolves wasmtime's features as `cargo test --workspace` does and reuses that build, where
-# `cargo run -p multislice-bench` compiled a second wasmtime (about 10 minutes cold).
+# `cargo run -p multislice-bench` compiled a second wasmtime (README "From source" times one).
 .PHONY: bench-bins
 bench-bins:
 	cargo build -q --workspace --all-targets

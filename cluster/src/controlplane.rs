@@ -23,6 +23,10 @@ pub struct Options {
     pub webhook: bool,
     /// Whether to start Kueue (built with `CLUSTER_KUEUE=1 make cluster-deps`).
     pub kueue: bool,
+    /// kube-controller-manager's requests per second to the API server (its own default, 20,
+    /// when `None`; a large cluster's is higher): `make cluster-bench` lifts it, so that the
+    /// Job controller's own rate does not hide what admission costs.
+    pub controller_qps: Option<u32>,
 }
 
 impl Default for Options {
@@ -32,6 +36,7 @@ impl Default for Options {
             lifetime: Duration::from_secs(40 * 60),
             webhook: true,
             kueue: false,
+            controller_qps: None,
         }
     }
 }
@@ -44,7 +49,7 @@ impl ControlPlane {
         let mut plane = ControlPlane::new(options.lifetime).await?;
         kubernetes::start_api_server(&mut plane, binaries).await?;
         jobset::start(&mut plane, binaries).await?;
-        kubernetes::start_controllers(&mut plane, binaries)?;
+        kubernetes::start_controllers(&mut plane, binaries, options.controller_qps)?;
         if options.webhook {
             kubewarden::install(&mut plane, binaries).await?;
             let deployment = Deployment::from_env()?;

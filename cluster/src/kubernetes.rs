@@ -71,22 +71,31 @@ pub(crate) async fn start_api_server(plane: &mut ControlPlane, binaries: &Binari
 }
 
 /// kube-controller-manager with the controllers the tests need, and kube-scheduler.
-pub(crate) fn start_controllers(plane: &mut ControlPlane, binaries: &Binaries) -> Result<()> {
+pub(crate) fn start_controllers(
+    plane: &mut ControlPlane,
+    binaries: &Binaries,
+    qps: Option<u32>,
+) -> Result<()> {
     let kubeconfig_arg = format!("--kubeconfig={}", plane.kubeconfig.display());
     let ca = plane.pki.ca_cert();
+    let mut controller_args = args(&[
+        &kubeconfig_arg,
+        "--leader-elect=false",
+        "--bind-address=127.0.0.1",
+        &format!("--secure-port={}", free_port()?),
+        // No node-lifecycle controller: the fake nodes have no kubelet to heartbeat. The
+        // Deployment and ReplicaSet controllers run policy-server's Deployment.
+        "--controllers=job-controller,garbage-collector-controller,namespace-controller,ttl-after-finished-controller,deployment-controller,replicaset-controller",
+        &format!("--root-ca-file={}", ca.display()),
+    ]);
+    if let Some(qps) = qps {
+        controller_args.push(format!("--kube-api-qps={qps}"));
+        controller_args.push(format!("--kube-api-burst={}", qps.saturating_mul(2)));
+    }
     plane.spawn(
         "kube-controller-manager",
         binaries.get("kube-controller-manager")?,
-        &args(&[
-            &kubeconfig_arg,
-            "--leader-elect=false",
-            "--bind-address=127.0.0.1",
-            &format!("--secure-port={}", free_port()?),
-            // No node-lifecycle controller: the fake nodes have no kubelet to heartbeat. The
-            // Deployment and ReplicaSet controllers run policy-server's Deployment.
-            "--controllers=job-controller,garbage-collector-controller,namespace-controller,ttl-after-finished-controller,deployment-controller,replicaset-controller",
-            &format!("--root-ca-file={}", ca.display()),
-        ]),
+        &controller_args,
         &[],
     )?;
     plane.spawn(

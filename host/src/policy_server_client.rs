@@ -4,8 +4,10 @@
 //! ports, a bounded wait on its readiness probe, and always stopped (on drop). Requests go
 //! over plain HTTP/1.1 as the API server sends them (the API server uses TLS; the server's
 //! code path past TLS is the same).
+use crate::capabilities::{allowed_by_file, ContextAwareResource};
 use anyhow::{anyhow, bail, Context, Result};
 use serde_json::{json, Value};
+use std::collections::BTreeSet;
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -28,6 +30,36 @@ pub struct ServedPolicy {
     /// `allowedToMutate`: false for a policy deployed with `mutating: false`, whose patches
     /// policy-server refuses.
     pub allowed_to_mutate: bool,
+    /// `contextAwareResources`: the Kubernetes kinds policy-server lets the policy read.
+    pub context_aware_resources: BTreeSet<ContextAwareResource>,
+    /// `hostCapabilities`: policy-server 1.35 and later refuses every host call of a policy
+    /// that this list does not grant (`*` grants all).
+    pub host_capabilities: Vec<String>,
+}
+
+impl ServedPolicy {
+    /// A ClusterAdmissionPolicy's entry as Kubewarden's v1.35 controller writes it into
+    /// `policies.yml`: `hostCapabilities: ["*"]`, which it grants every cluster-wide policy
+    /// (`internal/controller/policyserver_controller_configmap.go`, `hostCapabilitiesForPolicy`),
+    /// and the manifest's `contextAwareResources`, here what `policy-metadata.yml` declares
+    /// (what `examples/cluster-admission-policy-validate-queue-check.yaml` grants).
+    pub fn cluster_wide(
+        id: &str,
+        module: PathBuf,
+        settings: Value,
+        allowed_to_mutate: bool,
+    ) -> Result<ServedPolicy> {
+        Ok(ServedPolicy {
+            id: id.to_string(),
+            module,
+            settings,
+            allowed_to_mutate,
+            context_aware_resources: allowed_by_file(
+                &crate::workspace_root().join("policy-metadata.yml"),
+            )?,
+            host_capabilities: vec!["*".to_string()],
+        })
+    }
 }
 
 /// A running policy-server; stopped and its scratch folder removed when dropped.
@@ -134,6 +166,8 @@ impl PolicyServer {
                     "module": format!("file://{}", module.display()),
                     "settings": p.settings,
                     "allowedToMutate": p.allowed_to_mutate,
+                    "contextAwareResources": p.context_aware_resources,
+                    "hostCapabilities": p.host_capabilities,
                 }),
             );
         }

@@ -156,11 +156,8 @@ fn policy_server_answers_every_review_as_the_wapc_harness_does() {
     let annotated = workspace_root().join("annotated-policy.wasm");
     let served: Vec<ServedPolicy> = settings()
         .into_iter()
-        .map(|(id, settings, allowed_to_mutate)| ServedPolicy {
-            id: id.into(),
-            module: annotated.clone(),
-            settings,
-            allowed_to_mutate,
+        .map(|(id, settings, allowed_to_mutate)| {
+            ServedPolicy::cluster_wide(id, annotated.clone(), settings, allowed_to_mutate).unwrap()
         })
         .collect();
     let server = PolicyServer::start(&served, None).unwrap_or_else(|e| panic!("{e:#}"));
@@ -202,12 +199,7 @@ fn policy_server_answers_every_review_as_the_wapc_harness_does() {
 fn policy_server_refuses_an_unknown_policy_id() {
     let annotated = workspace_root().join("annotated-policy.wasm");
     let server = PolicyServer::start(
-        &[ServedPolicy {
-            id: "defaults".into(),
-            module: annotated,
-            settings: json!({}),
-            allowed_to_mutate: true,
-        }],
+        &[ServedPolicy::cluster_wide("defaults", annotated, json!({}), true).unwrap()],
         Some(1),
     )
     .unwrap_or_else(|e| panic!("{e:#}"));
@@ -218,7 +210,7 @@ fn policy_server_refuses_an_unknown_policy_id() {
 
 /// What a role bug would look like in a cluster: the role `both` (which mutates) deployed with
 /// `mutating: false`. policy-server refuses the request rather than drop the patch; the
-/// harness's webhook host answers the same (host/src/webhook.rs), so the cluster tests would
+/// harness's webhook host answers the same (host/src/webhook_server.rs), so the cluster tests would
 /// catch a `validate` role that mutates.
 #[test]
 fn policy_server_refuses_a_patch_from_a_policy_not_allowed_to_mutate() {
@@ -227,11 +219,8 @@ fn policy_server_refuses_a_patch_from_a_policy_not_allowed_to_mutate() {
         ("both-not-mutating", json!({})),
         ("validate", json!({"role": "validate"})),
     ]
-    .map(|(id, settings)| ServedPolicy {
-        id: id.into(),
-        module: annotated.clone(),
-        settings,
-        allowed_to_mutate: false,
+    .map(|(id, settings)| {
+        ServedPolicy::cluster_wide(id, annotated.clone(), settings, false).unwrap()
     });
     let server = PolicyServer::start(&policies, Some(1)).unwrap_or_else(|e| panic!("{e:#}"));
     let request = load_json(&fixtures::jobset_request_path(
@@ -259,4 +248,90 @@ fn policy_server_refuses_a_patch_from_a_policy_not_allowed_to_mutate() {
     let judged =
         ReviewResponse::from_response(&server.review("validate", &request).unwrap()).unwrap();
     assert!(judged.allowed && judged.patch.is_none(), "{judged:?}");
+}
+
+/// The queue check's lookups inside policy-server (1.35 and later) pass two checks before they
+/// reach the Kubernetes client: the host capability `kubernetes/get_resource`, which the v1.35
+/// controller grants every cluster-wide policy with `hostCapabilities: ["*"]`, and the kind, which
+/// `contextAwareResources` must list. Served as that controller serves a ClusterAdmissionPolicy,
+/// the lookup gets past both and reaches the client (none here: this policy-server runs with
+/// `--ignore-kubernetes-connection-failure` and no cluster); without either grant, the warning
+/// names the grant that is missing. A queue that was not checked is a warning, never a refusal.
+#[test]
+fn policy_server_lets_the_queue_check_through_only_with_both_grants() {
+    let annotated = workspace_root().join("annotated-policy.wasm");
+    let settings = json!({"role": "validate", "queueCheck": "refuse"});
+    let granted =
+        ServedPolicy::cluster_wide("granted", annotated.clone(), settings.clone(), false).unwrap();
+    let no_capability = ServedPolicy {
+        id: "no-host-capabilities".into(),
+        host_capabilities: Vec::new(),
+        ..granted.clone()
+    };
+    let no_kinds = ServedPolicy {
+        id: "no-context-aware-resources".into(),
+        context_aware_resources: Default::default(),
+        ..granted.clone()
+    };
+    let server = PolicyServer::start(&[granted, no_capability, no_kinds], Some(1))
+        .unwrap_or_else(|e| panic!("{e:#}"));
+    let jobset =
+        fixtures::load_yaml(&workspace_root().join("test_data/queue/jobset.yaml")).unwrap();
+    let request = admission_request(Kind::JobSet, "CREATE", &jobset, None);
+    let not_checked = "metadata.labels[\"kueue.x-k8s.io/queue-name\"]: queue \"team-a/tpu-queue\" \
+                       was not checked: reading LocalQueue \"tpu-queue\" in namespace \"team-a\" \
+                       failed: ";
+    for (id, reason) in [
+        (
+            "granted",
+            "Callback evaluation failure: kube::Client was not initialized properly",
+        ),
+        (
+            "no-host-capabilities",
+            "Policy has not been granted access to the 'kubernetes/get_resource' host capability. \
+             The violation has been reported.",
+        ),
+        (
+            "no-context-aware-resources",
+            "Policy has not been granted access to Kubernetes kueue.x-k8s.io/v1beta2/LocalQueue \
+             resources. The violation has been reported.",
+        ),
+    ] {
+        let answer = ReviewResponse::from_response(&server.review(id, &request).unwrap()).unwrap();
+        assert!(answer.allowed && answer.patch.is_none(), "{id}: {answer:?}");
+        let warning = format!("{not_checked}{reason}");
+        assert!(
+            answer.warnings.contains(&warning),
+            "{id}: no warning {warning:?} in {:?}",
+            answer.warnings
+        );
+    }
+}
+
+/// policy-server reads a review body of at most 2 MiB (axum's default limit, 2,097,152 bytes)
+/// and answers a larger one with HTTP 413 before any policy runs; the API server then counts a
+/// failed call (docs/operations.md "Troubleshooting"). Just under the limit, the policy answers.
+#[test]
+fn policy_server_refuses_a_review_over_2_mib() {
+    let annotated = workspace_root().join("annotated-policy.wasm");
+    let server = PolicyServer::start(
+        &[ServedPolicy::cluster_wide("defaults", annotated, json!({}), true).unwrap()],
+        Some(1),
+    )
+    .unwrap_or_else(|e| panic!("{e:#}"));
+    let mut request = load_json(&fixtures::pod_request_path("not-a-jobset-pod")).unwrap();
+    for (body, answered) in [(2_097_152 - 1024, true), (2_097_152 + 1, false)] {
+        // An annotation whose value ('x's, one byte each in JSON) fills the review to `body`.
+        request["object"]["metadata"]["annotations"] = json!({"example.com/filler": ""});
+        let filler = "x".repeat(body - PolicyServer::review_body(&request).len());
+        request["object"]["metadata"]["annotations"] = json!({"example.com/filler": filler});
+        assert_eq!(PolicyServer::review_body(&request).len(), body);
+        let answer = server.review("defaults", &request);
+        if answered {
+            assert!(answer.is_ok(), "{body} bytes: {answer:?}");
+        } else {
+            let error = format!("{:#}", answer.unwrap_err());
+            assert!(error.contains("HTTP 413"), "{body} bytes: {error}");
+        }
+    }
 }

@@ -97,7 +97,25 @@ fn versions_rules_and_mutation_flag_agree() {
         json!(version)
     );
     assert_eq!(hub["version"], json!(version));
-    assert!(text("CHANGELOG.md").contains(&format!("## [{version}]")));
+    // The CHANGELOG's first section is this version's: `[Unreleased]` until its release renames
+    // it `[<version>] - <date>` (CONTRIBUTING.md "Release"), which the release workflow publishes.
+    let changelog = text("CHANGELOG.md");
+    let first = changelog.lines().find(|l| l.starts_with("## [")).unwrap();
+    assert!(
+        first == "## [Unreleased]" || first.starts_with(&format!("## [{version}] - ")),
+        "CHANGELOG.md starts with {first:?}"
+    );
+    if first == "## [Unreleased]" {
+        let intro = changelog
+            .split("## [Unreleased]")
+            .nth(1)
+            .and_then(|rest| rest.split("\n### ").next())
+            .unwrap();
+        assert!(
+            intro.contains(&version),
+            "CHANGELOG.md's [Unreleased] does not name {version}, the version it will be released as"
+        );
+    }
     // Every reference to the published policy names this version: the example manifests,
     // which the README's install applies as they are.
     let oci = meta["annotations"]["io.kubewarden.policy.ociUrl"]
@@ -290,7 +308,7 @@ fn artifacthub_pkg_holds_what_kwctl_derives_from_the_metadata() {
     let context_aware = meta["contextAwareResources"].as_array().unwrap();
     if !context_aware.is_empty() {
         want_keys.push("kubewarden/contextAwareResources");
-        // kwctl (1.36) writes them sorted by apiVersion, then kind, whatever the metadata's order.
+        // kwctl (v1.35.0) writes them sorted by apiVersion, then kind, whatever the metadata's order.
         let mut want = context_aware.clone();
         want.sort_by_key(|r| (r["apiVersion"].to_string(), r["kind"].to_string()));
         assert_eq!(

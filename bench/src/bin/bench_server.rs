@@ -176,15 +176,11 @@ fn main() -> Result<()> {
     ];
     let floors = Floors::new(&dir)?;
     let mut cases = Vec::new();
-    let served = |id: String, module: PathBuf| ServedPolicy {
-        id,
-        module,
-        settings: json!({}),
-        allowed_to_mutate: true,
-    };
-    let mut policies = vec![served("policy".into(), root.join("annotated-policy.wasm"))];
+    let served =
+        |id: &str, module: PathBuf| ServedPolicy::cluster_wide(id, module, json!({}), true);
+    let mut policies = vec![served("policy", root.join("annotated-policy.wasm"))?];
     if let Some(module) = &against {
-        policies.push(served("against".into(), module.clone()));
+        policies.push(served("against", module.clone())?);
     }
     for (i, (name, request)) in named.into_iter().enumerate() {
         let body = PolicyServer::review_body(&request);
@@ -199,7 +195,10 @@ fn main() -> Result<()> {
                 body_file.display().to_string()
             ),
         )?;
-        policies.push(served(server_floor::id(i), floors.annotated(i, &request)?));
+        policies.push(served(
+            &server_floor::id(i),
+            floors.annotated(i, &request)?,
+        )?);
         cases.push(Case {
             name,
             request,

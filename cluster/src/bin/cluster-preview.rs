@@ -91,6 +91,7 @@ async fn preview(args: Args) -> Result<Value> {
             lifetime: args.wait + Duration::from_secs(300),
             webhook: true,
             kueue: queueing,
+            ..Options::default()
         },
     )
     .await?;

@@ -1,9 +1,14 @@
 //! `make cluster-bench` (part `scale`, never in a default run): how long the real controllers
 //! take to create every pod of a 1,024-pod JobSet (64 slices × 16 v5p hosts, on 1,024 fake
 //! nodes), with the policy's webhooks in the way and without them (a namespace no cluster-wide
-//! policy selects). Rounds alternate, so that a slow moment of the machine falls on both.
+//! policy selects). Rounds alternate, so that a slow moment of the machine falls on both. Two
+//! control planes, one after the other: kube-controller-manager at its default 20 requests per
+//! second, which paces the Job controller, and at 500, where admission's own cost shows.
 use crate::outage::large_slice_jobset;
 use crate::shapes::object_named;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, DeleteParams, ListParams, PropagationPolicy};
 use multislice_cluster::agent::NodeAgent;
 use multislice_cluster::fleet;
 use multislice_cluster::run::{self, Submitted};
@@ -50,11 +55,24 @@ async fn one_round(plane: &ControlPlane, namespace: &str) -> anyhow::Result<(f64
     }
 }
 
-/// Deletes the JobSet and waits until it and its pods are gone, so that rounds do not overlap
-/// and the next round's JobSet, of the same name, lands on the same node pools.
+/// Deletes the JobSet, then its Jobs and pods at once (the garbage collector, paced by the
+/// controller manager's rate, would take minutes), and waits until they are gone, so that rounds
+/// do not overlap and the next round's JobSet, of the same name, lands on the same node pools.
 async fn remove(plane: &ControlPlane, sub: &Submitted) -> anyhow::Result<()> {
     let object = object_named(sub);
     plane.cluster.delete(&object).await?;
+    let now = DeleteParams {
+        grace_period_seconds: Some(0),
+        propagation_policy: Some(PropagationPolicy::Background),
+        ..DeleteParams::default()
+    };
+    let client = plane.cluster.client.clone();
+    Api::<Job>::namespaced(client.clone(), &sub.namespace)
+        .delete_collection(&now, &ListParams::default())
+        .await?;
+    Api::<Pod>::namespaced(client, &sub.namespace)
+        .delete_collection(&now, &ListParams::default())
+        .await?;
     let deadline = Instant::now() + BOUND;
     while !run::pods_of(&plane.cluster, sub).await?.is_empty()
         || plane.cluster.get(&object).await?.is_some()
@@ -71,7 +89,25 @@ fn median(mut xs: Vec<f64>) -> f64 {
 }
 
 pub(crate) async fn creation_time(binaries: &Binaries) -> anyhow::Result<()> {
-    let plane = ControlPlane::start(binaries, Options::default()).await?;
+    for qps in [None, Some(500)] {
+        creation_time_at(binaries, qps).await?;
+    }
+    Ok(())
+}
+
+async fn creation_time_at(binaries: &Binaries, qps: Option<u32>) -> anyhow::Result<()> {
+    let plane = ControlPlane::start(
+        binaries,
+        Options {
+            controller_qps: qps,
+            ..Options::default()
+        },
+    )
+    .await?;
+    let rate = qps.map_or(
+        "kube-controller-manager at its default 20 requests/s".to_string(),
+        |q| format!("kube-controller-manager at {q} requests/s"),
+    );
     let _agent = NodeAgent::start(plane.cluster.clone(), plane.remaining());
     policies::namespace(&plane.cluster, WITH, None).await?;
     policies::namespace(&plane.cluster, WITHOUT, Some(policies::NONE)).await?;
@@ -88,7 +124,7 @@ pub(crate) async fn creation_time(binaries: &Binaries) -> anyhow::Result<()> {
         for (namespace, times) in [(WITH, &mut with), (WITHOUT, &mut without)] {
             let (created, bound) = one_round(&plane, namespace).await?;
             println!(
-                "scale: round {round} {namespace}: {} pods created in {created:.1} s, bound in {bound:.1} s",
+                "scale ({rate}): round {round} {namespace}: {} pods created in {created:.1} s, bound in {bound:.1} s",
                 SLICES * HOSTS
             );
             times.push((created, bound));
@@ -97,7 +133,7 @@ pub(crate) async fn creation_time(binaries: &Binaries) -> anyhow::Result<()> {
     let created = |t: &[(f64, f64)]| median(t.iter().map(|x| x.0).collect());
     let bound = |t: &[(f64, f64)]| median(t.iter().map(|x| x.1).collect());
     println!(
-        "scale: median of {ROUNDS} rounds, {} pods: created in {:.1} s with the policy, {:.1} s without ({:.2}x); bound in {:.1} s with, {:.1} s without ({:.2}x)",
+        "scale ({rate}): median of {ROUNDS} rounds, {} pods: created in {:.1} s with the policy, {:.1} s without ({:.2}x); bound in {:.1} s with, {:.1} s without ({:.2}x)",
         SLICES * HOSTS,
         created(&with),
         created(&without),
