@@ -64,6 +64,44 @@ impl HostBinary {
         }
     }
 
+    /// The module as this host loads it: policy-server runs only a module annotated with its
+    /// metadata (`kwctl annotate` with policy-metadata.yml and README.md, as
+    /// `make annotated-policy.wasm`), written into `dir`; policy-host takes it as it is.
+    pub fn servable(&self, module: &Path, dir: &Path) -> Result<PathBuf> {
+        if let HostBinary::PolicyHost(_) = self {
+            return Ok(module.to_path_buf());
+        }
+        let kwctl = kubewarden_binary("KWCTL", "kwctl")?;
+        let bytes =
+            std::fs::read(module).with_context(|| format!("cannot read {}", module.display()))?;
+        let digest = sha1_smol::Sha1::from(&bytes).digest().to_string();
+        std::fs::create_dir_all(dir)?;
+        let annotated = dir.join(format!("annotated-{digest}.wasm"));
+        if annotated.is_file() {
+            return Ok(annotated);
+        }
+        let root = multislice_host::workspace_root();
+        let out = std::process::Command::new(&kwctl)
+            .arg("annotate")
+            .arg("-m")
+            .arg(root.join("policy-metadata.yml"))
+            .arg("-u")
+            .arg(root.join("README.md"))
+            .arg("-o")
+            .arg(&annotated)
+            .arg(module)
+            .output()
+            .with_context(|| format!("cannot run {}", kwctl.display()))?;
+        if !out.status.success() {
+            bail!(
+                "kwctl annotate {}: {}",
+                module.display(),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        Ok(annotated)
+    }
+
     pub fn name(&self) -> &'static str {
         match self {
             HostBinary::PolicyServer(_) => "policy-server",
@@ -137,6 +175,10 @@ impl Host {
             }
         });
         Host { around, pods, task }
+    }
+
+    pub(crate) fn binary(&self) -> &HostBinary {
+        &self.around.binary
     }
 
     /// The ConfigMap version served to the Service's traffic, if any pod is Ready.

@@ -32,7 +32,6 @@ pub(crate) async fn install_policies(
         binary: binaries.get("kubectl")?.to_path_buf(),
         kubeconfig: plane.kubeconfig.clone(),
     });
-    plane.module = default_wasm_path();
     let around = Surroundings {
         binary: HostBinary::find()?,
         dir: plane.dir.join("policy-server"),
@@ -42,6 +41,9 @@ pub(crate) async fn install_policies(
         until: Instant::now() + plane.remaining(),
     };
     eprintln!("the policies' host: {}", around.binary.name());
+    plane.module = around
+        .binary
+        .servable(&default_wasm_path(), &plane.dir.join("modules"))?;
     let routes = plane.proxy()?.routes();
     plane.host = Some(Host::start(around, plane.cluster.clone(), routes));
     plane.deployment = deployment;
@@ -94,7 +96,10 @@ impl ControlPlane {
     /// makes by changing `module:` and applying the kustomizations again. Returns once the
     /// controller's rollout serves it: policy-server's new pod is Ready before the old one goes.
     pub async fn swap_module(&mut self, module: &Path) -> Result<()> {
-        self.module = module.to_path_buf();
+        self.module = self
+            .host()?
+            .binary()
+            .servable(module, &self.dir.join("modules"))?;
         let overlays = std::mem::take(&mut self.overlays);
         let installed = self.apply_overlays(overlays).await?;
         for i in &mut self.installed {
@@ -139,7 +144,8 @@ impl ControlPlane {
             .ok_or_else(|| anyhow!("no policies are installed"))
     }
 
-    fn kubectl(&self) -> Result<&Kubectl> {
+    /// kubectl against the control plane, once Kubewarden is installed.
+    pub fn kubectl(&self) -> Result<&Kubectl> {
         self.kubectl
             .as_ref()
             .ok_or_else(|| anyhow!("no policies are installed"))
