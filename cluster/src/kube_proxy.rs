@@ -97,8 +97,14 @@ pub struct KubeProxy {
 }
 
 impl KubeProxy {
-    /// Listens on `socket` for `lifetime`, logging reviews to `log`.
-    pub fn start(socket: &Path, log: &Path, lifetime: Duration) -> Result<KubeProxy> {
+    /// Listens on `socket` for `lifetime`, logging reviews to `log` and what went wrong (a host
+    /// that is down, in an outage) to `errors`.
+    pub fn start(
+        socket: &Path,
+        log: &Path,
+        errors: &Path,
+        lifetime: Duration,
+    ) -> Result<KubeProxy> {
         let listener = UnixListener::bind(socket)
             .with_context(|| format!("cannot listen on {}", socket.display()))?;
         let routes: Routes = Arc::default();
@@ -108,6 +114,12 @@ impl KubeProxy {
             .append(true)
             .open(log)?;
         let log = Arc::new(Mutex::new(file));
+        let errors = Arc::new(Mutex::new(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(errors)?,
+        ));
         let (r, s) = (routes.clone(), stop.clone());
         let until = Instant::now() + lifetime;
         listener.set_nonblocking(true)?;
@@ -115,10 +127,12 @@ impl KubeProxy {
             while !s.load(Ordering::Relaxed) && Instant::now() < until {
                 match listener.accept() {
                     Ok((stream, _)) => {
-                        let (routes, log) = (r.clone(), log.clone());
+                        let (routes, log, errors) = (r.clone(), log.clone(), errors.clone());
                         std::thread::spawn(move || {
                             if let Err(e) = serve(stream, &routes, &log) {
-                                eprintln!("kube-proxy shim: {e:#}");
+                                if let Ok(mut file) = errors.lock() {
+                                    let _ = writeln!(file, "{e:#}");
+                                }
                             }
                         });
                     }

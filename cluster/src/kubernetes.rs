@@ -34,6 +34,7 @@ pub(crate) async fn start_api_server(plane: &mut ControlPlane, binaries: &Binari
     let proxy = KubeProxy::start(
         &plane.dir.join("kube-proxy.sock"),
         &plane.reviews,
+        &plane.logs().join("kube-proxy.log"),
         plane.remaining(),
     )?;
     let egress = plane.dir.join("egress-selector.yaml");

@@ -68,10 +68,10 @@ pub(crate) async fn protect_to_monitor_refused(plane: &ControlPlane) -> anyhow::
         Err(e) => {
             let text = format!("{e:#}");
             f.check(
-                text.contains("vclusteradmissionpolicy.kb.io")
-                    && text.contains(
-                        "field cannot transition from protect to monitor. Recreate instead.",
-                    ),
+                // kubectl words an Invalid refusal its own way; the reason is the validator's.
+                text.contains(
+                    "spec.mode: Forbidden: field cannot transition from protect to monitor. Recreate instead.",
+                ),
                 || format!("not the controller's refusal: {text}"),
             );
         }
