@@ -239,35 +239,71 @@ fn pass(down: UnixStream, up: TcpStream) -> Result<()> {
 fn reviews(down: UnixStream, route: &ReviewRoute, log: &Mutex<std::fs::File>) -> Result<()> {
     let connection = rustls::ServerConnection::new(route.server.clone())?;
     let mut down = BufReader::new(rustls::StreamOwned::new(connection, down));
-    let mut up: Option<BufReader<rustls::StreamOwned<rustls::ClientConnection, TcpStream>>> = None;
+    let mut up: Option<Upstream> = None;
     for _ in 0..REQUESTS_PER_CONNECTION {
         let Some(request) = read_message(&mut down)? else {
             return Ok(());
         };
-        if up.is_none() {
-            // A host that is down (killed) refuses the connection: the API server's call fails.
-            let addr = route
-                .upstream
-                .read()
-                .ok()
-                .and_then(|u| *u)
-                .ok_or_else(|| anyhow!("no policy-server pod is Ready"))?;
-            let tcp = TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
-            tcp.set_read_timeout(Some(IDLE))?;
-            let name = ServerName::try_from(route.server_name.clone())?;
-            let client = rustls::ClientConnection::new(route.client.clone(), name)?;
-            up = Some(BufReader::new(rustls::StreamOwned::new(client, tcp)));
+        // One connection of the API server's stands for the connections it would open to
+        // policy-server's pods: a pod that went away (a rollout) takes its connection with it,
+        // and the request goes on a new connection, to the pod the Service now leads to. A host
+        // that is down (killed) refuses the new connection, and the API server's call fails.
+        let current = route.upstream.read().ok().and_then(|u| *u);
+        if up.as_ref().map(|u| u.0) != current {
+            up = None;
         }
-        let upstream = up.as_mut().ok_or_else(|| anyhow!("no upstream"))?;
-        upstream.get_mut().write_all(&request.raw)?;
-        upstream.get_mut().flush()?;
-        let response =
-            read_message(upstream)?.ok_or_else(|| anyhow!("the host closed the connection"))?;
+        let reused = up.is_some();
+        let response = match exchange(&mut up, route, current, &request) {
+            Err(_) if reused => exchange(&mut up, route, current, &request)?,
+            answer => answer?,
+        };
         down.get_mut().write_all(&response.raw)?;
         down.get_mut().flush()?;
         log_review(log, &request, &response)?;
     }
     Ok(())
+}
+
+/// A TLS connection to a pod's host, and its address.
+type Upstream = (
+    SocketAddr,
+    BufReader<rustls::StreamOwned<rustls::ClientConnection, TcpStream>>,
+);
+
+/// Sends `request` to the host at `addr` (on `up`, or a new connection) and reads its answer;
+/// on an error the connection is dropped.
+fn exchange(
+    up: &mut Option<Upstream>,
+    route: &ReviewRoute,
+    addr: Option<SocketAddr>,
+    request: &Message,
+) -> Result<Message> {
+    if up.is_none() {
+        let addr = addr.ok_or_else(|| anyhow!("no policy-server pod is Ready"))?;
+        let tcp = TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
+        tcp.set_read_timeout(Some(IDLE))?;
+        let name = ServerName::try_from(route.server_name.clone())?;
+        let client = rustls::ClientConnection::new(route.client.clone(), name)?;
+        *up = Some((addr, BufReader::new(rustls::StreamOwned::new(client, tcp))));
+    }
+    let answer = match up.as_mut() {
+        Some((_, upstream)) => send(upstream, request),
+        None => Err(anyhow!("no upstream")),
+    };
+    if answer.is_err() {
+        *up = None;
+    }
+    answer
+}
+
+/// Writes `request` on `upstream` and reads the answer.
+fn send(
+    upstream: &mut BufReader<rustls::StreamOwned<rustls::ClientConnection, TcpStream>>,
+    request: &Message,
+) -> Result<Message> {
+    upstream.get_mut().write_all(&request.raw)?;
+    upstream.get_mut().flush()?;
+    read_message(upstream)?.ok_or_else(|| anyhow!("the host closed the connection"))
 }
 
 /// An HTTP/1.1 message as it went over the wire, and its start line and body.
