@@ -160,6 +160,26 @@ check_manifest() {
   check_case reject-n2
 }
 
+@test "P1: a NonIndexed member of a JAX JobSet is rejected" {
+  check_case reject-p1
+}
+
+@test "P2: a member of a JAX JobSet that runs fewer pods than it counts is rejected" {
+  check_case reject-p2
+}
+
+@test "P3: a JAX coordinator past parallelism is rejected" {
+  check_case reject-p3
+}
+
+@test "P2: a batch job in a group of its own beside a JAX group gets no JAX env and a warning" {
+  check_case warn-p2-batch-job-beside-jax
+}
+
+@test "E2: a resize of an opted-in Job is rejected" {
+  check_case reject-e2
+}
+
 @test "J: an opted-in Indexed Job gets its facts stamped on the pod template" {
   check_case job-jax-facts
 }

@@ -1,12 +1,24 @@
 //! The facts a JobSet admission hands to pod admission. They are stamped as one JSON
 //! annotation on each replicated job's pod template, so that every pod carries them: a pod
 //! cannot see its JobSet, and a JobSet created with `generateName` has no name yet.
+//!
+//! Facts outlive the release that wrote them (a rollback, two releases side by side during a
+//! rolling update, a JobSet that waits in a queue for days), so they are read tolerantly
+//! (docs/contributing/spec.md §9, "Facts across releases"): a field this release does not know
+//! is ignored, fields are only ever added (each optional, its absence read as the release
+//! before it wrote it), and a change that cannot be read so bumps [`VERSION`], written in an
+//! annotation of its own, which a reader of an older version refuses with one message.
 use crate::error::InputError;
+use crate::json::{map_str, Object};
 use crate::keys;
 use serde::{Deserialize, Serialize};
 
+/// The facts version this release reads, and writes: absent means 1, so this release writes
+/// no version key, and its facts stay readable by releases that never heard of one.
+pub const VERSION: u32 = 1;
+
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub struct Facts {
     /// Only on JobSets without native groups (before v0.9); v0.9+ controllers stamp their own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -45,13 +57,11 @@ pub struct Facts {
 
 /// A plain Indexed Job's JAX run: one process per completion index.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct JobFacts {
     pub completions: u32,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct GroupFacts {
     pub name: String,
     /// Sum of replicas over the group.
@@ -64,7 +74,6 @@ pub struct GroupFacts {
 /// offset plus job index) or JAX processes (process id is offset plus job index × pods per
 /// job plus completion index).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct OffsetFacts {
     pub total: u32,
     pub offset: u32,
@@ -73,7 +82,7 @@ pub struct OffsetFacts {
 /// A JAX group (docs/contributing/spec.md §4.4): pods are numbered like [`OffsetFacts`], then the coordinator pod
 /// and pod 0 of the group swap ids, so that the coordinator is process 0.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub struct JaxFacts {
     pub total: u32,
     pub offset: u32,
@@ -112,6 +121,38 @@ impl Facts {
             ),
         })
     }
+
+    /// The facts among `annotations` (at `path`), if there are any, in a version this
+    /// release reads.
+    pub fn read(annotations: Option<&Object>, path: &str) -> Result<Option<Facts>, InputError> {
+        let Some(text) = map_str(annotations, keys::FACTS) else {
+            return Ok(None);
+        };
+        if let Some(version) = map_str(annotations, keys::FACTS_VERSION) {
+            check_version(version, path)?;
+        }
+        Facts::from_annotation(text, path).map(Some)
+    }
+}
+
+/// A facts version this release reads, or one message that names the version it needs.
+fn check_version(version: &str, path: &str) -> Result<(), InputError> {
+    let path = format!("{path}[{:?}]", keys::FACTS_VERSION);
+    match version.parse::<u32>() {
+        Ok(VERSION) => Ok(()),
+        Ok(newer) if newer > VERSION => Err(InputError::Invalid {
+            path,
+            reason: format!(
+                "facts version {newer}, written by a newer release of this policy; this release reads version {VERSION}: upgrade the policy (or roll forward) to the release that stamped these facts"
+            ),
+        }),
+        _ => Err(InputError::Invalid {
+            path,
+            reason: format!(
+                "is {version:?}, not a facts version; this release reads version {VERSION}: remove it and let the policy stamp the JobSet"
+            ),
+        }),
+    }
 }
 
 #[cfg(test)]
@@ -139,8 +180,47 @@ mod tests {
     }
 
     #[test]
+    fn ignores_fields_a_newer_release_added() {
+        let f = Facts::from_annotation(
+            r#"{"slice":{"total":4,"offset":2,"stride":1},"podsPerJob":4,"hint":[1]}"#,
+            "p",
+        );
+        assert_eq!(
+            f.map(|f| f.slice),
+            Ok(Some(OffsetFacts {
+                total: 4,
+                offset: 2
+            }))
+        );
+    }
+
+    #[test]
+    fn reads_the_versions_it_knows_and_names_the_one_it_needs() {
+        let annotations = |version: Option<&str>| {
+            let mut m = Object::new();
+            m.insert(keys::FACTS.into(), "{}".into());
+            if let Some(v) = version {
+                m.insert(keys::FACTS_VERSION.into(), v.into());
+            }
+            m
+        };
+        for version in [None, Some("1")] {
+            let m = annotations(version);
+            assert_eq!(Facts::read(Some(&m), "a"), Ok(Some(Facts::default())));
+        }
+        let m = annotations(Some("2"));
+        assert_eq!(
+            Facts::read(Some(&m), "a").unwrap_err().to_string(),
+            "a[\"multislice.kubewarden.io/facts-version\"]: facts version 2, written by a newer release of this policy; this release reads version 1: upgrade the policy (or roll forward) to the release that stamped these facts"
+        );
+        let m = annotations(Some("v1"));
+        assert!(Facts::read(Some(&m), "a").is_err());
+        assert_eq!(Facts::read(None, "a"), Ok(None));
+    }
+
+    #[test]
     fn rejects_what_the_policy_did_not_write() {
-        let e = Facts::from_annotation(r#"{"slices":3}"#, "metadata.annotations").unwrap_err();
+        let e = Facts::from_annotation(r#"{"slice":3}"#, "metadata.annotations").unwrap_err();
         assert!(e
             .to_string()
             .starts_with("metadata.annotations[\"multislice.kubewarden.io/facts\"]: is not what this policy writes"));

@@ -9,7 +9,7 @@ use crate::names;
 use crate::paths::Lazy;
 use crate::pods::place::tpu_order;
 use crate::views::container_env;
-use crate::views::jobset_view::{CoordinatorRef, JobSetView, ReplicatedJob};
+use crate::views::jobset_view::{CoordinatorRef, ReplicatedJob};
 
 fn pods_of(rjob: &ReplicatedJob) -> Result<u32, InputError> {
     let at = rjob.at;
@@ -30,21 +30,12 @@ fn first_with_pods<'v, 'a>(group: &Group<'v, 'a>) -> &'v ReplicatedJob<'a> {
         .unwrap_or(&group.members[0])
 }
 
-/// `spec.coordinator`, unless it names a replicated job that others wait for to complete:
-/// its pods are gone by the time theirs start (docs/contributing/spec.md §3).
-fn running_coordinator<'v, 'a>(view: &'v JobSetView<'a>) -> Option<&'v CoordinatorRef<'a>> {
-    view.coordinator.as_ref().filter(|c| {
-        view.replicated_job(c.replicated_job)
-            .is_none_or(|r| !r.runs_first)
-    })
-}
-
 /// `<rjob>-<jobIndex>-<podIndex>` of the slice group's coordinator: `spec.coordinator`
 /// wherever it is (Pathways puts it on a CPU head), else pod 0 of job 0 of the group's first
 /// member with replicas > 0. Never each member's own job 0, which would give each replicated
 /// job its own coordinator.
-fn coordinator(view: &JobSetView, group: &Group) -> String {
-    match running_coordinator(view) {
+fn coordinator(running: Option<&CoordinatorRef>, group: &Group) -> String {
+    match running {
         Some(c) => c.pod(),
         None => names::rjob_pod(first_with_pods(group).name, 0, 0),
     }
@@ -54,11 +45,11 @@ fn coordinator(view: &JobSetView, group: &Group) -> String {
 /// group, with the id the numbering gives it (`starts` are the members' pod offsets); else
 /// pod 0 of job 0 of the first member that has pods, id 0. `None` when no member has pods.
 fn jax_coordinator(
-    view: &JobSetView,
+    running: Option<&CoordinatorRef>,
     group: &Group,
     starts: &[u32],
 ) -> Result<Option<(String, u32)>, InputError> {
-    if let Some(c) = running_coordinator(view) {
+    if let Some(c) = running {
         let named = group
             .members
             .iter()
@@ -81,8 +72,12 @@ fn jax_coordinator(
 /// The `MEGASCALE_PORT` that the first TPU container of the slice group's coordinator sets
 /// itself, for the coordinator address (docs/contributing/spec.md §4.2). One that admission cannot read is
 /// left to the default, and a warning says so.
-fn coordinator_port(view: &JobSetView, group: &Group, warnings: &mut Vec<String>) -> Option<u32> {
-    let rjob = match running_coordinator(view) {
+fn coordinator_port(
+    running: Option<&CoordinatorRef>,
+    group: &Group,
+    warnings: &mut Vec<String>,
+) -> Option<u32> {
+    let rjob = match running {
         // Outside the group, the coordinator runs no TPU container.
         Some(c) => group.members.iter().find(|m| m.name == c.replicated_job)?,
         None => first_with_pods(group),
@@ -119,11 +114,12 @@ pub fn facts(plan: &JobSetPlan, warnings: &mut Vec<String>) -> Result<Vec<Facts>
 
     for group in &plan.slice_groups {
         let (total, starts) = offsets(&group.members, |r| Ok(r.replicas))?;
-        let outside = running_coordinator(view)
+        let outside = plan
+            .coordinator
             .is_some_and(|c| !group.members.iter().any(|m| m.name == c.replicated_job));
-        let coordinator = coordinator(view, group);
+        let coordinator = coordinator(plan.coordinator, group);
         let port = (total > 1)
-            .then(|| coordinator_port(view, group, warnings))
+            .then(|| coordinator_port(plan.coordinator, group, warnings))
             .flatten();
         for (rjob, offset) in group.members.iter().zip(starts) {
             let f = &mut facts[rjob.index];
@@ -136,7 +132,7 @@ pub fn facts(plan: &JobSetPlan, warnings: &mut Vec<String>) -> Result<Vec<Facts>
 
     for group in plan.jax_groups() {
         let (total, starts) = offsets(&group.members, pods_of)?;
-        let process_0 = jax_coordinator(view, group, &starts)?;
+        let process_0 = jax_coordinator(plan.coordinator, group, &starts)?;
         for (rjob, offset) in group.members.iter().zip(starts) {
             facts[rjob.index].jax = Some(JaxFacts {
                 total,
@@ -164,6 +160,7 @@ mod tests {
     //! These also run compiled to wasm32-wasip1 (`make test`), where `usize` is 32 bits.
     use super::*;
     use crate::settings::{JaxEnv, Settings};
+    use crate::views::jobset_view::JobSetView;
     use serde_json::{json, Value};
 
     fn rjob(name: &str, replicas: u32, parallelism: u32, tpu: bool) -> Value {

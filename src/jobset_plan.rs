@@ -1,15 +1,16 @@
 //! One plan per JobSet request (docs/contributing/spec.md §3): the replica groups, slice groups and JAX groups,
 //! each found once from the view and holding references to its members, and the slice shapes
 //! of §4.7, computed when first asked. The rules, the facts, the CREATE warnings and the
-//! resize check all read it.
+//! resize check all read it. Every step is linear in the replicated jobs.
 use crate::error::{checked_add, InputError};
 use crate::facts::GroupFacts;
 use crate::keys;
 use crate::narrowing::{self, ShapePlan};
 use crate::paths::Lazy;
 use crate::settings::{JaxEnv, Settings};
-use crate::views::jobset_view::{JobSetView, ReplicatedJob};
+use crate::views::jobset_view::{CoordinatorRef, JobSetView, ReplicatedJob};
 use std::cell::OnceCell;
+use std::collections::BTreeMap;
 
 /// A group of replicated jobs, members in spec order.
 #[derive(Debug, Clone)]
@@ -18,17 +19,17 @@ pub struct Group<'v, 'a> {
     pub members: Vec<&'v ReplicatedJob<'a>>,
 }
 
-impl Group<'_, '_> {
-    pub fn contains(&self, rjob: &ReplicatedJob) -> bool {
-        self.members.iter().any(|m| m.index == rjob.index)
-    }
-}
-
 pub struct JobSetPlan<'v, 'a> {
     pub view: &'v JobSetView<'a>,
     pub settings: &'v Settings,
     /// Whether the JAX distributed env is on for this JobSet (docs/contributing/spec.md §4.4).
     pub jax_enabled: bool,
+    /// Whether it is on by the JobSet's own opt-in annotation: then P1–P3 judge its JAX
+    /// groups, where `jaxEnv: always` alone leaves a member that breaks them out.
+    pub jax_opted_in: bool,
+    /// `spec.coordinator`, unless it names a replicated job that others wait for to complete:
+    /// its pods are gone by the time theirs start (docs/contributing/spec.md §3).
+    pub coordinator: Option<&'v CoordinatorRef<'a>>,
     /// Replica groups in order of first appearance.
     pub groups: Vec<Group<'v, 'a>>,
     /// The members of each group that run together: the groups without the replicated jobs
@@ -37,55 +38,75 @@ pub struct JobSetPlan<'v, 'a> {
     /// The TPU members of each running group, groups without any left out. Non-TPU replicated
     /// jobs of a group (a CPU driver in `default`) are not slices.
     pub slice_groups: Vec<Group<'v, 'a>>,
+    /// The JAX groups (§4.4), without the batch jobs beside the JAX run; empty when it is off.
+    jax_groups: Vec<Group<'v, 'a>>,
+    /// The members of a JAX group taken for batch jobs beside the JAX run (P1–P3): they get no
+    /// JAX env, and the numbering of the others leaves them out.
+    pub batch_beside_jax: Vec<&'v ReplicatedJob<'a>>,
     shapes: OnceCell<ShapePlan>,
 }
 
 impl<'v, 'a> JobSetPlan<'v, 'a> {
     pub fn new(view: &'v JobSetView<'a>, settings: &'v Settings) -> Self {
         let mut groups: Vec<Group> = Vec::new();
+        let mut by_name: BTreeMap<&str, usize> = BTreeMap::new();
         for rjob in &view.replicated_jobs {
             // The field, else the annotation (how users of JobSet before v0.9 name groups).
             let name = rjob
                 .group_field
                 .or(rjob.group_annotation)
                 .unwrap_or(keys::DEFAULT_GROUP);
-            match groups.iter_mut().find(|g| g.name == name) {
-                Some(g) => g.members.push(rjob),
-                None => groups.push(Group {
+            let at = *by_name.entry(name).or_insert_with(|| {
+                groups.push(Group {
                     name,
-                    members: vec![rjob],
-                }),
-            }
+                    members: Vec::new(),
+                });
+                groups.len().saturating_sub(1)
+            });
+            groups[at].members.push(rjob);
         }
         let running_groups = subgroups(&groups, |r| !r.runs_first);
         let slice_groups = subgroups(&running_groups, |r| r.is_tpu());
-        let jax_enabled = match settings.jax_env {
-            JaxEnv::Never => false,
-            JaxEnv::Always => true,
-            JaxEnv::Annotated => view.annotation(keys::JAX_OPT_IN) == Some("true"),
+        let jax_opted_in =
+            settings.jax_env != JaxEnv::Never && view.annotation(keys::JAX_OPT_IN) == Some("true");
+        let jax_enabled = jax_opted_in || settings.jax_env == JaxEnv::Always;
+        let coordinator = view.coordinator.as_ref().filter(|c| {
+            view.replicated_job(c.replicated_job)
+                .is_none_or(|r| !r.runs_first)
+        });
+        // The slice groups in a TPU JobSet (a CPU driver beside the slices is not a JAX
+        // process of the job), otherwise the running groups.
+        let candidates: &[Group] = match (jax_enabled, slice_groups.is_empty()) {
+            (false, _) => &[],
+            (true, true) => &running_groups,
+            (true, false) => &slice_groups,
         };
+        let batch_beside_jax = batch_beside_jax(candidates, coordinator, jax_opted_in);
+        let mut batch = vec![false; view.replicated_jobs.len()];
+        for r in &batch_beside_jax {
+            batch[r.index] = true;
+        }
+        let jax_groups = subgroups(candidates, |r| !batch[r.index]);
         JobSetPlan {
             view,
             settings,
             jax_enabled,
+            jax_opted_in,
+            coordinator,
             groups,
             running_groups,
             slice_groups,
+            jax_groups,
+            batch_beside_jax,
             shapes: OnceCell::new(),
         }
     }
 
-    /// The JAX groups when the JAX env is on (docs/contributing/spec.md §4.4): the slice groups in a TPU JobSet (a
-    /// CPU driver beside the slices is not a JAX process of the job), otherwise the running
-    /// groups. Empty when it is off.
+    /// The JAX groups when the JAX env is on (docs/contributing/spec.md §4.4): the slice
+    /// groups in a TPU JobSet, otherwise the running groups, each without its batch jobs beside
+    /// the JAX run. Empty when it is off.
     pub fn jax_groups(&self) -> &[Group<'v, 'a>] {
-        if !self.jax_enabled {
-            &[]
-        } else if self.slice_groups.is_empty() {
-            &self.running_groups
-        } else {
-            &self.slice_groups
-        }
+        &self.jax_groups
     }
 
     /// Slice groups with more than one member.
@@ -118,6 +139,46 @@ impl<'v, 'a> JobSetPlan<'v, 'a> {
         // Every replicated job is in exactly one group.
         Ok(out.into_iter().flatten().collect())
     }
+}
+
+/// Whether a member of a JAX group numbers its processes 0..N-1 with the rest (P1–P3): it is
+/// Indexed, runs every pod at once, and `spec.coordinator`, where it names one of its pods,
+/// is below its parallelism. A member without pods numbers none, and keeps them.
+pub fn keeps_process_ids(rjob: &ReplicatedJob, coordinator: Option<&CoordinatorRef>) -> bool {
+    rjob.replicas == 0
+        || (rjob.is_indexed()
+            && rjob.runs_all_at_once()
+            && coordinator
+                .is_none_or(|c| c.replicated_job != rjob.name || c.pod_index < rjob.parallelism))
+}
+
+/// The members of the JAX groups `candidates` taken for batch jobs beside the JAX run
+/// (docs/rules.md, P1–P3): the non-TPU members that break P1–P3, under `jaxEnv: always`
+/// without the JobSet's own opt-in every one, and with it those alone in their group (no other
+/// member has pods) while another group is a JAX group whose members keep P1–P3. The rest is
+/// refused; TPU members are T1's and T2's.
+fn batch_beside_jax<'v, 'a>(
+    candidates: &[Group<'v, 'a>],
+    coordinator: Option<&CoordinatorRef>,
+    opted_in: bool,
+) -> Vec<&'v ReplicatedJob<'a>> {
+    let keeps = |r: &ReplicatedJob| keeps_process_ids(r, coordinator);
+    // The group of a member that breaks them has that member with pods, so it is not one of
+    // these: any of them is another group.
+    let a_group_keeps = candidates
+        .iter()
+        .any(|g| g.members.iter().any(|r| r.replicas > 0) && g.members.iter().all(|r| keeps(r)));
+    let mut out = Vec::new();
+    for g in candidates {
+        let alone = g.members.iter().filter(|r| r.replicas > 0).count() == 1;
+        out.extend(
+            g.members
+                .iter()
+                .copied()
+                .filter(|r| !r.is_tpu() && !keeps(r) && (!opted_in || (alone && a_group_keeps))),
+        );
+    }
+    out
 }
 
 /// The members of each group that `keep` keeps, in order; groups left empty are left out.

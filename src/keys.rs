@@ -121,6 +121,11 @@ pub const JAX_OPT_IN: &str = "multislice.kubewarden.io/jax-distributed";
 /// `facts.rs`), on each pod template. On a pod outside a JobSet, its presence is what makes
 /// the pod an opted-in Job's.
 pub const FACTS: &str = "multislice.kubewarden.io/facts";
+/// The version of the facts beside it (docs/contributing/spec.md §9, "Facts across releases"),
+/// an annotation of its own, so that a release that reads no version, which ignores annotation
+/// keys it does not know, reads facts without a new field unchanged. Absent means 1, which is
+/// what this release writes: it writes no version key.
+pub const FACTS_VERSION: &str = "multislice.kubewarden.io/facts-version";
 /// What the policy ANDed into a queued TPU replicated job's required node affinity (docs/contributing/spec.md
 /// §4.7), on its pod template, as JSON (see `affinity_mark.rs`): T3 reads the rest as the
 /// author's own selection.
@@ -175,7 +180,7 @@ mod tests {
     /// docs/contributing/spec.md §9 and §4.1: the policy's own keys use its prefix, never jobset.sigs.k8s.io.
     #[test]
     fn the_policys_own_keys_use_its_prefix() {
-        for key in [JAX_OPT_IN, FACTS] {
+        for key in [JAX_OPT_IN, FACTS, FACTS_VERSION] {
             assert!(key.starts_with(PREFIX), "{key}");
         }
         for key in GROUP_KEYS {

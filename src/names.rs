@@ -29,9 +29,77 @@ pub fn address(hostname: &str, subdomain: &str) -> String {
     format!("{hostname}.{subdomain}")
 }
 
+/// Whether `address` is `<jobset>-<rjob>-<n>-<n>.<subdomain>` with decimal `n`: a pod of that
+/// replicated job, as JobSet's coordinator annotation names one. A replicated job whose name
+/// merely starts with `<rjob>-` (`w-head` beside `w`) is another one.
+pub fn is_pod_of(address: &str, jobset: &str, rjob: &str) -> bool {
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    let Some(rest) = address
+        .strip_prefix(jobset)
+        .and_then(|r| r.strip_prefix('-'))
+        .and_then(|r| r.strip_prefix(rjob))
+        .and_then(|r| r.strip_prefix('-'))
+    else {
+        return false;
+    };
+    let Some((host, _subdomain)) = rest.split_once('.') else {
+        return false;
+    };
+    host.split_once('-')
+        .is_some_and(|(job, pod)| digits(job) && digits(pod))
+}
+
+/// Whether the API server takes `value` as a label value: at most 63 characters,
+/// `(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?`.
+pub fn is_label_value(value: &str) -> bool {
+    let b = value.as_bytes();
+    let inner = |c: &u8| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.');
+    b.len() <= 63
+        && (b.is_empty()
+            || (b[0].is_ascii_alphanumeric()
+                && b[b.len() - 1].is_ascii_alphanumeric()
+                && b.iter().all(inner)))
+}
+
+/// Why `value` is no label value, for a warning: the value itself when it is short.
+pub fn no_label_value(value: &str) -> String {
+    if value.chars().count() > 63 {
+        "is longer than 63 characters".to_string()
+    } else {
+        format!("{value:?} is not a valid label value")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn label_values_are_what_the_api_server_takes() {
+        for ok in ["", "a", "Train_A.v2", "0", "a-b", &"x".repeat(63)] {
+            assert!(is_label_value(ok), "{ok}");
+        }
+        for bad in ["train/eval", "-a", "a-", "a b", "é", &"x".repeat(64)] {
+            assert!(!is_label_value(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_pod_of_a_replicated_job_is_named_exactly() {
+        assert!(is_pod_of("js-w-0-0.js", "js", "w"));
+        assert!(is_pod_of("js-w-12-3.sub.ns.svc", "js", "w"));
+        for other in [
+            "js-w-head-0-0.js",
+            "js-w-1-0-0.js",
+            "js-w-0-x.js",
+            "js-w-0-0",
+            "js-w-0.js",
+            "js-x-0-0.js",
+            "js-w--0.js",
+        ] {
+            assert!(!is_pod_of(other, "js", "w"), "{other}");
+        }
+    }
 
     #[test]
     fn a_jobset_pod_is_named_as_the_controllers_name_it() {

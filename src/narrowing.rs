@@ -186,15 +186,21 @@ pub fn count(pairs: &Pairs) -> usize {
     pairs.values().map(Vec::len).sum()
 }
 
-/// The CREATE warning that says what the narrowing added, in words.
+/// The CREATE warning that says what the narrowing added, in words. A long list of shapes is
+/// cut with the warning (docs/contributing/spec.md §4.2): the affinity itself lists them all.
 pub fn warning(rjob: &ReplicatedJob, mark: &AffinityMark) -> String {
     let unknown = if mark.any_accelerator_but.is_empty() {
         ""
     } else {
-        "; a flavour whose accelerator is not in the accelerator table is left open, since the policy cannot judge its slice shapes"
+        " (or an unknown accelerator)"
+    };
+    let hosts = if rjob.parallelism == 1 {
+        "host"
+    } else {
+        "hosts"
     };
     format!(
-        "{}: replicated job {:?} leaves its slice shape to the queue, so it is limited to slices of {} hosts with {} chips per pod: {} (a required node affinity, so that Kueue admits it only into a flavour where it fits){unknown}",
+        "{}: replicated job {:?} leaves its slice shape open, so a required node affinity limits it to slices of {} {hosts} of {} chips{unknown}: {}",
         rjob.at.pod_template().spec_field("affinity"),
         rjob.name,
         rjob.parallelism,

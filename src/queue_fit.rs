@@ -96,7 +96,7 @@ pub fn judge(plan: &JobSetPlan, queue: &Queue) -> QueueFindings {
     let carried = |key: &str| flavours.iter().any(|f| f.labels.contains_key(key));
     if !carried(topo_key) {
         out.warnings.push(format!(
-            "{}: {named}: its flavours for {} carry no {topo_key} label, so Kueue does not tell slice shapes apart there and the policy could not check that the JobSet fits; every flavour counts as possible",
+            "{}: {named}: its {} flavours carry no {topo_key} label, so the policy could not check the slice shape; every flavour counts",
             queue_path(plan),
             settings.tpu_resource
         ));
@@ -241,7 +241,7 @@ mod tests {
         assert!(got.violations.is_empty());
         assert_eq!(
             got.warnings,
-            vec!["metadata.labels[\"kueue.x-k8s.io/queue-name\"]: queue \"ns/q\" (ClusterQueue \"cq\"): its flavours for google.com/tpu carry no cloud.google.com/gke-tpu-topology label, so Kueue does not tell slice shapes apart there and the policy could not check that the JobSet fits; every flavour counts as possible"]
+            vec!["metadata.labels[\"kueue.x-k8s.io/queue-name\"]: queue \"ns/q\" (ClusterQueue \"cq\"): its google.com/tpu flavours carry no cloud.google.com/gke-tpu-topology label, so the policy could not check the slice shape; every flavour counts"]
         );
     }
 

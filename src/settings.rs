@@ -141,7 +141,7 @@ impl Settings {
                 "rejectUnknownAccelerators" => read(&mut s.reject_unknown_accelerators, key, v, e),
                 "role" => read_choice(&mut s.role, (key, v), &ROLE_CHOICES, e),
                 "narrowQueuedJobSets" => read(&mut s.narrow_queued_jobsets, key, v, e),
-                "queueCheck" => read_choice(&mut s.queue_check, (key, v), &QUEUE_CHECK_CHOICES, e),
+                "queueCheck" => read_queue_check(&mut s.queue_check, (key, v), e),
                 unknown => errors.push(unknown_key_message(unknown)),
             }
         }
@@ -251,6 +251,18 @@ const QUEUE_CHECK_CHOICES: [(&str, QueueCheck); 3] = [
     ("refuse", QueueCheck::Refuse),
 ];
 
+/// `queueCheck`: a YAML 1.1 reader makes `false` of an unquoted `off`, which means `off`; the
+/// `true` of an unquoted `on` or `yes` names no choice.
+fn read_queue_check(slot: &mut QueueCheck, (key, v): (&str, &Value), errors: &mut Vec<String>) {
+    match v {
+        Value::Bool(false) => *slot = QueueCheck::Off,
+        Value::Bool(true) => errors.push(format!(
+            "{key}: expected one of \"off\", \"warn\", \"refuse\", found the boolean true: write a quoted \"warn\" or \"refuse\" (a YAML 1.1 reader makes true of an unquoted on or yes)"
+        )),
+        _ => read_choice(slot, (key, v), &QUEUE_CHECK_CHOICES, errors),
+    }
+}
+
 fn read_port(slot: &mut u16, key: &str, v: &Value, errors: &mut Vec<String>) {
     match v.as_i64() {
         Some(p) if (1..=65535).contains(&p) => *slot = p as u16,
@@ -341,6 +353,7 @@ mod tests {
     #[case::bad_label(json!({"exclusiveTopologyKeys": ["Bad_Prefix/pool"]}), "exclusiveTopologyKeys[0]: \"Bad_Prefix/pool\" is not a valid label key: the prefix must be a lowercase DNS subdomain")]
     #[case::bad_accel_label(json!({"acceleratorLabel": "tpu/-x"}), "acceleratorLabel: \"tpu/-x\" is not a valid key: the name part must start and end with a letter or digit")]
     #[case::not_object(json!([1]), "settings must be an object, found a list")]
+    #[case::queue_check_on(json!({"queueCheck": true}), "queueCheck: expected one of \"off\", \"warn\", \"refuse\", found the boolean true: write a quoted \"warn\" or \"refuse\" (a YAML 1.1 reader makes true of an unquoted on or yes)")]
     fn rejects_with_a_message_naming_the_key(#[case] input: Value, #[case] message: &str) {
         assert_eq!(Settings::from_json(&input), Err(vec![message.to_string()]));
     }
@@ -360,7 +373,7 @@ mod tests {
             "requireTpuNodeSelectors": false, "requireExclusiveTopology": false,
             "exclusiveTopologyKeys": ["example.com/pool", "kubernetes.io/hostname"],
             "rejectUnknownAccelerators": true, "role": "validate",
-            "narrowQueuedJobSets": false
+            "narrowQueuedJobSets": false, "queueCheck": false
         }))
         .unwrap();
         assert!(!s.multislice_env && s.tpu_worker_env && s.jax_env == JaxEnv::Never);

@@ -2,7 +2,7 @@
 use std::fmt;
 
 /// Rule ids of docs/contributing/spec.md §6, in the order a rejection lists them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Rule {
     G1,
     G2,
@@ -19,7 +19,13 @@ pub enum Rule {
     X4,
     N1,
     N2,
+    /// JAX processes of a JobSet (P1–P3), where J1–J4 are a plain Job's.
+    P1,
+    P2,
+    P3,
+    /// Resizes that would leave stamped values stale: E1 of a JobSet, E2 of an opted-in Job.
     E1,
+    E2,
     J1,
     J2,
     J3,
@@ -34,7 +40,7 @@ impl fmt::Display for Rule {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Violation {
     pub rule: Rule,
     /// JSON path of the field to change, e.g. `spec.replicatedJobs[1].template.spec.parallelism`.

@@ -20,6 +20,7 @@ use crate::views::container_env::{self, metadata_key, WantedVar};
 use crate::views::job_view::JobView;
 use crate::views::jobset_view::{JobSetView, ReplicatedJob};
 use crate::views::pod_template::PodTemplateView;
+use std::collections::BTreeSet;
 
 /// The warnings for a JobSet about to be admitted with `facts`: each replicated job whose
 /// pods get the policy's env and whose template sets some of it, compared on its sampled pods.
@@ -47,7 +48,7 @@ pub fn warnings(plan: &JobSetPlan, facts: &[Facts]) -> Result<Vec<String>, Input
             start,
             global_replicas,
         };
-        let mut seen = Vec::new();
+        let mut seen = BTreeSet::new();
         for place in sampled_places(&subject) {
             compare_sampled(&subject, &place?, settings, &mut seen, &mut out)?;
         }
@@ -94,7 +95,7 @@ fn compare_sampled(
     subject: &Subject,
     place: &PodPlace,
     settings: &Settings,
-    seen: &mut Vec<(usize, &'static str)>,
+    seen: &mut BTreeSet<(usize, &'static str)>,
     out: &mut Vec<String>,
 ) -> Result<(), InputError> {
     let Subject {
@@ -139,7 +140,7 @@ pub fn job_warnings(
         Some(s) if settings.jax_env != JaxEnv::Never && sets_any(template) => s,
         _ => return Ok(Vec::new()),
     };
-    let (mut seen, mut out) = (Vec::new(), Vec::new());
+    let (mut seen, mut out) = (BTreeSet::new(), Vec::new());
     for c in samples(job.completions) {
         let place = JobPlace {
             job: view.name,
@@ -190,7 +191,7 @@ fn compare(
     template: &PodTemplateView,
     wanted: &[Vec<WantedVar>],
     sample: &Sample,
-    seen: &mut Vec<(usize, &'static str)>,
+    seen: &mut BTreeSet<(usize, &'static str)>,
     out: &mut Vec<String>,
 ) -> Result<(), InputError> {
     for (ci, (container, vars)) in template.containers.iter().zip(wanted).enumerate() {
@@ -213,12 +214,11 @@ fn compare(
                 continue;
             };
             let Some(value) = &resolved[e] else { continue };
-            if *value == var.value || seen.contains(&(ci, var.name)) {
+            if *value == var.value || !seen.insert((ci, var.name)) {
                 continue;
             }
-            seen.push((ci, var.name));
             out.push(format!(
-                "{}: {} resolves to {value:?} for {} but the policy computed {:?}; the container's value is kept",
+                "{}: {} keeps {value:?} for {}, not the {:?} the policy computed",
                 json::index(&json::join(&c_path, "env"), e),
                 var.name,
                 sample.pod,

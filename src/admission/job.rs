@@ -124,5 +124,5 @@ pub(super) fn admit_update(object: &Value, old: Option<&Value>, settings: &Setti
         Err(e) => return e.into(),
     };
     rules::elastic::stale_job_resize(&stamped, &old, &new)
-        .map_or_else(Verdict::accept, |problem| Verdict::reject(problem, 400))
+        .map_or_else(Verdict::accept, |v| rejection(&[v], Vec::new()))
 }

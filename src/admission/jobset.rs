@@ -15,6 +15,7 @@ use crate::settings::{QueueCheck, Settings};
 use crate::views::jobset_view::JobSetView;
 use crate::violation::Violation;
 use serde_json::Value;
+use std::collections::HashSet;
 
 /// JobSet CREATE: the rules, then the facts each replicated job's pods need, stamped on its
 /// pod template, with the warnings about templates that contradict them; and a TPU replicated
@@ -145,15 +146,18 @@ pub(super) fn admit_update(object: &Value, old: Option<&Value>, settings: &Setti
         Err(e) => return e.into(),
     };
     let old_findings = before.and_then(Result::ok).unwrap_or_default();
+    // Looked up, not scanned: a JobSet of many replicated jobs may have as many findings.
+    let old_violations: HashSet<&Violation> = old_findings.violations.iter().collect();
+    let old_warnings: HashSet<&String> = old_findings.warnings.iter().collect();
     let mut new_violations: Vec<Violation> = after
         .violations
         .into_iter()
-        .filter(|v| !old_findings.violations.contains(v))
+        .filter(|v| !old_violations.contains(v))
         .collect();
     let new_warnings: Vec<String> = after
         .warnings
         .into_iter()
-        .filter(|w| !old_findings.warnings.contains(w))
+        .filter(|w| !old_warnings.contains(w))
         .collect();
     // ElasticJobSet resizes that would leave stamped values stale (docs/contributing/spec.md §5, E1). Objects that
     // cannot be read have no sizes to compare; their problem is reported by the findings.

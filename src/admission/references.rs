@@ -12,11 +12,13 @@
 //! malformed env is the pods' problem, reported at pod admission.
 use crate::json;
 use crate::keys;
-use crate::spelling::edit_distance;
+use crate::spelling;
 use crate::views::container_env::metadata_key;
 use crate::views::job_view::JobView;
 use crate::views::jobset_view::JobSetView;
 use crate::views::pod_template::PodTemplateView;
+use std::cell::RefCell;
+use std::collections::HashMap;
 
 /// Why a key never resolves on a template's pods.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,18 +36,16 @@ enum Why {
 impl Why {
     fn reason(self) -> &'static str {
         match self {
-            Why::NoCoordinator => {
-                "which the JobSet controller sets only when spec.coordinator is set"
-            }
-            Why::NotJobSets(_) => "which no JobSet release sets on pods",
-            Why::PlainJob => "which no controller sets on the pods of a plain Job",
-            Why::NotJobControllers(_) => "which the Job controller does not set on pods",
+            Why::NoCoordinator => "which JobSet sets only with spec.coordinator",
+            Why::NotJobSets(_) => "which no JobSet release sets",
+            Why::PlainJob => "which no controller sets on a plain Job's pods",
+            Why::NotJobControllers(_) => "which the Job controller does not set",
         }
     }
 
     fn hint(self) -> Option<String> {
         match self {
-            Why::NoCoordinator => Some("set spec.coordinator to name the coordinator pod".into()),
+            Why::NoCoordinator => Some("set spec.coordinator".into()),
             Why::NotJobSets(near) | Why::NotJobControllers(near) => {
                 near.map(|n| format!("did you mean {n}?"))
             }
@@ -70,10 +70,25 @@ pub fn jobset_warnings(view: &JobSetView) -> Vec<String> {
             .chain(coordinator_set.then_some(keys::JOBSET_COORDINATOR));
         Some(Why::NotJobSets(nearest(key, known)))
     };
+    let judge = once_per_key(judge);
     view.replicated_jobs
         .iter()
         .flat_map(|r| scan(&r.template, &judge))
         .collect()
+}
+
+/// `judge`, asked once per distinct key of the request: a request may name one key many
+/// times, and its "did you mean" is the costly part.
+fn once_per_key<'k>(judge: impl Fn(&str) -> Option<Why> + 'k) -> impl Fn(&str) -> Option<Why> + 'k {
+    let seen: RefCell<HashMap<String, Option<Why>>> = RefCell::new(HashMap::new());
+    move |key: &str| {
+        if let Some(why) = seen.borrow().get(key) {
+            return *why;
+        }
+        let why = judge(key);
+        seen.borrow_mut().insert(key.to_string(), why);
+        why
+    }
 }
 
 /// The warnings for an opted-in plain Job about to be admitted: no JobSet owns it, so every
@@ -92,7 +107,7 @@ pub fn job_warnings(view: &JobView) -> Vec<String> {
             keys::JOB_POD_KEYS.iter().copied(),
         )))
     };
-    scan(&view.template, &judge)
+    scan(&view.template, &once_per_key(judge))
 }
 
 /// Whether the template puts `key` on its pods itself, as label or annotation.
@@ -124,24 +139,21 @@ fn scan(template: &PodTemplateView, judge: &dyn Fn(&str) -> Option<Why>) -> Vec<
             let path = json::index(&json::join(&c.path(), "env"), e);
             let hint = why.hint().map_or(String::new(), |h| format!("; {h}"));
             out.push(format!(
-                    "{path}: {var} reads the {singular} {key}, {}, so {var} will be empty in every pod{hint}",
-                    why.reason()
-                ));
+                "{path}: {var} reads the {singular} {key}, {}, so it is empty in every pod{hint}",
+                why.reason()
+            ));
         }
     }
     out
 }
 
-/// The known key a typo most likely meant: within two edits, else none. Keys longer than any
-/// label key are not compared (the distance is quadratic).
+/// The known key a typo most likely meant: within two edits, else none. The distance is
+/// bounded ([`spelling::within`]): a key whose length differs from a known key's by more than
+/// two is not compared with it, so the work is linear in the key.
 fn nearest(key: &str, known: impl Iterator<Item = &'static str>) -> Option<&'static str> {
     const MAX_EDITS: usize = 2;
-    if key.len() > 317 {
-        return None;
-    }
     known
-        .map(|k| (edit_distance(key, k), k))
-        .filter(|(d, _)| *d <= MAX_EDITS)
+        .filter_map(|k| Some((spelling::within(key, k, MAX_EDITS)?, k)))
         .min_by_key(|(d, _)| *d)
         .map(|(_, k)| k)
 }
@@ -186,7 +198,7 @@ mod tests {
         ]);
         let got = warned(&jobset(env.clone(), false));
         assert_eq!(got.len(), 2, "{got:?}");
-        assert!(got[0].starts_with("spec.replicatedJobs[0].template.spec.template.spec.containers[0].env[2]: V reads the label jobset.sigs.k8s.io/coordinator, which the JobSet controller sets only when spec.coordinator is set"));
+        assert!(got[0].starts_with("spec.replicatedJobs[0].template.spec.template.spec.containers[0].env[2]: V reads the label jobset.sigs.k8s.io/coordinator, which JobSet sets only with spec.coordinator"));
         assert!(got[1].ends_with("; did you mean jobset.sigs.k8s.io/job-global-index?"));
         let got = warned(&jobset(env, true));
         assert_eq!(got.len(), 1, "{got:?}");

@@ -1,8 +1,38 @@
-//! The decision for one request, and how it becomes the host's `ValidationResponse`.
+//! The decision for one request, and how it becomes the host's `ValidationResponse`. Every
+//! response's warnings are bounded here, in one place (docs/contributing/spec.md §4.2): a
+//! person reads them in `kubectl apply`'s output, and the API server keeps 4 KiB of them.
 use crate::error::InputError;
 use crate::violation::{self, Violation};
 use kubewarden_policy_sdk::response::ValidationResponse;
 use serde_json::Value;
+
+/// At most this many warnings per response; past it, the first `MAX_WARNINGS - 1` and one that
+/// says how many more there are.
+pub const MAX_WARNINGS: usize = 10;
+/// At most this many characters per warning: what the API server keeps of each once the
+/// warnings of a response total 4 KiB. Kubernetes asks for 120 where possible, and the
+/// policy's own wording keeps to about that; names and keys of any length are cut here.
+pub const MAX_WARNING_CHARS: usize = 256;
+
+/// The warnings as a response carries them: at most [`MAX_WARNINGS`], each at most
+/// [`MAX_WARNING_CHARS`] characters, cut at a character boundary with "…", so that its path,
+/// which comes first, is kept.
+fn bounded(mut warnings: Vec<String>) -> Vec<String> {
+    if warnings.len() > MAX_WARNINGS {
+        let more = warnings.len() - (MAX_WARNINGS - 1);
+        warnings.truncate(MAX_WARNINGS - 1);
+        warnings.push(format!("… and {more} more like these"));
+    }
+    for w in &mut warnings {
+        if let Some((end, _)) = w.char_indices().nth(MAX_WARNING_CHARS - 1) {
+            if w[end..].chars().nth(1).is_some() {
+                w.truncate(end);
+                w.push('…');
+            }
+        }
+    }
+    warnings
+}
 
 /// The decision for one request, before it is serialized for the host.
 #[derive(Debug, Default, PartialEq)]
@@ -36,7 +66,7 @@ impl Verdict {
         Verdict {
             accepted: true,
             mutated_object,
-            warnings,
+            warnings: bounded(warnings),
             ..Verdict::default()
         }
     }
@@ -62,7 +92,34 @@ impl From<InputError> for Verdict {
 /// A rejection listing the violations, keeping the warnings found beside them.
 pub(super) fn rejection(violations: &[Violation], warnings: Vec<String>) -> Verdict {
     Verdict {
-        warnings,
+        warnings: bounded(warnings),
         ..Verdict::reject(violation::message(violations), 400)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn many(n: usize) -> Vec<String> {
+        (0..n).map(|i| format!("w{i}")).collect()
+    }
+
+    #[test]
+    fn ten_warnings_are_all_kept_and_more_are_summed_up() {
+        assert_eq!(bounded(many(10)), many(10));
+        let mut want = many(9);
+        want.push("… and 16 more like these".into());
+        assert_eq!(bounded(many(25)), want);
+    }
+
+    #[test]
+    fn a_long_warning_is_cut_at_a_character_boundary() {
+        let exact = "é".repeat(MAX_WARNING_CHARS);
+        assert_eq!(bounded(vec![exact.clone()]), [exact]);
+        let long = format!("path: {}", "é".repeat(300));
+        let cut = &bounded(vec![long])[0];
+        assert_eq!(cut.chars().count(), MAX_WARNING_CHARS);
+        assert!(cut.starts_with("path: é") && cut.ends_with("é…"), "{cut}");
     }
 }

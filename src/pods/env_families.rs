@@ -144,9 +144,14 @@ fn jax_vars(
     let Some(group) = &facts.jax else {
         return Ok(None);
     };
-    // No coordinator: no member of the group has pods, so there is no pod to serve either.
-    let (Some(coordinator), Some(per_job)) = (group.coordinator.as_deref(), facts.pods_per_job)
-    else {
+    // Facts written before `jax.coordinator` existed name process 0 in `coordinator`, and
+    // number from it (docs/contributing/spec.md §9). No coordinator at all: no member of the
+    // group has pods, so there is no pod to serve either.
+    let coordinator = group
+        .coordinator
+        .as_deref()
+        .or(facts.coordinator.as_deref());
+    let (Some(coordinator), Some(per_job)) = (coordinator, facts.pods_per_job) else {
         return Ok(None);
     };
     let Some(completion_index) = place.completion_index else {

@@ -42,7 +42,7 @@ pub fn plan_env(
         if let Some(Some(value)) = last.map(|i| &resolved[i]) {
             if *value != var.value {
                 plan.warnings.push(format!(
-                    "{label}: {} resolves to {value:?} but the policy computed {:?}; the container's value is kept",
+                    "{label}: {} keeps {value:?}, not the {:?} the policy computed",
                     var.name, var.value
                 ));
             }
@@ -80,7 +80,7 @@ mod tests {
         assert_eq!(plan.prepend, vec![json!({"name": "D", "value": "4"})]);
         assert_eq!(
             plan.warnings,
-            vec!["container \"w\": B resolves to \"9\" but the policy computed \"2\"; the container's value is kept"]
+            vec!["container \"w\": B keeps \"9\", not the \"2\" the policy computed"]
         );
     }
 }

@@ -1,10 +1,12 @@
 //! The group labels and annotations of a JobSet pod (docs/contributing/spec.md §4.1): JobSet v0.9+ controllers
-//! write them; on older ones the policy adds them, from the facts of JobSet admission.
+//! write them; on older ones the policy adds them, from the facts of JobSet admission. Every
+//! label value it writes is one the API server takes.
 use super::place::PodPlace;
 use super::pod_plan::MetadataAdd;
 use crate::error::{checked_add, InputError};
 use crate::json::{map_str, Object};
 use crate::keys;
+use crate::names;
 use crate::views::pod_view::PodView;
 
 /// The group keys the pod lacks. Values the controller set (JobSet v0.9+) are never touched.
@@ -46,13 +48,24 @@ pub fn missing(
     let mut adds = Vec::new();
     for (map_name, map) in maps {
         for (key, value) in keys::GROUP_KEYS.iter().zip(&values) {
-            if map_str(map, key).is_none() {
-                adds.push(MetadataAdd {
-                    map: map_name,
-                    key,
-                    value: value.clone(),
-                });
+            if map_str(map, key).is_some() {
+                continue;
             }
+            // The API server refuses a pod with a label value it does not take; the policy
+            // judges no such JobSet (G1 refuses its name where it does), so the pod keeps the
+            // annotation, and runs (docs/contributing/spec.md §4.1).
+            if map_name == "labels" && !names::is_label_value(value) {
+                warnings.push(format!(
+                    "metadata.labels[{key:?}]: {}, so the pod gets the group-name annotation only",
+                    names::no_label_value(value)
+                ));
+                continue;
+            }
+            adds.push(MetadataAdd {
+                map: map_name,
+                key,
+                value: value.clone(),
+            });
         }
     }
     Ok(adds)

@@ -79,7 +79,7 @@ pub fn plan(pod: &PodView, job: &JobFacts, settings: &Settings) -> Result<PodPla
     let subdomain = pod.facts.subdomain.as_deref().or(pod.subdomain);
     let (Some(name), Some(completion_index), Some(subdomain)) = (name, index, subdomain) else {
         return Ok(PodPlan::unchanged(format!(
-            "pod of an opted-in Job: it lacks the {} label (or an owning Job), the {} label or annotation, or a subdomain, so it was not made by the Job controller from an admitted Indexed Job; left unchanged",
+            "pod of an opted-in Job: no {} label or owning Job, no {}, or no subdomain, so no Job controller made it from an admitted Indexed Job; left unchanged",
             keys::JOB_NAME,
             keys::COMPLETION_INDEX
         )));

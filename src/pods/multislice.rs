@@ -37,11 +37,10 @@ pub fn vars(
             // tell about its replicated job, so that is taken as the whole slice group.
             let own = place.address(&names::rjob_pod(place.replicated_job, 0, 0));
             let (coordinator, outside) = match map_str(annotations, keys::JOBSET_COORDINATOR) {
-                Some(c) => {
-                    let own_prefix =
-                        format!("{}-", names::in_jobset(place.jobset, place.replicated_job));
-                    (c.to_string(), !c.starts_with(&own_prefix))
-                }
+                Some(c) => (
+                    c.to_string(),
+                    !names::is_pod_of(c, place.jobset, place.replicated_job),
+                ),
                 None => (own, false),
             };
             warnings.push(format!(

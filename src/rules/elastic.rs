@@ -1,4 +1,4 @@
-//! ElasticJobSet UPDATEs (docs/contributing/spec.md §5), and elastic Indexed Jobs (§4.6): an UPDATE may change
+//! ElasticJobSet UPDATEs (docs/contributing/spec.md §5, E1), and elastic Indexed Jobs (§4.6, E2): an UPDATE may change
 //! `parallelism` and `completions`, but the facts stamped at CREATE (process counts and ids,
 //! worker hostnames) would then be stale for pods whose values depend on them.
 use crate::facts::JobFacts;
@@ -9,8 +9,12 @@ use crate::violation::{self, Rule, Violation};
 
 /// Why the pods of replicated job `i` depend on its parallelism, if they do: a member of a JAX
 /// group, or a TPU job under `tpuWorkerEnv`.
-fn depends_on_parallelism(plan: &JobSetPlan, rjob: &ReplicatedJob) -> Option<&'static str> {
-    if plan.jax_groups().iter().any(|g| g.contains(rjob)) {
+fn depends_on_parallelism(
+    plan: &JobSetPlan,
+    in_jax: &[bool],
+    rjob: &ReplicatedJob,
+) -> Option<&'static str> {
+    if in_jax[rjob.index] {
         Some("JAX_NUM_PROCESSES, JAX_PROCESS_ID and the JAX coordinator")
     } else if plan.settings.tpu_worker_env && rjob.is_tpu() {
         Some("TPU_WORKER_ID and TPU_WORKER_HOSTNAMES")
@@ -34,9 +38,13 @@ fn show(n: Option<u32>) -> String {
 /// plan of the old object, whose values the pods were given.
 pub fn stale_resizes(old: &JobSetPlan, new: &JobSetView) -> Vec<Violation> {
     let mut out = Vec::new();
+    let mut in_jax = vec![false; old.view.replicated_jobs.len()];
+    for r in old.jax_groups().iter().flat_map(|g| &g.members) {
+        in_jax[r.index] = true;
+    }
     let pairs = old.view.replicated_jobs.iter().zip(&new.replicated_jobs);
     for (before, after) in pairs.filter(|(before, after)| before.name == after.name) {
-        let Some(what) = depends_on_parallelism(old, before) else {
+        let Some(what) = depends_on_parallelism(old, &in_jax, before) else {
             continue;
         };
         for ((field, was), (_, is)) in counts(before).into_iter().zip(counts(after)) {
@@ -58,22 +66,34 @@ pub fn stale_resizes(old: &JobSetPlan, new: &JobSetView) -> Vec<Violation> {
     out
 }
 
-/// Why an UPDATE of a plain Job whose template carries `stamped` facts (docs/contributing/spec.md §4.6) would
-/// leave its pods' JAX env stale, naming the field; `None` when it would not. The count was
-/// stamped at CREATE, and running JAX processes cannot learn a new one.
-pub fn stale_job_resize(stamped: &JobFacts, old: &JobView, new: &JobView) -> Option<String> {
+/// E2: an UPDATE of a plain Job whose template carries `stamped` facts (docs/contributing/spec.md
+/// §4.6) that would leave its pods' JAX env stale, naming the field; `None` when it would not.
+/// The count was stamped at CREATE, and running JAX processes cannot learn a new one.
+pub fn stale_job_resize(stamped: &JobFacts, old: &JobView, new: &JobView) -> Option<Violation> {
     let processes = stamped.completions;
     if new.completions != old.completions {
-        Some(format!(
-            "spec.completions: changed from {} to {}, but the JAX env of this Job's pods was set at creation for {processes} processes and running JAX processes cannot learn a new count; delete the Job and create it again with completions and parallelism both {}",
-            show(old.completions),
-            show(new.completions),
-            show(new.completions),
+        Some(Violation::new(
+            Rule::E2,
+            "spec.completions",
+            format!(
+                "changed from {} to {}, but the JAX env of this Job's pods was set at creation for {processes} processes and running JAX processes cannot learn a new count",
+                show(old.completions),
+                show(new.completions),
+            ),
+            format!(
+                "delete the Job and create it again with completions and parallelism both {}",
+                show(new.completions)
+            ),
         ))
     } else if new.parallelism != old.parallelism {
-        Some(format!(
-            "spec.parallelism: changed from {} to {}, but jax.distributed.initialize waits for all {processes} processes at once; keep parallelism equal to completions",
-            old.parallelism, new.parallelism,
+        Some(Violation::new(
+            Rule::E2,
+            "spec.parallelism",
+            format!(
+                "changed from {} to {}, but jax.distributed.initialize waits for all {processes} processes at once",
+                old.parallelism, new.parallelism,
+            ),
+            "keep parallelism equal to completions",
         ))
     } else {
         None

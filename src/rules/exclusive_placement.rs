@@ -194,7 +194,7 @@ pub fn single_slice_by_hostname(plan: &JobSetPlan) -> Vec<String> {
         }
         if let Some(e) = exclusive_placement(view, r).filter(|e| e.key == HOSTNAME) {
             out.push(format!(
-                "{}: exclusive placement by {HOSTNAME} gives each of the slice's {} pods a node of its own but does not keep them in one node pool; cloud.google.com/gke-nodepool does",
+                "{}: by {HOSTNAME} each of the slice's {} pods gets a node of its own, but not one node pool; cloud.google.com/gke-nodepool keeps them in one",
                 e.path(), r.parallelism
             ));
         }

@@ -3,6 +3,7 @@
 pub mod elastic;
 pub mod exclusive_placement;
 pub mod indexed_job;
+pub mod jax_processes;
 pub mod network;
 pub mod replica_groups;
 pub mod tpu;
@@ -47,8 +48,9 @@ const fn rule(check: RuleFn) -> (RuleFn, When) {
     (check, When::Always)
 }
 
-/// Every rule in the order a rejection lists them.
-const RULES: [(RuleFn, When); 17] = [
+/// Every rule in the order a rejection lists them: what a JobSet's shape needs (G, T, X, N),
+/// then what its JAX processes need (P), whose fixes may rest on the shape's.
+const RULES: [(RuleFn, When); 20] = [
     rule(replica_groups::g1_group_name_is_a_label),
     rule(replica_groups::g2_field_and_annotation_agree),
     rule(replica_groups::g3_no_cpu_job_among_slices),
@@ -75,6 +77,9 @@ const RULES: [(RuleFn, When); 17] = [
     rule(exclusive_placement::x4_exclusive_key_not_pinned),
     rule(network::n1_hostnames_resolve),
     rule(network::n2_pods_resolve_cluster_dns),
+    rule(jax_processes::p1_indexed),
+    rule(jax_processes::p2_all_processes_at_once),
+    rule(jax_processes::p3_coordinator_runs_from_the_start),
 ];
 
 impl When {
@@ -110,11 +115,15 @@ pub fn check_input(plan: &JobSetPlan) -> Result<(), InputError> {
     Ok(())
 }
 
-/// The verdict on a JobSet the policy judges; nothing for one it does not.
+/// The verdict on a JobSet the policy judges; for one it does not, only the warnings about
+/// what its pods will not get.
 pub fn judge(plan: &JobSetPlan, moment: Moment) -> Result<Findings, InputError> {
     check_input(plan)?;
     if !judged(plan) {
-        return Ok(Findings::default());
+        return Ok(Findings {
+            warnings: replica_groups::names_without_a_label(plan),
+            ..Findings::default()
+        });
     }
     let deferred = deferred(plan.view, moment, plan.settings.role);
     let mut violations: Vec<Violation> = RULES
@@ -124,6 +133,7 @@ pub fn judge(plan: &JobSetPlan, moment: Moment) -> Result<Findings, InputError> 
         .collect();
     violation::name_replicated_jobs(&mut violations, &plan.view.rjob_names());
     let mut warnings = exclusive_placement::single_slice_by_hostname(plan);
+    warnings.extend(jax_processes::batch_jobs_beside_jax(plan));
     warnings.extend(replica_groups::coordinator_without_tpus(plan));
     if !deferred {
         warnings.extend(tpu::unknown_accelerators(plan));

@@ -1,6 +1,7 @@
 //! G1–G5: replica groups and slice groups.
 use crate::jobset_plan::JobSetPlan;
 use crate::keys;
+use crate::names;
 use crate::narrowing;
 use crate::placement::{pinned, slice_topology};
 use crate::settings::Settings;
@@ -62,6 +63,32 @@ pub fn g1_group_name_is_a_label(plan: &JobSetPlan) -> Vec<Violation> {
     out
 }
 
+/// Warnings for a JobSet the policy does not judge, before JobSet v0.9 (no native groups,
+/// so the policy writes the group keys): a group name that is no label value, which its pods
+/// get as the group-name annotation only (docs/contributing/spec.md §4.1). Where the policy
+/// judges, G1 refuses such a name.
+pub fn names_without_a_label(plan: &JobSetPlan) -> Vec<String> {
+    if plan.view.has_native_groups() {
+        return Vec::new();
+    }
+    plan.view
+        .replicated_jobs
+        .iter()
+        .filter_map(|r| match (r.group_field, r.group_annotation) {
+            (Some(name), _) => Some((name, r.at.field("groupName"))),
+            (None, Some(name)) => Some((name, r.at.job_annotation(keys::GROUP_NAME))),
+            (None, None) => None,
+        })
+        .filter(|(name, _)| !names::is_label_value(name))
+        .map(|(name, path)| {
+            format!(
+                "{path}: {}, so its pods get the group-name annotation only",
+                names::no_label_value(name)
+            )
+        })
+        .collect()
+}
+
 /// G2: when both the field and the annotation name the group, they agree.
 pub fn g2_field_and_annotation_agree(plan: &JobSetPlan) -> Vec<Violation> {
     let view = plan.view;
@@ -95,6 +122,12 @@ pub fn g3_no_cpu_job_among_slices(plan: &JobSetPlan) -> Vec<Violation> {
         if tpu.is_empty() {
             continue;
         }
+        // Named once per non-TPU member, so at most three, or the message would grow with the
+        // product of the two.
+        let tpu = match tpu.len() {
+            0..=3 => format!("{tpu:?}"),
+            n => format!("{:?} and {} more", &tpu[..3], n - 3),
+        };
         // One that runs first (an initializer the slices wait for) is no slice of theirs.
         for rjob in rjobs.iter().filter(|r| !r.is_tpu() && !r.runs_first) {
             let named_at = match rjob.group_field {
@@ -105,7 +138,7 @@ pub fn g3_no_cpu_job_among_slices(plan: &JobSetPlan) -> Vec<Violation> {
                 Rule::G3,
                 named_at,
                 format!(
-                    "puts this non-TPU replicated job in group {name:?} with TPU replicated jobs {tpu:?}"
+                    "puts this non-TPU replicated job in group {name:?} with TPU replicated jobs {tpu}"
                 ),
                 "give it a group of its own, or leave it in \"default\", where non-TPU jobs are not counted as slices",
             ));
@@ -250,7 +283,7 @@ pub fn coordinator_without_tpus(plan: &JobSetPlan) -> Vec<String> {
         .filter(|g| !g.members.iter().all(|r| sets_its_own(r)))
         .map(|g| {
             format!(
-                "spec.coordinator: names replicated job {:?}, which runs no TPU container, so the MEGASCALE_COORDINATOR_ADDRESS of slice group {:?} names a pod without libtpu; the JAX processes on its slices need a TPU host there (only Pathways, whose TPU workers run no JAX, works so): name a pod of the slice group, or leave spec.coordinator unset",
+                "spec.coordinator: replicated job {:?} runs no TPU container, so the MEGASCALE coordinator of slice group {:?} has no libtpu, which its JAX processes need (Pathways runs none there); name a pod of the group, or unset it",
                 coordinator.name, g.name
             )
         })

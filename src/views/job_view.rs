@@ -3,7 +3,6 @@
 use crate::error::InputError;
 use crate::facts::{Facts, JobFacts};
 use crate::json::{self, Object};
-use crate::keys;
 use crate::paths::TemplateAt;
 use crate::views::pod_template::{required, PodTemplateView};
 use serde_json::Value;
@@ -29,10 +28,12 @@ impl<'a> JobView<'a> {
     /// pods got a JAX env that a resize could make stale. Facts the policy cannot read count
     /// as none.
     pub fn stamped(&self) -> Option<JobFacts> {
-        let text = self.template.annotation(keys::FACTS)?;
-        Facts::from_annotation(text, "spec.template.metadata.annotations")
-            .ok()?
-            .job
+        Facts::read(
+            self.template.annotations,
+            "spec.template.metadata.annotations",
+        )
+        .ok()??
+        .job
     }
 
     pub fn parse(object: &'a Value, tpu_resource: &str) -> Result<Self, InputError> {

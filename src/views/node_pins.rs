@@ -6,6 +6,7 @@ use crate::json::{self, Object};
 use crate::keys;
 use crate::paths::{Lazy, PathLike, SpecAt};
 use serde_json::Value;
+use std::collections::BTreeSet;
 
 const REQUIRED: &str = "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution";
 const TERMS: &str =
@@ -73,8 +74,10 @@ pub fn selection<'a>(
     mark: Option<&AffinityMark>,
 ) -> Result<Selection<'a>, InputError> {
     let mut pins = Vec::new();
+    let mut pinned_keys = BTreeSet::new();
     if let Some(selector) = json::opt_string_map(pod_spec, "nodeSelector", at)? {
         for (key, value) in selector {
+            pinned_keys.insert(key.as_str());
             pins.push(Pin {
                 key,
                 value: value.as_str().unwrap_or(""),
@@ -107,7 +110,7 @@ pub fn selection<'a>(
                     found: json::type_name(value),
                 })?;
                 // A nodeSelector entry for the same key comes first and wins in messages.
-                if !pins.iter().any(|p: &Pin| p.key == key) {
+                if pinned_keys.insert(key) {
                     pins.push(Pin {
                         key,
                         value,

@@ -37,10 +37,7 @@ impl<'a> PodView<'a> {
             None => (None, None),
         };
         let spec = required(root, "spec", "")?;
-        let facts = match map_str(annotations, keys::FACTS) {
-            Some(text) => Facts::from_annotation(text, "metadata.annotations")?,
-            None => Facts::default(),
-        };
+        let facts = Facts::read(annotations, "metadata.annotations")?.unwrap_or_default();
         Ok(PodView {
             labels,
             annotations,

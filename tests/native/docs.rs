@@ -5,7 +5,7 @@
 //! (with a before/after YAML and what happens without it) and its row in the README's rule
 //! table; every example file is linked from the docs or admitted by a test; every example
 //! policy lists every setting, or defers to the pair's one settings file; the README names
-//! this version; and all of that markdown stays within 2,700 lines.
+//! this version; and all of that markdown stays within 2,800 lines.
 use jobset_multislice_policy::settings::KEYS;
 use multislice_host::workspace_root;
 use std::collections::BTreeSet;
@@ -523,11 +523,12 @@ fn every_example_policy_lists_every_setting_or_defers_to_the_pairs() {
     assert!(seen >= 6, "read {seen} example policies");
 }
 
-/// The docs stay within 2,700 lines: one home for each fact, and links to it elsewhere (issue 44;
+/// The docs stay within 2,800 lines: one home for each fact, and links to it elsewhere (issue 44;
 /// 2,300 until the control plane gained the policy's host process and its outage, label and
 /// release cases, issue 51; 2,400 until docs/operations.md, the operator's page of issue 52, came
 /// in: it counts, since an operator reads it as the rest, and the README gave it what it held on
-/// upgrade and uninstall).
+/// upgrade and uninstall; 2,700 until issue 51's rules P1–P3 and E2, four sections with their
+/// before/after and what happens without them, and the facts-across-releases rule).
 #[test]
 fn the_markdown_stays_short() {
     let counts: Vec<(PathBuf, usize)> = markdown_files()
@@ -544,12 +545,12 @@ fn the_markdown_stays_short() {
         .collect();
     let said = read(Path::new("docs/contributing/testing.md"));
     assert!(
-        said.contains("(at most 2,700 lines)"),
+        said.contains("(at most 2,800 lines)"),
         "testing.md states another cap"
     );
     assert!(
-        total <= 2_700,
-        "README.md, CONTRIBUTING.md and docs/ have {total} lines, more than 2,700: give each fact \
+        total <= 2_800,
+        "README.md, CONTRIBUTING.md and docs/ have {total} lines, more than 2,800: give each fact \
          one home and link to it ({})",
         each.join(", ")
     );

@@ -168,7 +168,8 @@ fn a_pod_with_a_garbled_index_label_is_rejected() {
 #[test]
 fn a_pod_with_forged_facts_is_rejected() {
     let mut pod = tpu_pod();
-    pod["metadata"]["annotations"]["multislice.kubewarden.io/facts"] = json!("{\"slices\": 9}");
+    // A field of the wrong type; a field this release does not know is read past (spec §9).
+    pod["metadata"]["annotations"]["multislice.kubewarden.io/facts"] = json!("{\"slice\": 9}");
     let message = reject_message(&admission_request(Kind::Pod, "CREATE", &pod, None));
     assert!(
         message.starts_with("metadata.annotations[\"multislice.kubewarden.io/facts\"]: is not what this policy writes"),

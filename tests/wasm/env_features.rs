@@ -301,6 +301,21 @@ fn cpu_jax_makes_the_coordinator_listed_last_process_0() {
 }
 
 #[test]
+fn cpu_jax_over_two_members_numbers_from_the_first_pod_of_the_first() {
+    // No spec.coordinator: head-0-0 is process 0, the 2 × 2 workers 1..4.
+    check_jax(
+        "jax-cpu-two-members",
+        &no_settings(),
+        &JaxWanted {
+            num: 5,
+            coordinator: "head-0-0",
+            port: 6666,
+            only_rjobs: &["head", "workers"],
+        },
+    );
+}
+
+#[test]
 fn tpu_jax_with_a_cpu_driver_as_spec_coordinator_starts_at_the_slice_group() {
     // The driver is outside the JAX group (the slice group), so the group's own first pod is
     // process 0; each of the two TPU containers per pod is a process: 4 pods, 8 processes.

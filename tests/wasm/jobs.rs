@@ -95,8 +95,8 @@ fn every_broken_j_rule_is_listed_in_order() {
 }
 
 #[rstest]
-#[case::scale_up(8, 8, Some("spec.completions: changed from 4 to 8, but the JAX env of this Job's pods was set at creation for 4 processes and running JAX processes cannot learn a new count; delete the Job and create it again with completions and parallelism both 8"))]
-#[case::parallelism_only(4, 2, Some("spec.parallelism: changed from 4 to 2, but jax.distributed.initialize waits for all 4 processes at once; keep parallelism equal to completions"))]
+#[case::scale_up(8, 8, Some("[E2] spec.completions: changed from 4 to 8, but the JAX env of this Job's pods was set at creation for 4 processes and running JAX processes cannot learn a new count; delete the Job and create it again with completions and parallelism both 8; see docs/rules.md, E2"))]
+#[case::parallelism_only(4, 2, Some("[E2] spec.parallelism: changed from 4 to 2, but jax.distributed.initialize waits for all 4 processes at once; keep parallelism equal to completions; see docs/rules.md, E2"))]
 #[case::no_change(4, 4, None)]
 fn elastic_update_of_an_opted_in_job_is_rejected(
     #[case] completions: u32,
@@ -243,7 +243,7 @@ fn a_hand_written_env_is_kept_and_a_wrong_count_is_warned_about() {
     let (outcome, _, pods) = run_job(&job_request("hand-written-env"), &no_settings());
     assert_eq!(
         outcome.warnings,
-        ["spec.template.spec.containers[0].env[0]: JAX_NUM_PROCESSES resolves to \"8\" for the pod with completion index 0 but the policy computed \"4\"; the container's value is kept"]
+        ["spec.template.spec.containers[0].env[0]: JAX_NUM_PROCESSES keeps \"8\" for the pod with completion index 0, not the \"4\" the policy computed"]
     );
     for (k, p) in pods.iter().enumerate() {
         let env = resolve(&p.pod, &p.pod["spec"]["containers"][0]).unwrap();
@@ -260,7 +260,7 @@ fn a_hand_written_env_is_kept_and_a_wrong_count_is_warned_about() {
         );
         assert_eq!(
             p.outcome.warnings,
-            ["container \"jax\" (spec.containers[0]): JAX_NUM_PROCESSES resolves to \"8\" but the policy computed \"4\"; the container's value is kept"]
+            ["container \"jax\" (spec.containers[0]): JAX_NUM_PROCESSES keeps \"8\", not the \"4\" the policy computed"]
         );
     }
 }
@@ -309,7 +309,7 @@ fn a_job_pod_the_job_controller_did_not_make_is_left_alone_with_a_warning() {
     assert_eq!(outcome.patch, None);
     assert_eq!(
         outcome.warnings,
-        ["pod of an opted-in Job: it lacks the batch.kubernetes.io/job-name label (or an owning Job), the batch.kubernetes.io/job-completion-index label or annotation, or a subdomain, so it was not made by the Job controller from an admitted Indexed Job; left unchanged"]
+        ["pod of an opted-in Job: no batch.kubernetes.io/job-name label or owning Job, no batch.kubernetes.io/job-completion-index, or no subdomain, so no Job controller made it from an admitted Indexed Job; left unchanged"]
     );
 }
 
@@ -385,7 +385,7 @@ fn an_update_that_drops_the_opt_in_and_resizes_is_still_rejected() {
     assert!(!outcome.accepted);
     assert_eq!(
         outcome.message.as_deref(),
-        Some("spec.completions: changed from 4 to 8, but the JAX env of this Job's pods was set at creation for 4 processes and running JAX processes cannot learn a new count; delete the Job and create it again with completions and parallelism both 8")
+        Some("[E2] spec.completions: changed from 4 to 8, but the JAX env of this Job's pods was set at creation for 4 processes and running JAX processes cannot learn a new count; delete the Job and create it again with completions and parallelism both 8; see docs/rules.md, E2")
     );
     // Without the resize, dropping the annotation is fine.
     new["spec"]["completions"] = json!(4);

@@ -2,11 +2,15 @@
 //! policy-server do. `make test` builds the module first.
 mod bad_corpus;
 mod bad_input;
+mod before_the_policy;
 mod common;
 mod e2e_cases;
 mod env_features;
 mod example_references;
+mod facts_releases;
+mod jax_processes;
 mod jobs;
+mod label_values;
 mod narrowing;
 mod native_agrees;
 mod operations;

@@ -189,9 +189,10 @@ fn run_processes(fixture: &str, spec: &Value, n: usize) {
 
 #[test]
 fn real_jax_initializes_on_the_injected_env() {
-    // One fixture at a time, its processes in parallel: 2 cores run 5 + 8 + 8 processes.
+    // One fixture at a time, its processes in parallel: 2 cores run 5 + 5 + 8 + 8 processes.
     for (i, fixture) in [
         "jax-cpu-coordinator-last",
+        "jax-cpu-two-members",
         "jax-gpu",
         "jax-tpu-cpu-driver",
         "trainer-initializer",

@@ -209,7 +209,7 @@ fn a_queued_jobset_waits_for_kueues_selectors(
     assert!(outcome.accepted, "{:?}", outcome.message);
     assert_eq!(
         outcome.warnings,
-        ["spec.replicatedJobs[0].template.spec.template.spec.affinity: replicated job \"slice\" leaves its slice shape to the queue, so it is limited to slices of 4 hosts with 4 chips per pod: tpu-v4-podslice 2x2x4, tpu-v5-lite-podslice 4x4, tpu-v5p-slice 2x2x4, tpu-v6e-slice 4x4, tpu7 2x2x4, tpu7x 2x2x4 (a required node affinity, so that Kueue admits it only into a flavour where it fits); a flavour whose accelerator is not in the accelerator table is left open, since the policy cannot judge its slice shapes"]
+        ["spec.replicatedJobs[0].template.spec.template.spec.affinity: replicated job \"slice\" leaves its slice shape open, so a required node affinity limits it to slices of 4 hosts of 4 chips (or an unknown accelerator): tpu-v4-podslice 2x2x4, tpu-v5-lite-podslice…"]
     );
     let admitted = patched(&served_jobset, &outcome);
     let pod_template = &admitted["spec"]["replicatedJobs"][0]["template"]["spec"]["template"];
@@ -409,7 +409,8 @@ fn a_cpu_only_jobset_is_not_judged() {
     // Even a coordinator JobSet's own webhook refuses is left to that webhook.
     let wrong = cpu_jobset(json!({"replicatedJob": "reader", "podIndex": 7}), json!({}));
     assert!(create(&wrong, &no_settings()).accepted);
-    // A JAX JobSet is judged, with podIndex bounded by completions (2), not parallelism (1).
+    // A JAX JobSet is judged: its coordinator must name a pod (podIndex below completions, 2,
+    // as JobSet bounds it), and P2 and P3 refuse its 2 completions one at a time (issue 51).
     let jax = json!({"multislice.kubewarden.io/jax-distributed": "true"});
     let outcome = create(
         &cpu_jobset(
@@ -418,7 +419,11 @@ fn a_cpu_only_jobset_is_not_judged() {
         ),
         &no_settings(),
     );
-    assert!(outcome.accepted, "{:?}", outcome.message);
+    assert_eq!(
+        outcome.message.as_deref(),
+        Some("[P2] spec.replicatedJobs[0].template.spec.parallelism (replicated job \"reader\"): is 1 but completions is 2, so its pods run in waves, with process ids that collide or pass JAX_NUM_PROCESSES; every JAX process must run at once, set both to 2; or, if its pods run no JAX while other replicated jobs do, give it a groupName of its own; see docs/rules.md, P2\n\
+              [P3] spec.coordinator.podIndex: is 1, but replicated job \"reader\" runs 1 pods at once, so JAX process 0 would be a pod that starts only once others have ended; name a pod below 1; or, if the pods of \"reader\" run no JAX while other replicated jobs do, give it a groupName of its own; see docs/rules.md, P3")
+    );
     let outcome = create(
         &cpu_jobset(json!({"replicatedJob": "reader", "podIndex": 2}), jax),
         &no_settings(),

@@ -11,7 +11,7 @@ use multislice_host::request::{admission_request, Kind};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
-const EMPTY: &str = "will be empty in every pod";
+const EMPTY: &str = "is empty in every pod";
 
 fn field_ref(map: &str, key: &str) -> Value {
     json!({"fieldRef": {"fieldPath": format!("metadata.{map}['{key}']")}})
@@ -41,13 +41,15 @@ fn warnings_of(fixture: &str, edit: impl Fn(&mut Value)) -> Vec<String> {
 
 fn coordinator_warning(path: &str, var: &str, map: &str) -> String {
     format!(
-        "{path}: {var} reads the {map} jobset.sigs.k8s.io/coordinator, which the JobSet controller sets only when spec.coordinator is set, so {var} {EMPTY}; set spec.coordinator to name the coordinator pod"
+        "{path}: {var} reads the {map} jobset.sigs.k8s.io/coordinator, which JobSet sets only with spec.coordinator, so it {EMPTY}; set spec.coordinator"
     )
 }
 
 fn unknown_warning(path: &str, var: &str, map: &str, key: &str, near: Option<&str>) -> String {
     let hint = near.map_or(String::new(), |n| format!("; did you mean {n}?"));
-    format!("{path}: {var} reads the {map} {key}, which no JobSet release sets on pods, so {var} {EMPTY}{hint}")
+    format!(
+        "{path}: {var} reads the {map} {key}, which no JobSet release sets, so it {EMPTY}{hint}"
+    )
 }
 
 /// Every key the spec counts as set on a JobSet's pods, whatever the JobSet.
@@ -195,7 +197,7 @@ fn a_typo_far_from_every_key_gets_no_suggestion_and_init_containers_count() {
     assert_eq!(
         got,
         [format!(
-            "spec.replicatedJobs[0].template.spec.template.spec.initContainers[0].env[0]: WHO reads the annotation jobset.sigs.k8s.io/owner, which no JobSet release sets on pods, so WHO {EMPTY}"
+            "spec.replicatedJobs[0].template.spec.template.spec.initContainers[0].env[0]: WHO reads the annotation jobset.sigs.k8s.io/owner, which no JobSet release sets, so it {EMPTY}"
         )]
     );
 }
@@ -248,7 +250,7 @@ fn the_user_set_env_fixture_gets_its_contradiction_and_its_reference() {
     assert_eq!(
         got,
         [
-            format!("{}: MEGASCALE_NUM_SLICES resolves to \"3\" for pod handwritten-slice-0-0 but the policy computed \"2\"; the container's value is kept", path(0, 0, 0)),
+            format!("{}: MEGASCALE_NUM_SLICES keeps \"3\" for pod handwritten-slice-0-0, not the \"2\" the policy computed", path(0, 0, 0)),
             coordinator_warning(&path(0, 0, 1), "MEGASCALE_COORDINATOR_ADDRESS", "annotation"),
         ]
     );
@@ -357,8 +359,8 @@ fn a_plain_job_warns_about_jobset_keys_and_batch_typos() {
     assert_eq!(
         outcome.warnings,
         [
-            format!("{env}[0]: RANK reads the label jobset.sigs.k8s.io/job-index, which no controller sets on the pods of a plain Job, so RANK {EMPTY}"),
-            format!("{env}[6]: TYPO reads the annotation batch.kubernetes.io/job-completion-idx, which the Job controller does not set on pods, so TYPO {EMPTY}; did you mean batch.kubernetes.io/job-completion-index?"),
+            format!("{env}[0]: RANK reads the label jobset.sigs.k8s.io/job-index, which no controller sets on a plain Job's pods, so it {EMPTY}"),
+            format!("{env}[6]: TYPO reads the annotation batch.kubernetes.io/job-completion-idx, which the Job controller does not set, so it {EMPTY}; did you mean batch.kubernetes.io/job-completion-index?"),
         ]
     );
 }
@@ -547,6 +549,9 @@ proptest! {
         let (base, with, touched, expected) = place(&shape, &refs);
         let plain = create(&base, &no_settings());
         let got = create(&with, &no_settings());
+        // Past 10 warnings a response sums up the rest (a_response_carries_at_most_ten_warnings
+        // in warnings.rs): each one is compared here where all are given.
+        prop_assume!(!got.warnings.last().is_some_and(|w| w.starts_with("… and ")));
         prop_assert_eq!(got.accepted, plain.accepted);
         prop_assert_eq!(&got.message, &plain.message);
         prop_assert_eq!(got.code, plain.code);
@@ -656,6 +661,7 @@ proptest! {
         expected.sort();
         let plain = job_create(&base, &no_settings());
         let got = job_create(&with, &no_settings());
+        prop_assume!(!got.warnings.last().is_some_and(|w| w.starts_with("… and ")));
         prop_assert_eq!(got.accepted, plain.accepted);
         prop_assert_eq!(&got.message, &plain.message);
         let n = plain.warnings.len();

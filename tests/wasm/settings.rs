@@ -16,6 +16,8 @@ use serde_json::{json, Value};
     "accelerators": {"tpu-v8-example": {"dims": 3, "chipsPerHost": [4], "cubeRule": {"maxCubes": 256, "sorted": true}}},
     "rejectUnknownAccelerators": false
 }))]
+// What a YAML 1.1 reader makes of an unquoted `queueCheck: off` (docs/contributing/spec.md §8).
+#[case::queue_check_false(json!({"queueCheck": false}))]
 fn valid_settings_are_accepted(#[case] settings: Value) {
     assert_eq!(
         policy().validate_settings(&settings).unwrap(),
@@ -36,6 +38,8 @@ fn valid_settings_are_accepted(#[case] settings: Value) {
 #[case::accelerator_field(json!({"accelerators": {"x": {"dim": 2}}}),
     "accelerators[\"x\"]: unknown field `dim`, expected one of `dims`, `chipsPerHost`, `multiHostChipsPerHost`, `singleHost`, `topologies`, `cubeRule`")]
 #[case::not_json_object(json!("on"), "settings must be an object, found the string \"on\"")]
+// An unquoted `on` or `yes`, as a YAML 1.1 reader parses it.
+#[case::queue_check_true(json!({"queueCheck": true}), "queueCheck: expected one of \"off\", \"warn\", \"refuse\", found the boolean true: write a quoted \"warn\" or \"refuse\" (a YAML 1.1 reader makes true of an unquoted on or yes)")]
 fn invalid_settings_are_refused_with_a_message(#[case] settings: Value, #[case] message: &str) {
     assert_eq!(
         policy().validate_settings(&settings).unwrap(),
@@ -75,4 +79,19 @@ fn invalid_settings_sent_with_a_request_are_a_server_error() {
         outcome.message.as_deref(),
         Some("the policy settings are invalid: jaxEnv: expected one of \"annotated\", \"always\", \"never\", found the number 1")
     );
+}
+
+/// `queueCheck: false` is `off`: a queued TPU JobSet is not looked up, and its CREATE gets what
+/// it gets under `off`, host calls and all (none).
+#[test]
+fn queue_check_false_is_off() {
+    let request =
+        multislice_host::fixtures::load_json(&multislice_host::fixtures::queue_request_path())
+            .unwrap();
+    for role in ["validate", "both"] {
+        let off = validate(&request, &json!({"queueCheck": "off", "role": role}));
+        let boolean = validate(&request, &json!({"queueCheck": false, "role": role}));
+        assert!(boolean.accepted, "{:?}", boolean.message);
+        assert_eq!(boolean, off, "{role}");
+    }
 }

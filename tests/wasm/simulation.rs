@@ -19,7 +19,7 @@ const MEGASCALE: [&str; 3] = [
 
 /// Every fixture simulated below; `user-set-env` and `manual-env-block` have their own tests
 /// (`manual-env-block` in references.rs).
-const SIMULATED: [&str; 29] = [
+const SIMULATED: [&str; 30] = [
     "tpu-4-slices",
     "tpu-two-rjobs-one-group",
     "tpu-two-groups",
@@ -34,6 +34,7 @@ const SIMULATED: [&str; 29] = [
     "jax-gpu",
     "jax-cpu-coordinator",
     "jax-cpu-coordinator-last",
+    "jax-cpu-two-members",
     "jax-tpu-cpu-driver",
     "tpu7x-user-port",
     "tpu-init-container",
@@ -336,7 +337,7 @@ fn user_set_variables_are_kept_and_the_rest_injected_before_them(
         assert_eq!(get(&env, "MEGASCALE_COORDINATOR_ADDRESS"), Some(""));
         assert_eq!(
             p.outcome.warnings,
-            vec!["container \"jax\" (spec.containers[0]): MEGASCALE_NUM_SLICES resolves to \"3\" but the policy computed \"2\"; the container's value is kept"]
+            vec!["container \"jax\" (spec.containers[0]): MEGASCALE_NUM_SLICES keeps \"3\", not the \"2\" the policy computed"]
         );
     }
 }

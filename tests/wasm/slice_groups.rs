@@ -144,7 +144,7 @@ fn a_coordinator_without_tpus_is_said_where_the_slices_run_jax() {
     assert!(outcome.accepted, "{:?}", outcome.message);
     assert_eq!(
         outcome.warnings,
-        vec!["spec.coordinator: names replicated job \"driver\", which runs no TPU container, so the MEGASCALE_COORDINATOR_ADDRESS of slice group \"default\" names a pod without libtpu; the JAX processes on its slices need a TPU host there (only Pathways, whose TPU workers run no JAX, works so): name a pod of the slice group, or leave spec.coordinator unset"]
+        vec!["spec.coordinator: replicated job \"driver\" runs no TPU container, so the MEGASCALE coordinator of slice group \"default\" has no libtpu, which its JAX processes need (Pathways runs none there); name a pod of the group, or unset it"]
     );
     // Pathways, whose workers run no JAX, is left as it is: no warning.
     for fixture in ["pathways-head", "xpk-pathways"] {

@@ -14,8 +14,9 @@ use multislice_host::Outcome;
 use serde_json::{json, Map, Value};
 use std::time::{Duration, Instant};
 
-/// Well inside the 2 s that policy-server gives a policy.
-const IN_TIME: Duration = Duration::from_millis(1000);
+/// A quarter of the 2 s that policy-server gives a policy, so that a build beside it on two
+/// cores (which about doubles a time) still leaves room.
+const IN_TIME: Duration = Duration::from_millis(500);
 
 /// The answer to `request`, and how long the module took, on a new instance as policy-server
 /// makes one for every evaluation.
@@ -26,8 +27,10 @@ fn timed(name: &str, request: &Value) -> Outcome {
         mb < 3.2,
         "{name}: {mb:.2} MB is past the API server's limit"
     );
+    // policy-server compiles the module once, at its start, not per request.
+    let policy = policy();
     let start = Instant::now();
-    let outcome = policy()
+    let outcome = policy
         .validate_raw(&payload, Some(&request["object"]))
         .unwrap_or_else(|e| panic!("{name}: the host failed: {e:#}"));
     let took = start.elapsed();
@@ -100,19 +103,101 @@ fn env_entries_in_a_jobset_container() {
     );
     assert!(outcome.accepted, "{:?}", outcome.message);
     // One warning for each of the 2,499 entries that read the misspelt key, and none for
-    // MEGASCALE_NUM_SLICES, whose value is too long to be known at admission.
-    assert_eq!(
-        outcome.warnings.len(),
-        2_499,
-        "{:?}",
-        &outcome.warnings[..3]
+    // MEGASCALE_NUM_SLICES, whose value is too long to be known at admission: the first 9,
+    // then how many more.
+    let mut want: Vec<String> = (1..10)
+        .map(|k| {
+            format!(
+                "spec.replicatedJobs[0].template.spec.template.spec.containers[0].env[{e}]: E{e} \
+                 reads the annotation jobset.sigs.k8s.io/job-globalindex, which no JobSet release \
+                 sets, so it is empty in every pod; did you mean jobset.sigs.k8s.io/job-global-index?",
+                e = k * 10
+            )
+        })
+        .collect();
+    want.push("… and 2490 more like these".into());
+    assert_eq!(outcome.warnings, want);
+}
+
+/// The patch the fixture JobSet gets without any of the entries a shape adds.
+fn plain_jobset_patch() -> Value {
+    validate(&jobset_request(), &no_settings()).patch_json()
+}
+
+/// `n` entries of a TPU container, each a `fieldRef` to the annotation `key(i)`.
+fn references(n: usize, name: impl Fn(usize) -> String, key: impl Fn(usize) -> String) -> Value {
+    json!((0..n)
+        .map(|i| {
+            json!({"name": name(i), "valueFrom": {"fieldRef": {"fieldPath":
+                format!("metadata.annotations['{}']", key(i))}}})
+        })
+        .collect::<Vec<_>>())
+}
+
+/// The warnings of a shape whose every entry reads a key no JobSet release sets: the first 9,
+/// then how many more.
+fn first_nine_and_the_rest(n: usize, one: impl Fn(usize) -> String) -> Vec<String> {
+    let mut want: Vec<String> = (0..9).map(one).collect();
+    want.push(format!("… and {} more like these", n - 9));
+    want
+}
+
+/// 25,000 references to distinct keys under jobset.sigs.k8s.io/ that no release sets, each of
+/// a length within two of several known keys and sharing a prefix with one: every one is
+/// compared with the known keys for a "did you mean", within two edits at most.
+#[test]
+fn references_to_25000_unknown_jobset_keys() {
+    let mut request = jobset_request();
+    let key = |i: usize| format!("jobset.sigs.k8s.io/job-global-{i:05}");
+    request["object"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+        ["containers"][0]["env"] = references(25_000, |i| format!("V{i:05}"), key);
+    let outcome = timed(
+        "a JobSet with 25,000 fieldRefs to unknown jobset.sigs.k8s.io/ keys",
+        &request,
     );
-    assert_eq!(
-        outcome.warnings[0],
-        "spec.replicatedJobs[0].template.spec.template.spec.containers[0].env[10]: E10 reads \
-         the annotation jobset.sigs.k8s.io/job-globalindex, which no JobSet release sets on \
-         pods, so E10 will be empty in every pod; did you mean jobset.sigs.k8s.io/job-global-index?"
+    assert!(outcome.accepted, "{:?}", outcome.message);
+    assert_eq!(outcome.patch_json(), plain_jobset_patch());
+    let want = first_nine_and_the_rest(25_000, |i| {
+        format!(
+            "spec.replicatedJobs[0].template.spec.template.spec.containers[0].env[{i}]: \
+             V{i:05} reads the annotation {}, which no JobSet release sets, so it is \
+             empty in every pod",
+            key(i)
+        )
+    });
+    assert_eq!(outcome.warnings, want);
+}
+
+/// 14,000 references to keys of 100 characters, longer than any key JobSet sets by more than
+/// two: no "did you mean" needs computing.
+#[test]
+fn references_to_14000_keys_of_100_characters() {
+    let mut request = jobset_request();
+    let key = |i: usize| format!("jobset.sigs.k8s.io/{}{i:05}", "k".repeat(76));
+    assert_eq!(key(0).len(), 100);
+    request["object"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+        ["containers"][0]["env"] =
+        references(14_000, |i| format!("V{i:05}_{}", "N".repeat(30)), key);
+    let outcome = timed(
+        "a JobSet with 14,000 fieldRefs to keys of 100 characters",
+        &request,
     );
+    assert!(outcome.accepted, "{:?}", outcome.message);
+    assert_eq!(outcome.patch_json(), plain_jobset_patch());
+    let want = first_nine_and_the_rest(14_000, |i| {
+        let full = format!(
+            "spec.replicatedJobs[0].template.spec.template.spec.containers[0].env[{i}]: \
+             V{i:05}_{} reads the annotation {}, which no JobSet release sets, so it is empty in \
+             every pod",
+            "N".repeat(30),
+            key(i)
+        );
+        // Past 256 characters a warning is cut, its path kept.
+        let mut cut: String = full.chars().take(255).collect();
+        cut.push('…');
+        cut
+    });
+    assert_eq!(outcome.warnings, want);
 }
 
 #[test]
@@ -200,5 +285,66 @@ fn a_jobset_with_1000_replicated_jobs() {
     assert!(
         facts.contains(r#""slice":{"total":1000,"offset":999}"#),
         "{facts}"
+    );
+}
+
+/// 1,000 TPU and 1,000 CPU replicated jobs in one named group: G3 refuses each CPU one, naming
+/// the TPU ones it shares the group with; at most three of them, or the message would grow with
+/// the product of the two. An UPDATE that changes nothing compares as many findings of the old
+/// object with as many of the new, by lookup.
+#[test]
+fn a_named_group_of_1000_tpu_and_1000_cpu_replicated_jobs() {
+    let mut request = jobset_request();
+    let tpu = request["object"]["spec"]["replicatedJobs"][0].clone();
+    let mut cpu = tpu.clone();
+    cpu["template"]["spec"]["template"]["spec"]["containers"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("resources");
+    let named = |base: &Value, name: String| {
+        let mut r = base.clone();
+        r["name"] = json!(name);
+        r["replicas"] = json!(1);
+        r["groupName"] = json!("train");
+        r
+    };
+    let rjobs: Vec<Value> = (0..1000)
+        .map(|i| named(&tpu, format!("s{i}")))
+        .chain((0..1000).map(|i| named(&cpu, format!("c{i}"))))
+        .collect();
+    request["object"]["spec"]["replicatedJobs"] = json!(rjobs);
+    let outcome = timed(
+        "a JobSet of 1,000 TPU and 1,000 CPU replicated jobs in one named group",
+        &request,
+    );
+    assert!(!outcome.accepted);
+    let message = outcome.message.unwrap();
+    let lines: Vec<&str> = message.lines().collect();
+    assert_eq!(lines.len(), 1000);
+    for (i, line) in lines.iter().enumerate() {
+        assert_eq!(
+            *line,
+            format!(
+                "[G3] spec.replicatedJobs[{}].groupName (replicated job \"c{i}\"): puts this \
+                 non-TPU replicated job in group \"train\" with TPU replicated jobs [\"s0\", \
+                 \"s1\", \"s2\"] and 997 more; give it a group of its own, or leave it in \
+                 \"default\", where non-TPU jobs are not counted as slices; see docs/rules.md, G3",
+                1000 + i
+            )
+        );
+    }
+    assert_eq!(outcome.warnings, Vec::<String>::new());
+    let object = &request["object"];
+    let mut update = request.clone();
+    update["operation"] = json!("UPDATE");
+    update["oldObject"] = object.clone();
+    let outcome = timed(
+        "an UPDATE that changes nothing of that JobSet (1,000 violations before and after)",
+        &update,
+    );
+    assert!(outcome.accepted, "{:?}", outcome.message);
+    assert_eq!(
+        (outcome.patch, outcome.warnings),
+        (None, Vec::<String>::new())
     );
 }

@@ -324,5 +324,5 @@ fn the_preview_shows_per_container_ports_and_jobset_warnings() {
                 && l.ends_with(" ironwood-port-slice-1")),
         "{report}"
     );
-    assert!(report.contains("warning: spec.replicatedJobs[0].template.spec.template.spec.containers[0].env[0]: MEGASCALE_NUM_SLICES resolves to \"8\" for pod ironwood-port-slice-0-0 but the policy computed \"2\""), "{report}");
+    assert!(report.contains("warning: spec.replicatedJobs[0].template.spec.template.spec.containers[0].env[0]: MEGASCALE_NUM_SLICES keeps \"8\" for pod ironwood-port-slice-0-0, not the \"2\" the policy computed"), "{report}");
 }

@@ -5,8 +5,6 @@ use crate::common::*;
 use multislice_host::controller::JobSetApi;
 use serde_json::{json, Value};
 
-const KEPT: &str = "the container's value is kept";
-
 fn field_ref(path: &str) -> Value {
     json!({"fieldRef": {"fieldPath": path}})
 }
@@ -51,7 +49,7 @@ fn a_literal_slice_count_that_disagrees() {
     assert_eq!(
         got,
         [format!(
-            "{}: MEGASCALE_NUM_SLICES resolves to \"8\" for pod llama-v5e-slice-0-0 but the policy computed \"4\"; {KEPT}",
+            "{}: MEGASCALE_NUM_SLICES keeps \"8\" for pod llama-v5e-slice-0-0, not the \"4\" the policy computed",
             path(0, 0, 0)
         )]
     );
@@ -71,7 +69,7 @@ fn num_slices_from_global_replicas_beside_a_cpu_driver() {
     assert_eq!(
         got,
         [format!(
-            "{}: MEGASCALE_NUM_SLICES resolves to \"5\" for pod driver-workers-workers-0-0 but the policy computed \"4\"; {KEPT}",
+            "{}: MEGASCALE_NUM_SLICES keeps \"5\" for pod driver-workers-workers-0-0, not the \"4\" the policy computed",
             path(1, 0, 0)
         )]
     );
@@ -92,8 +90,8 @@ fn num_slices_from_replicatedjob_replicas_in_a_group_of_two() {
     assert_eq!(
         got,
         [
-            format!("{}: MEGASCALE_NUM_SLICES resolves to \"2\" for pod mixed-pools-pool-a-0-0 but the policy computed \"5\"; {KEPT}", path(0, 0, 0)),
-            format!("{}: MEGASCALE_NUM_SLICES resolves to \"3\" for pod mixed-pools-pool-b-0-0 but the policy computed \"5\"; {KEPT}", path(1, 0, 0)),
+            format!("{}: MEGASCALE_NUM_SLICES keeps \"2\" for pod mixed-pools-pool-a-0-0, not the \"5\" the policy computed", path(0, 0, 0)),
+            format!("{}: MEGASCALE_NUM_SLICES keeps \"3\" for pod mixed-pools-pool-b-0-0, not the \"5\" the policy computed", path(1, 0, 0)),
         ]
     );
 }
@@ -114,7 +112,7 @@ fn slice_id_from_job_index_in_a_group_of_two() {
     assert_eq!(
         got,
         [format!(
-            "{}: MEGASCALE_SLICE_ID resolves to \"0\" for pod mixed-pools-pool-b-0-0 but the policy computed \"2\"; {KEPT}",
+            "{}: MEGASCALE_SLICE_ID keeps \"0\" for pod mixed-pools-pool-b-0-0, not the \"2\" the policy computed",
             path(1, 0, 0)
         )]
     );
@@ -133,7 +131,7 @@ fn a_literal_slice_id_in_a_replicated_job_of_several_replicas() {
     assert_eq!(
         got,
         [format!(
-            "{}: MEGASCALE_SLICE_ID resolves to \"0\" for pod llama-v5e-slice-1-0 but the policy computed \"1\"; {KEPT}",
+            "{}: MEGASCALE_SLICE_ID keeps \"0\" for pod llama-v5e-slice-1-0, not the \"1\" the policy computed",
             path(0, 0, 0)
         )]
     );
@@ -180,7 +178,7 @@ fn a_dollar_reference_that_expands_to_another_pod_is_a_contradiction() {
     assert_eq!(
         got,
         [format!(
-            "{}: JAX_COORDINATOR_ADDRESS resolves to \"cpu-jax-last-workers-0-0.cpu-jax-last:6666\" for pod cpu-jax-last-workers-0-0 but the policy computed \"cpu-jax-last-head-0-0.cpu-jax-last:6666\"; {KEPT}",
+            "{}: JAX_COORDINATOR_ADDRESS keeps \"cpu-jax-last-workers-0-0.cpu-jax-last:6666\" for pod cpu-jax-last-workers-0-0, not the \"cpu-jax-last-head-0-0.cpu-jax-last:6666\" the policy computed",
             path(0, 0, 2)
         )]
     );
@@ -201,8 +199,8 @@ fn jax_process_id_from_the_completion_index_over_two_replicated_jobs() {
     assert_eq!(
         got,
         [
-            format!("{}: JAX_PROCESS_ID resolves to \"0\" for pod gpu-train-a100-1-0 but the policy computed \"2\"; {KEPT}", path(0, 0, 0)),
-            format!("{}: JAX_PROCESS_ID resolves to \"0\" for pod gpu-train-h100-0-0 but the policy computed \"4\"; {KEPT}", path(1, 0, 0)),
+            format!("{}: JAX_PROCESS_ID keeps \"0\" for pod gpu-train-a100-1-0, not the \"2\" the policy computed", path(0, 0, 0)),
+            format!("{}: JAX_PROCESS_ID keeps \"0\" for pod gpu-train-h100-0-0, not the \"4\" the policy computed", path(1, 0, 0)),
         ]
     );
 }
@@ -254,7 +252,66 @@ fn the_pods_of_a_contradicting_template_warn_too() {
     for p in &pods {
         assert_eq!(
             p.outcome.warnings,
-            [format!("container \"jax\" (spec.containers[0]): MEGASCALE_NUM_SLICES resolves to \"8\" but the policy computed \"4\"; {KEPT}")]
+            ["container \"jax\" (spec.containers[0]): MEGASCALE_NUM_SLICES keeps \"8\", not the \"4\" the policy computed"]
         );
     }
+}
+
+/// `n` env entries, each a `fieldRef` to a jobset.sigs.k8s.io/ key no release sets.
+fn unknown_refs(n: usize) -> Value {
+    json!((0..n)
+        .map(
+            |i| json!({"name": format!("V{i}"), "valueFrom": controller_ref(&format!("nope-{i}"))})
+        )
+        .collect::<Vec<_>>())
+}
+
+fn unknown_ref_warning(i: usize) -> String {
+    format!(
+        "{}: V{i} reads the annotation jobset.sigs.k8s.io/nope-{i}, which no JobSet release sets, so it is empty in every pod",
+        path(0, 0, i)
+    )
+}
+
+/// A response carries at most 10 warnings (docs/contributing/spec.md §4.2): ten are all
+/// listed; past ten, the first nine and how many more.
+#[test]
+fn a_response_carries_at_most_ten_warnings() {
+    let ten = create_warnings("tpu-4-slices", &no_settings(), |js| {
+        set_env(js, 0, 0, unknown_refs(10))
+    });
+    assert_eq!(ten, (0..10).map(unknown_ref_warning).collect::<Vec<_>>());
+    let eleven = create_warnings("tpu-4-slices", &no_settings(), |js| {
+        set_env(js, 0, 0, unknown_refs(11))
+    });
+    let mut want: Vec<String> = (0..9).map(unknown_ref_warning).collect();
+    want.push("… and 2 more like these".into());
+    assert_eq!(eleven, want);
+}
+
+/// A warning is at most 256 characters, as the API server keeps them: a longer one is cut at a
+/// character boundary, its path kept, and ends with "…".
+#[test]
+fn a_warning_past_256_characters_is_cut_keeping_its_path() {
+    // A key of 317 characters (the longest label key: a 253-character prefix, '/', a
+    // 63-character name), of two bytes each past the prefix, so that a cut on a byte would
+    // split one.
+    let key = format!("jobset.sigs.k8s.io/{}", "ü".repeat(298));
+    assert_eq!(key.chars().count(), 317);
+    let warnings = create_warnings("tpu-4-slices", &no_settings(), |js| {
+        set_env(
+            js,
+            0,
+            0,
+            json!([{"name": "TAGGED", "valueFrom": field_ref(&format!("metadata.labels['{key}']"))}]),
+        )
+    });
+    let full = format!(
+        "{}: TAGGED reads the label {key}, which no JobSet release sets, so it is empty in every pod",
+        path(0, 0, 0)
+    );
+    let mut cut: String = full.chars().take(255).collect();
+    cut.push('…');
+    assert_eq!(warnings, [cut]);
+    assert_eq!(warnings[0].chars().count(), 256);
 }

@@ -117,6 +117,7 @@ pub(crate) async fn plain_cases(binaries: &Binaries, report: &mut Report) -> any
                 }
                 for (i, label) in [
                     "test_data/jobsets/jax-cpu-coordinator-last",
+                    "test_data/jobsets/jax-cpu-two-members",
                     "examples/jax-gpu",
                     "test_data/jobsets/trainer-initializer",
                 ]

@@ -10,7 +10,8 @@ use proptest::prelude::*;
 use serde_json::{json, Value};
 
 /// What the warning about a narrowed affinity (docs/contributing/spec.md §4.7) says, and no other warning.
-pub const NARROWED: &str = " leaves its slice shape to the queue, so it is limited to slices of ";
+pub const NARROWED: &str =
+    " leaves its slice shape open, so a required node affinity limits it to slices of ";
 
 /// How many TPU replicated jobs of the shape's JobSet leave their slice shape to the flavour,
 /// and so are narrowed, each with a warning: every one, when the JobSet is queued and leaves

@@ -484,9 +484,11 @@ pub fn policy_env(
     let running = |i: usize| !runs_first(rjobs, i);
     let tpu_jobset = (0..rjobs.len()).any(|i| is_tpu_of(&rjobs[i], resource) && running(i));
     let my_group = group(rjob);
+    let batch = batch_beside_jax(jobset, settings);
     let members: Vec<usize> = (0..rjobs.len())
         .filter(|&i| group(&rjobs[i]) == my_group && running(i))
         .filter(|&i| !tpu_jobset || is_tpu_of(&rjobs[i], resource))
+        .filter(|&i| !batch[i])
         .collect();
     if jax_on && members.contains(&me) {
         // Each member's first pod number: the pods of the members before it.
@@ -550,6 +552,64 @@ pub fn policy_env(
         vars.retain(|var, _| !own.iter().any(|e| e["name"] == var.as_str()));
     }
     out
+}
+
+/// Which replicated jobs are batch jobs beside the JAX run (docs/rules.md, P1–P3), by index: a
+/// non-TPU member of a JAX group that is not Indexed, does not run every pod at once, or holds
+/// `spec.coordinator` at or past its parallelism, has pods, and either the JAX env is on by
+/// `jaxEnv: always` alone, or it is alone in its group (no other member has pods) while another
+/// group has pods and only members that keep all three. Such a job gets no JAX env.
+pub fn batch_beside_jax(jobset: &Value, settings: &Settings) -> Vec<bool> {
+    let resource = settings.tpu_resource.as_str();
+    let rjobs = jobset["spec"]["replicatedJobs"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let opted_in =
+        jobset["metadata"]["annotations"]["multislice.kubewarden.io/jax-distributed"] == "true";
+    let on = match settings.jax_env.as_str() {
+        "always" => true,
+        "never" => false,
+        _ => opted_in,
+    };
+    let running = |i: usize| !runs_first(&rjobs, i);
+    let tpu_jobset = (0..rjobs.len()).any(|i| is_tpu_of(&rjobs[i], resource) && running(i));
+    let candidate = |i: usize| on && running(i) && (!tpu_jobset || is_tpu_of(&rjobs[i], resource));
+    let coordinator = running_coordinator(jobset);
+    let keeps = |i: usize| {
+        let spec = &rjobs[i]["template"]["spec"];
+        let p = parallelism(&rjobs[i]);
+        let named_past = coordinator.is_some_and(|c| {
+            c["replicatedJob"] == rjobs[i]["name"]
+                && c.get("podIndex").and_then(Value::as_u64).unwrap_or(0) >= p
+        });
+        replicas(&rjobs[i]) == 0
+            || (spec["completionMode"]
+                .as_str()
+                .is_none_or(|m| m == "Indexed")
+                && spec["completions"].as_u64() == Some(p)
+                && !named_past)
+    };
+    let in_group = |g: &str| {
+        (0..rjobs.len())
+            .filter(|&i| candidate(i) && group(&rjobs[i]) == g)
+            .collect::<Vec<_>>()
+    };
+    let a_group_keeps = (0..rjobs.len()).filter(|&i| candidate(i)).any(|i| {
+        let members = in_group(&group(&rjobs[i]));
+        members.iter().any(|&m| replicas(&rjobs[m]) > 0) && members.iter().all(|&m| keeps(m))
+    });
+    (0..rjobs.len())
+        .map(|i| {
+            let alone = in_group(&group(&rjobs[i]))
+                .iter()
+                .all(|&o| o == i || replicas(&rjobs[o]) == 0);
+            candidate(i)
+                && !is_tpu_of(&rjobs[i], resource)
+                && !keeps(i)
+                && (!opted_in || (alone && a_group_keeps))
+        })
+        .collect()
 }
 
 /// The container's own `env` entries.

@@ -21,6 +21,10 @@ pub struct Expected {
     pub warnings: Vec<String>,
     #[serde(default)]
     pub settings: Option<Value>,
+    /// Other rules the fixture breaks too, where breaking `rule` alone cannot be done (P3's
+    /// coordinator past parallelism is always also P2's parallelism below completions).
+    #[serde(default)]
+    pub also: Vec<String>,
 }
 
 /// The table, by fixture name. It names exactly the fixtures on disk: a fixture without an
@@ -63,7 +67,8 @@ pub struct Answer<'a> {
 
 impl Expected {
     /// Asserts the answer is the expected verdict: acceptance, the exact message and warnings,
-    /// code 400 for a rejection, and every line of its message tagged with the rule.
+    /// code 400 for a rejection, and every line of its message tagged with the rule (or one
+    /// of `also`), the rule on one line at least.
     pub fn assert_answered(&self, name: &str, answer: &Answer) {
         assert_eq!(
             answer.accepted, self.accepted,
@@ -74,12 +79,20 @@ impl Expected {
         assert_eq!(answer.warnings, self.warnings.as_slice(), "{name}");
         if let Some(message) = answer.message {
             assert_eq!(answer.code, Some(400), "{name}");
+            let tagged = |line: &str, rule: &str| line.starts_with(&format!("[{rule}] "));
             for line in message.lines() {
                 assert!(
-                    line.starts_with(&format!("[{}] ", self.rule)),
+                    std::iter::once(&self.rule)
+                        .chain(&self.also)
+                        .any(|rule| tagged(line, rule)),
                     "{name}: {line}"
                 );
             }
+            assert!(
+                message.lines().any(|line| tagged(line, &self.rule)),
+                "{name}: no line of {}",
+                self.rule
+            );
         }
     }
 }

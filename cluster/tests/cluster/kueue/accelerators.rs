@@ -41,11 +41,18 @@ const NO_GKE_NAMESPACE: &str = "accel-no-gke-labels";
 
 const ACCELERATOR: &str = "cloud.google.com/gke-tpu-accelerator";
 
-/// The narrowing's CREATE warning on [`jobset`] with `chips` per pod (docs/contributing/spec.md §4.7).
+/// The narrowing's CREATE warning on [`jobset`] with `chips` per pod (docs/contributing/spec.md §4.7),
+/// cut at 256 characters as every warning is (§4.2).
 fn narrowed_warning(chips: u32, pairs: &str) -> String {
-    format!(
-        "spec.replicatedJobs[0].template.spec.template.spec.affinity: replicated job \"slice\" leaves its slice shape to the queue, so it is limited to slices of 1 hosts with {chips} chips per pod: {pairs} (a required node affinity, so that Kueue admits it only into a flavour where it fits); a flavour whose accelerator is not in the accelerator table is left open, since the policy cannot judge its slice shapes"
-    )
+    let full = format!(
+        "spec.replicatedJobs[0].template.spec.template.spec.affinity: replicated job \"slice\" leaves its slice shape open, so a required node affinity limits it to slices of 1 host of {chips} chips (or an unknown accelerator): {pairs}"
+    );
+    if full.chars().count() <= 256 {
+        return full;
+    }
+    let mut cut: String = full.chars().take(255).collect();
+    cut.push('…');
+    cut
 }
 
 /// A one-host TPU JobSet that selects no node labels of its own: its slice shape is the

@@ -1,0 +1,164 @@
+//! P1–P3: the JAX processes of a JobSet (docs/rules.md). Every member of a JAX group of a
+//! JobSet opted in by its own annotation, TPU or not, runs one process per pod, all at once,
+//! each with an id: it is Indexed (P1), runs every pod at once (P2), and `spec.coordinator`,
+//! where it names one of its pods, is below its parallelism (P3). Together they make the ids
+//! exactly 0..N-1. A TPU member's mode and counts are T1's and T2's, so P1 and P2 leave them
+//! alone; P3 judges a field no T rule does. The members the plan takes for batch jobs beside
+//! the JAX run are not judged: they get no JAX env, and a warning says so.
+use crate::jobset_plan::JobSetPlan;
+use crate::views::jobset_view::{CoordinatorRef, ReplicatedJob};
+use crate::violation::{Rule, Violation};
+
+/// The alternative each fix offers, true as a conditional: such a job, alone in its group
+/// beside a JAX group that keeps P1–P3, is a batch job beside the JAX run.
+const OWN_GROUP: &str =
+    "or, if its pods run no JAX while other replicated jobs do, give it a groupName of its own";
+
+/// What a member breaks: the field, the fact, what follows from it, and the fix.
+struct Finding {
+    rule: Rule,
+    path: String,
+    fact: String,
+    consequence: String,
+    fix: String,
+}
+
+/// P1: Indexed, or its pods have no completion index, and so no process id.
+fn p1(r: &ReplicatedJob) -> Option<Finding> {
+    (!r.is_indexed()).then(|| Finding {
+        rule: Rule::P1,
+        path: r.at.pod_template().job_spec_field("completionMode"),
+        fact: format!("is {:?}", r.completion_mode.unwrap_or_default()),
+        consequence: "so its pods have no completion index to take a JAX process id from".into(),
+        fix: format!("remove it or set it to Indexed; {OWN_GROUP}"),
+    })
+}
+
+/// P2: every pod at once, or fewer run than JAX_NUM_PROCESSES counts, or they run in waves.
+fn p2(r: &ReplicatedJob) -> Option<Finding> {
+    let p = r.parallelism;
+    let at = r.at.pod_template();
+    let (path, fact, consequence, both) = match r.completions {
+        // A NonIndexed job may leave it out; P1 reports that mode.
+        None if !r.is_indexed() => return None,
+        None => (
+            at.job_spec_field("completions"),
+            "is not set, and the API server refuses an Indexed Job without it".to_string(),
+            "so no child Job would ever be created".to_string(),
+            p,
+        ),
+        Some(c) if c == p => return None,
+        Some(c) if c < p => (
+            at.job_spec_field("parallelism"),
+            format!("is {p} but completions is {c}"),
+            format!("so each Job runs only {c} pods where JAX_NUM_PROCESSES counts {p}, and jax.distributed.initialize waits for ever"),
+            c,
+        ),
+        Some(c) => (
+            at.job_spec_field("parallelism"),
+            format!("is {p} but completions is {c}"),
+            "so its pods run in waves, with process ids that collide or pass JAX_NUM_PROCESSES"
+                .to_string(),
+            c,
+        ),
+    };
+    let set = if r.completions.is_none() {
+        format!("set completions and parallelism to {both}")
+    } else {
+        format!("set both to {both}")
+    };
+    Some(Finding {
+        rule: Rule::P2,
+        path,
+        fact,
+        consequence,
+        fix: format!("every JAX process must run at once, {set}; {OWN_GROUP}"),
+    })
+}
+
+/// P3: the coordinator, JAX process 0, is a pod that runs from the start.
+fn p3(r: &ReplicatedJob, coordinator: Option<&CoordinatorRef>) -> Option<Finding> {
+    let c = coordinator.filter(|c| c.replicated_job == r.name && c.pod_index >= r.parallelism)?;
+    Some(Finding {
+        rule: Rule::P3,
+        path: "spec.coordinator.podIndex".into(),
+        fact: format!(
+            "is {}, but replicated job {:?} runs {} pods at once",
+            c.pod_index, r.name, r.parallelism
+        ),
+        consequence: "so JAX process 0 would be a pod that starts only once others have ended".into(),
+        fix: format!(
+            "name a pod below {}; or, if the pods of {:?} run no JAX while other replicated jobs do, give it a groupName of its own",
+            r.parallelism, r.name
+        ),
+    })
+}
+
+/// The members P1–P3 judge: those with pods of the JAX groups of a JobSet opted in by its own
+/// annotation (the plan has left out the batch jobs beside the JAX run).
+fn judged<'p, 'v, 'a>(
+    plan: &'p JobSetPlan<'v, 'a>,
+) -> impl Iterator<Item = &'v ReplicatedJob<'a>> + 'p {
+    plan.jax_groups()
+        .iter()
+        .filter(|_| plan.jax_opted_in)
+        .flat_map(|g| g.members.iter().copied())
+        .filter(|r| r.replicas > 0)
+}
+
+fn violation(f: Finding) -> Violation {
+    Violation::new(
+        f.rule,
+        f.path,
+        format!("{}, {}", f.fact, f.consequence),
+        f.fix,
+    )
+}
+
+pub fn p1_indexed(plan: &JobSetPlan) -> Vec<Violation> {
+    judged(plan)
+        .filter(|r| !r.is_tpu())
+        .filter_map(p1)
+        .map(violation)
+        .collect()
+}
+
+pub fn p2_all_processes_at_once(plan: &JobSetPlan) -> Vec<Violation> {
+    judged(plan)
+        .filter(|r| !r.is_tpu())
+        .filter_map(p2)
+        .map(violation)
+        .collect()
+}
+
+pub fn p3_coordinator_runs_from_the_start(plan: &JobSetPlan) -> Vec<Violation> {
+    judged(plan)
+        .filter_map(|r| p3(r, plan.coordinator))
+        .map(violation)
+        .collect()
+}
+
+/// A warning for each batch job beside the JAX run, naming what it breaks first: its pods get
+/// no JAX env. Under `jaxEnv: always` without the JobSet's own opt-in, the setting, not the
+/// JobSet, asked for the env.
+pub fn batch_jobs_beside_jax(plan: &JobSetPlan) -> Vec<String> {
+    let why = if plan.jax_opted_in {
+        "so it is taken for a batch job beside the JAX run, and its pods get no JAX env"
+    } else {
+        "so under jaxEnv: always its pods get no JAX env"
+    };
+    plan.batch_beside_jax
+        .iter()
+        .filter_map(|r| {
+            let f = p1(r)
+                .or_else(|| p2(r))
+                .or_else(|| p3(r, plan.coordinator))?;
+            let named = if f.path.starts_with("spec.replicatedJobs[") {
+                format!(" (replicated job {:?})", r.name)
+            } else {
+                String::new()
+            };
+            Some(format!("{}{named}: {}, {why}", f.path, f.fact))
+        })
+        .collect()
+}
