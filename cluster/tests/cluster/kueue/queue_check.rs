@@ -1,5 +1,5 @@
 //! The queue check (setting `queueCheck`, issue 28) on the real control plane: the validating
-//! half of the pair from examples/cluster-admission-policy-validate-queue-check.yaml, its
+//! half of the pair from examples/queue-check/, its
 //! `get_resource` calls answered by the real API server (context_aware.rs), judges a TPU
 //! JobSet at `kubectl apply` against its real Kueue queue. Under `refuse`, a JobSet whose queue
 //! has only a flavour it does not fit is refused with Q1, and the same JobSet runs from a queue
