@@ -76,9 +76,7 @@ fn selects(target: &Value, doc: &Value) -> Result<bool> {
         }
     }
     let api_version = doc["apiVersion"].as_str().unwrap_or_default();
-    let group = api_version
-        .rsplit_once('/')
-        .map_or("", |(group, _)| group);
+    let group = api_version.rsplit_once('/').map_or("", |(group, _)| group);
     if target["group"].as_str().is_some_and(|g| g != group) {
         return Ok(false);
     }

@@ -90,15 +90,24 @@ fn every_policy_gets_the_module_and_conditions_of_one_home() {
     assert_eq!(all.len(), 4);
     let first = &all[0]["spec"];
     assert!(first["module"].as_str().is_some_and(|m| !m.is_empty()));
-    assert!(first["matchConditions"].as_array().is_some_and(|c| c.len() == 2));
+    assert!(first["matchConditions"]
+        .as_array()
+        .is_some_and(|c| c.len() == 2));
     for doc in &all {
         let name = &doc["metadata"]["name"];
         assert_eq!(doc["spec"]["module"], first["module"], "{name}");
-        assert_eq!(doc["spec"]["matchConditions"], first["matchConditions"], "{name}");
+        assert_eq!(
+            doc["spec"]["matchConditions"], first["matchConditions"],
+            "{name}"
+        );
     }
     // Written nowhere else: outside examples/policy/, no line but a comment names either.
     for path in walk(&workspace_root().join("examples")) {
-        let relative = path.strip_prefix(workspace_root()).unwrap().display().to_string();
+        let relative = path
+            .strip_prefix(workspace_root())
+            .unwrap()
+            .display()
+            .to_string();
         if relative.starts_with("examples/policy/") {
             continue;
         }

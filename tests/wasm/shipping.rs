@@ -553,7 +553,8 @@ fn example_policies_bind_every_rule_with_valid_settings() {
 /// binds is one of the metadata's, and every other field is the same in both.
 #[test]
 fn the_pair_differs_only_in_role() {
-    let [mutate, judge] = PAIR.map(|file| pair_policy(yaml(file)["metadata"]["name"].as_str().unwrap()));
+    let [mutate, judge] =
+        PAIR.map(|file| pair_policy(yaml(file)["metadata"]["name"].as_str().unwrap()));
     let without_role = |file: &str| {
         let mut s = manifest_settings(file);
         let role = s.as_object_mut().unwrap().remove("role");
