@@ -76,7 +76,7 @@ async fn pass(cluster: &Cluster, succeed: &Mutex<Succeed>) -> Result<()> {
         };
         // policy-server's pods are Ready only once their host serves (host.rs plays their
         // kubelet).
-        if !meta["labels"][crate::kubewarden::POLICY_SERVER_LABEL].is_null() {
+        if !meta["labels"][crate::policy_server::POLICY_SERVER_LABEL].is_null() {
             continue;
         }
         let phase = pod["status"]["phase"].as_str().unwrap_or("Pending");

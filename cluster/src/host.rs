@@ -21,7 +21,7 @@
 //! and `swap_module`.
 use crate::kube_api::Cluster;
 use crate::kube_proxy::{relabelled_key, ReviewRoute, Route, Routes};
-use crate::kubewarden::{
+use crate::policy_server::{
     CONFIG_VERSION_LABEL, NAMESPACE, POLICY_SERVER_LABEL, POLICY_SERVER_OBJECTS,
 };
 use crate::procs::{free_port, Process, Supervision};

@@ -11,6 +11,7 @@ use crate::kube_proxy::Route;
 use crate::modules::{args, crd_files, module_dir, Binaries};
 use crate::pki::openssl;
 use crate::plane::ControlPlane;
+use crate::policy_server::{NAMESPACE, POLICY_SERVER};
 use crate::procs::free_port;
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
@@ -18,18 +19,6 @@ use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-/// The namespace of the controller and of every policy-server (`--deployments-namespace`), which
-/// the controller keeps out of every ClusterAdmissionPolicy.
-pub const NAMESPACE: &str = "kubewarden";
-/// PolicyServer `default`, which kubewarden-defaults installs and every example policy names.
-pub const POLICY_SERVER: &str = "default";
-/// What the controller names the Deployment, Service, Secret and ConfigMap of PolicyServer
-/// `default` (`PolicyServer.NameWithPrefix`).
-pub const POLICY_SERVER_OBJECTS: &str = "policy-server-default";
-/// The label the controller puts on every pod of a PolicyServer, and the one naming the
-/// ConfigMap version a pod must serve.
-pub const POLICY_SERVER_LABEL: &str = "kubewarden/policy-server";
-pub const CONFIG_VERSION_LABEL: &str = "kubewarden/config-version";
 /// The taint of the one node policy-server's pods run on, so that no test's pod lands there;
 /// PolicyServer `default` tolerates it and asks for the node's label.
 const NODE: &str = "kubewarden-system";

@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
 /// The namespace Kubewarden's controller keeps out of every policy (its own).
-pub const KUBEWARDEN_NAMESPACE: &str = crate::kubewarden::NAMESPACE;
+pub const KUBEWARDEN_NAMESPACE: &str = crate::policy_server::NAMESPACE;
 
 /// The single policy, role `both` (Kubewarden names its configuration `clusterwide-<name>`).
 pub const SINGLE_MANIFEST: &str = "examples/single/cluster-admission-policy.yaml";

@@ -3,7 +3,7 @@
 //! policy then `active`, its webhook configuration the controller's, and every review served
 //! by the host of policy-server's pods (host.rs), through the kube-proxy shim (kube_proxy.rs).
 use crate::host::{Host, HostBinary, Surroundings};
-use crate::kubewarden::{CONFIG_VERSION_LABEL, NAMESPACE, POLICY_SERVER_OBJECTS};
+use crate::policy_server::{CONFIG_VERSION_LABEL, NAMESPACE, POLICY_SERVER_OBJECTS};
 use crate::modules::Binaries;
 use crate::plane::ControlPlane;
 use crate::policies::{
