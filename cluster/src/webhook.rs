@@ -3,13 +3,13 @@
 //! policy then `active`, its webhook configuration the controller's, and every review served
 //! by the host of policy-server's pods (host.rs), through the kube-proxy shim (kube_proxy.rs).
 use crate::host::{Host, HostBinary, Surroundings};
-use crate::policy_server::{CONFIG_VERSION_LABEL, NAMESPACE, POLICY_SERVER_OBJECTS};
 use crate::modules::Binaries;
 use crate::plane::ControlPlane;
 use crate::policies::{
     disagreements, source_of, unique_name, Deployment, Installed, Kubectl, Overlay, Variant,
     PAIR_MANIFESTS, SINGLE_MANIFEST,
 };
+use crate::policy_server::{CONFIG_VERSION_LABEL, NAMESPACE, POLICY_SERVER_OBJECTS};
 use anyhow::{anyhow, bail, Result};
 use multislice_host::default_wasm_path;
 use serde_json::{json, Value};
