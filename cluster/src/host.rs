@@ -367,14 +367,7 @@ async fn start_pod(
         .context("the ConfigMap has no policies.yml")?;
     std::fs::write(&policies, served_file(text)?)?;
     let (port, readiness_port) = (free_port()?, free_port()?);
-    let (command, env) = command_line(
-        around,
-        pod,
-        &dir,
-        &policies,
-        (&cert, &key),
-        (port, readiness_port),
-    )?;
+    let (command, env) = command_line(around, pod, &dir, (&cert, &key), (port, readiness_port))?;
     let readiness = SocketAddr::from((Ipv4Addr::LOCALHOST, readiness_port));
     let around = around.clone();
     tokio::task::spawn_blocking(move || {
@@ -412,16 +405,20 @@ pub fn served_file(controller_file: &str) -> Result<String> {
     Ok(serde_yaml::to_string(&entries)?)
 }
 
+/// A process's command (the binary, then its arguments) and its environment.
+type CommandLine = (Vec<String>, Vec<(String, String)>);
+
 /// The process of a pod: policy-server with the pod's environment (its paths and ports moved
-/// to the pod's folder and free ports of 127.0.0.1), or policy-host with the same file.
+/// to the pod's folder and free ports of 127.0.0.1), or policy-host with the same file, the
+/// `policies.yml` of the pod's folder `dir`.
 fn command_line(
     around: &Surroundings,
     pod: &Value,
     dir: &Path,
-    policies: &Path,
     (cert, key): (&Path, &Path),
     (port, readiness_port): (u16, u16),
-) -> Result<(Vec<String>, Vec<(String, String)>)> {
+) -> Result<CommandLine> {
+    let policies = &dir.join("policies.yml");
     let s = |p: &Path| p.display().to_string();
     let mut env: Vec<(String, String)> = vec![("KUBECONFIG".into(), s(&around.kubeconfig))];
     let command = match &around.binary {
