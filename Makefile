@@ -267,8 +267,9 @@ clean:
 	rm -f policy.wasm annotated-policy.wasm bench/baseline.wasm bench/against.wasm bench/annotated-against.wasm
 
 # A real control plane on loopback (cluster/, docs/contributing/testing.md "A real control plane"): etcd,
-# kube-apiserver, kube-controller-manager, kube-scheduler, JobSet and Kueue, each built with the `go`
-# client from its Go module into ~/.cache/jobset-multislice-policy/cluster/<module>@<version>.
+# kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, JobSet, Kueue and Kubewarden's
+# controller, each built with the `go` client from its Go module into
+# ~/.cache/jobset-multislice-policy/cluster/<module>@<version>.
 .PHONY: cluster-deps
 cluster-deps:
 	@bash cluster/deps.sh >/dev/null

@@ -25,10 +25,11 @@ setup_file() {
   # network to fetch one.
   SIGSTORE_TRUST_CONFIG="$("$BATS_TEST_DIRNAME/.ci/kubewarden" trust-config)"
   export KWCTL SIGSTORE_TRUST_CONFIG
-  # Copies of the example policy manifests whose module is the policy built here.
-  for manifest in cluster-admission-policy admission-policy; do
-    sed "s|^  module: .*|  module: file://$PWD/$POLICY|" "examples/$manifest.yaml" \
-      > "$BATS_FILE_TMPDIR/$manifest.yaml"
+  # Copies of the example policy manifests with the module built here (examples/policy/
+  # sets `module:` for kubectl apply -k; kwctl reads one file).
+  for manifest in single/cluster-admission-policy namespaced/admission-policy; do
+    sed "s|^spec:\$|spec:\n  module: file://$PWD/$POLICY|" "examples/$manifest.yaml" \
+      > "$BATS_FILE_TMPDIR/$(basename "$manifest").yaml"
   done
 }
 

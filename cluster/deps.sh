@@ -61,3 +61,8 @@ for cmd in kube-apiserver kube-controller-manager kube-scheduler; do
 done
 build jobset sigs.k8s.io/jobset sigs.k8s.io/jobset jobset-manager
 build kueue sigs.k8s.io/kueue sigs.k8s.io/kueue/cmd/kueue kueue-manager
+# Kubewarden's controller (main package cmd in v1.31) and kubectl, whose built-in kustomize
+# applies the test kustomizations over examples/.
+build kubewarden github.com/kubewarden/kubewarden-controller \
+  github.com/kubewarden/kubewarden-controller/cmd kubewarden-controller
+build kubectl k8s.io/kubernetes k8s.io/kubernetes/cmd/kubectl kubectl "$k8s_version"

@@ -1,6 +1,6 @@
 //! The one simulated part: a node agent doing what a kubelet would for the fake nodes, and
 //! nothing else. It marks each bound pod Running and Ready (or Succeeded, for the JobSets and
-//! replicated jobs a test names), and finishes the deletion of terminating pods. Without it JobSet's `InOrder`
+//! replicated jobs a test names), and finishes the deletion of terminating pods (policy-server's pods are host.rs's). Without it JobSet's `InOrder`
 //! startup never proceeds (it waits for Ready), and a deleted pod hangs forever.
 use crate::kube_api::Cluster;
 use anyhow::Result;
@@ -74,6 +74,11 @@ async fn pass(cluster: &Cluster, succeed: &Mutex<Succeed>) -> Result<()> {
         let Some(node) = pod["spec"]["nodeName"].as_str() else {
             continue;
         };
+        // policy-server's pods are Ready only once their host serves (host.rs plays their
+        // kubelet).
+        if !meta["labels"][crate::policy_server::POLICY_SERVER_LABEL].is_null() {
+            continue;
+        }
         let phase = pod["status"]["phase"].as_str().unwrap_or("Pending");
         let ns = meta["namespace"].as_str().unwrap_or_default().to_string();
         let jobset = meta["labels"]["jobset.sigs.k8s.io/jobset-name"]

@@ -7,7 +7,7 @@
 use crate::modules::Binaries;
 use crate::plane::ControlPlane;
 use crate::policies::Deployment;
-use crate::{jobset, kubernetes, kueue, webhook};
+use crate::{jobset, kubernetes, kubewarden, kueue, webhook};
 use anyhow::Result;
 use serde_json::Value;
 use std::time::Duration;
@@ -51,8 +51,9 @@ impl ControlPlane {
         jobset::start(&mut plane, binaries).await?;
         kubernetes::start_controllers(&mut plane, binaries, options.controller_qps)?;
         if options.webhook {
-            webhook::install_policies(&mut plane, options.settings, Deployment::from_env()?)
-                .await?;
+            kubewarden::install(&mut plane, binaries).await?;
+            let deployment = Deployment::from_env()?;
+            webhook::install_policies(&mut plane, binaries, options.settings, deployment).await?;
         }
         if options.kueue {
             kueue::start(&mut plane, binaries).await?;

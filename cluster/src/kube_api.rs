@@ -140,7 +140,9 @@ impl Cluster {
             .headers()
             .get_all("warning")
             .iter()
-            .filter_map(|v| v.to_str().ok())
+            // UTF-8, not visible ASCII only (`to_str`): the API server passes a warning's text
+            // on as the webhook gave it, such as the … of a warning cut at 256 characters.
+            .filter_map(|v| std::str::from_utf8(v.as_bytes()).ok())
             .map(warning_text)
             .collect();
         let bytes = response.into_body().collect().await?.to_bytes();

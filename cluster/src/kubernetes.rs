@@ -1,6 +1,7 @@
-//! Kubernetes itself: etcd and kube-apiserver, with what the fixtures name (PriorityClasses)
-//! and Kubewarden's namespace; then kube-controller-manager (the Job controller, the garbage
-//! collector) and kube-scheduler.
+//! Kubernetes itself: etcd and kube-apiserver (dialling Services through the kube-proxy shim),
+//! with what the fixtures name (PriorityClasses) and Kubewarden's namespace; then kube-controller-manager (the Job, Deployment and ReplicaSet
+//! controllers, the garbage collector) and kube-scheduler.
+use crate::kube_proxy::KubeProxy;
 use crate::modules::{args, Binaries};
 use crate::pki::Pki;
 use crate::plane::ControlPlane;
@@ -30,7 +31,21 @@ pub(crate) async fn start_api_server(plane: &mut ControlPlane, binaries: &Binari
         ]),
         &[],
     )?;
-    let apiserver_args = apiserver_args(&plane.pki, etcd_port, plane.api_port);
+    let proxy = KubeProxy::start(
+        &plane.dir.join("kube-proxy.sock"),
+        &plane.reviews,
+        &plane.logs().join("kube-proxy.log"),
+        plane.remaining(),
+    )?;
+    let egress = plane.dir.join("egress-selector.yaml");
+    std::fs::write(&egress, proxy.egress_selector_configuration())?;
+    plane.proxy = Some(proxy);
+    let mut apiserver_args = apiserver_args(&plane.pki, etcd_port, plane.api_port);
+    // Webhooks that name a Service (Kubewarden's) are dialled through the kube-proxy shim.
+    apiserver_args.push(format!(
+        "--egress-selector-config-file={}",
+        egress.display()
+    ));
     plane.spawn(
         "kube-apiserver",
         binaries.get("kube-apiserver")?,
@@ -69,8 +84,9 @@ pub(crate) fn start_controllers(
         "--leader-elect=false",
         "--bind-address=127.0.0.1",
         &format!("--secure-port={}", free_port()?),
-        // No node-lifecycle controller: the fake nodes have no kubelet to heartbeat.
-        "--controllers=job-controller,garbage-collector-controller,namespace-controller,ttl-after-finished-controller",
+        // No node-lifecycle controller: the fake nodes have no kubelet to heartbeat. The
+        // Deployment and ReplicaSet controllers run policy-server's Deployment.
+        "--controllers=job-controller,garbage-collector-controller,namespace-controller,ttl-after-finished-controller,deployment-controller,replicaset-controller",
         &format!("--root-ca-file={}", ca.display()),
     ]);
     if let Some(qps) = qps {

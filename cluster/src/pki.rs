@@ -117,7 +117,7 @@ fn signed(dir: &Path, name: &str, subject: &str, ext: &str) -> Result<()> {
     )
 }
 
-fn openssl(dir: &Path, args: &[&str]) -> Result<()> {
+pub(crate) fn openssl(dir: &Path, args: &[&str]) -> Result<()> {
     let out = Command::new("openssl")
         .args(args)
         .current_dir(dir)

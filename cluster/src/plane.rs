@@ -5,8 +5,9 @@
 //! order.
 use crate::host::Host;
 use crate::kube_api::Cluster;
+use crate::kube_proxy::KubeProxy;
 use crate::pki::Pki;
-use crate::policies::{Deployment, Installed};
+use crate::policies::{Deployment, Installed, Kubectl, Overlay};
 use crate::procs::{free_port, Process, Supervision};
 use anyhow::{bail, Result};
 use serde_json::{json, Value};
@@ -24,7 +25,8 @@ pub struct ControlPlane {
     /// The webhook whose verdicts a namespace of the deployment sees: the validating policy's
     /// of the pair, or the single policy's.
     pub webhook_name: String,
-    /// One JSON line per review the policy's host answered (`policy` names which one).
+    /// One JSON line per review the policy's host answered (`policy` names which one), written
+    /// by the kube-proxy shim.
     pub reviews: PathBuf,
     /// The settings of the policy that gives the verdicts.
     pub settings: Value,
@@ -32,8 +34,16 @@ pub struct ControlPlane {
     /// Every policy installed, in order.
     pub installed: Vec<Installed>,
     processes: Vec<Process>,
-    /// The policy's host, when our policies are installed.
+    /// The kubelet of policy-server's pods, when our policies are installed.
     pub(crate) host: Option<Host>,
+    /// The stand-in for kube-proxy, from the API server's start.
+    pub(crate) proxy: Option<KubeProxy>,
+    /// kubectl, once Kubewarden is installed.
+    pub(crate) kubectl: Option<Kubectl>,
+    /// The module every policy runs (`module:` of every kustomization applied).
+    pub(crate) module: PathBuf,
+    /// Every kustomization applied, to apply again with another module.
+    pub(crate) overlays: Vec<Overlay>,
     /// What a component keeps until every process has stopped (Kueue's files outside the
     /// project), dropped after them.
     held: Vec<Box<dyn Any + Send>>,
@@ -72,6 +82,10 @@ impl ControlPlane {
             installed: Vec::new(),
             processes: Vec::new(),
             host: None,
+            proxy: None,
+            kubectl: None,
+            module: PathBuf::new(),
+            overlays: Vec::new(),
             held: Vec::new(),
             started: Instant::now(),
             lifetime,
@@ -106,6 +120,12 @@ impl ControlPlane {
         let process = Process::spawn(name, binary, args, env, &supervision)?;
         self.processes.push(process);
         Ok(())
+    }
+
+    pub(crate) fn proxy(&self) -> Result<&KubeProxy> {
+        self.proxy
+            .as_ref()
+            .ok_or_else(|| anyhow::anyhow!("the kube-proxy shim is not running"))
     }
 
     /// Keeps `thing` until every process has stopped.
@@ -170,6 +190,7 @@ impl ControlPlane {
 impl Drop for ControlPlane {
     fn drop(&mut self) {
         self.host = None;
+        self.proxy = None;
         while let Some(p) = self.processes.pop() {
             drop(p);
         }

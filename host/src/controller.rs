@@ -177,6 +177,7 @@ pub fn jobset_pods(jobset: &Value) -> Result<Vec<SimPod>> {
                 name: &job_name,
                 namespace: &namespace,
                 subdomain: dns.then_some(subdomain.as_str()),
+                indexed: JobMeta::is_indexed(job_spec),
             };
             for k in 0..completions {
                 let object = job_pod(&template, &job, k, &jobset_keys, &jobset_annotations)

@@ -103,6 +103,10 @@ pub fn example_jobsets() -> Result<Vec<(String, Value)>> {
     let mut out = Vec::new();
     for entry in std::fs::read_dir(workspace_root().join("examples"))? {
         let path = entry?.path();
+        if !path.is_file() {
+            // The policies' kustomizations (examples/single/, …) hold no workload.
+            continue;
+        }
         let doc = load_yaml(&path)?;
         if doc["kind"] == "JobSet" {
             if let Some(stem) = path.file_stem() {
@@ -120,6 +124,9 @@ pub fn example_jobs() -> Result<Vec<(String, Value)>> {
     let mut out = Vec::new();
     for entry in std::fs::read_dir(workspace_root().join("examples"))? {
         let path = entry?.path();
+        if !path.is_file() {
+            continue;
+        }
         let text = std::fs::read_to_string(&path)
             .with_context(|| format!("cannot read {}", path.display()))?;
         let job = yaml_documents(&text)?

@@ -11,10 +11,10 @@
 //!   kube-apiserver; [`policy_server_client`] starts Kubewarden's policy-server and calls it;
 //!   [`review`] is the AdmissionReview response they exchange.
 //!
-//! Around them: the AdmissionRequests ([`request`]), the fixtures ([`fixtures`]) and the
-//! preview ([`preview`]); and the host capabilities the policy's host calls reach
-//! ([`capabilities`]: the allow-list and the Kubernetes backend; [`session`]: kwctl's recorded
-//! sessions).
+//! Around them: the AdmissionRequests ([`request`]), the fixtures ([`fixtures`]), the examples'
+//! kustomizations rendered ([`kustomization`]) and the preview ([`preview`]); and the host
+//! capabilities the policy's host calls reach ([`capabilities`]: the allow-list and the
+//! Kubernetes backend; [`session`]: kwctl's recorded sessions).
 //!
 //! The `wasm` feature (on by default) brings the wasm runner and what needs it (the webhook
 //! server, `evaluate`, `wasi-run`); `make preview` builds without it.
@@ -25,6 +25,7 @@ pub mod fixtures;
 #[cfg(all(test, feature = "wasm"))]
 mod guest_calls;
 pub mod judges;
+pub mod kustomization;
 pub mod native;
 pub mod outcome;
 pub mod policy_server_client;

@@ -42,7 +42,7 @@ impl ServedPolicy {
     /// `policies.yml`: `hostCapabilities: ["*"]`, which it grants every cluster-wide policy
     /// (`internal/controller/policyserver_controller_configmap.go`, `hostCapabilitiesForPolicy`),
     /// and the manifest's `contextAwareResources`, here what `policy-metadata.yml` declares
-    /// (what `examples/cluster-admission-policy-validate-queue-check.yaml` grants).
+    /// (what the component `examples/queue-check/` grants).
     pub fn cluster_wide(
         id: &str,
         module: PathBuf,

@@ -43,11 +43,24 @@ import cel
 import yaml
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-MANIFESTS = ["examples/cluster-admission-policy.yaml", "examples/admission-policy.yaml"]
+MANIFESTS = ["examples/single/cluster-admission-policy.yaml",
+             "examples/namespaced/admission-policy.yaml"]
+# The one home of every policy's matchConditions: a JSON patch that examples/policy/'s
+# component applies to each policy of examples/ (`kubectl apply -k`).
+CONDITIONS = "examples/policy/match-conditions.yaml"
 # The recommended pair (README "Install"): each binds part of the rules, with the conditions of
 # the resources it binds.
 PAIR = ["examples/cluster-admission-policy-mutate.yaml",
         "examples/cluster-admission-policy-validate.yaml"]
+
+
+def spec_of(manifest):
+    """The manifest's spec as kubectl apply -k renders it: with the component's conditions."""
+    spec = yaml.safe_load((ROOT / manifest).read_text())["spec"]
+    ops = yaml.safe_load((ROOT / CONDITIONS).read_text())
+    assert [(op["op"], op["path"]) for op in ops] == [("add", "/spec/matchConditions")], ops
+    spec["matchConditions"] = ops[0]["value"]
+    return spec
 
 
 def request(path):
@@ -333,7 +346,7 @@ def main():
             failed += 1
             print(f"FAILED: {what}")
 
-    specs = [yaml.safe_load((ROOT / m).read_text())["spec"] for m in MANIFESTS]
+    specs = [spec_of(m) for m in MANIFESTS]
     conditions = specs[0].get("matchConditions") or []
     check(len(conditions) > 0, "the cluster-wide example has matchConditions")
     for manifest, spec in zip(MANIFESTS, specs):
@@ -369,7 +382,7 @@ def main():
     # The pair: each policy is sent, of the requests its rules bind, exactly what the single
     # policy is sent; what its conditions skip goes to the policy under its own settings.
     for manifest in PAIR:
-        spec = yaml.safe_load((ROOT / manifest).read_text())["spec"]
+        spec = spec_of(manifest)
         for name, req, expected in CASES:
             if not bound(spec["rules"], req):
                 continue

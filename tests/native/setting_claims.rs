@@ -162,7 +162,14 @@ fn a_range_of_rule_ids_in_the_docs_names_the_whole_family() {
         "questions-ui.yml".to_string(),
         "policy-metadata.yml".to_string(),
     ];
-    for dir in ["docs", "docs/contributing", "examples"] {
+    for dir in [
+        "docs",
+        "docs/contributing",
+        "examples",
+        "examples/single",
+        "examples/namespaced",
+        "examples/queue-check",
+    ] {
         for entry in std::fs::read_dir(workspace_root().join(dir)).unwrap() {
             let path = entry.unwrap().path();
             if path.is_file() {

@@ -51,6 +51,7 @@ fn every_reference_an_example_writes_resolves() {
     let mut files: Vec<_> = std::fs::read_dir(workspace_root().join("examples"))
         .unwrap()
         .map(|e| e.unwrap().path())
+        .filter(|p| p.is_file())
         .collect();
     files.sort();
     let settings = [

@@ -34,11 +34,44 @@ fn nested_yaml(v: &Value) -> Value {
         .remove(0)
 }
 
-/// The example policy manifests, as e2e.bats runs them through kwctl.
+/// The example policy manifests, as e2e.bats runs them through kwctl (with the module of
+/// examples/policy/ added).
 const MANIFESTS: [&str; 2] = [
-    "examples/cluster-admission-policy.yaml",
-    "examples/admission-policy.yaml",
+    "examples/single/cluster-admission-policy.yaml",
+    "examples/namespaced/admission-policy.yaml",
 ];
+
+/// The kustomizations of examples/ that `kubectl apply -k` takes: the pair, the single policy
+/// and the namespaced one.
+const KUSTOMIZATIONS: [&str; 3] = ["examples", "examples/single", "examples/namespaced"];
+
+/// The policies a kustomization of examples/ renders (multislice_host::kustomization).
+fn rendered(dir: &str) -> Vec<Value> {
+    multislice_host::kustomization::render(&workspace_root().join(dir)).unwrap()
+}
+
+/// Every file under `dir` (relative to the workspace root), its folders' too.
+fn example_files(dir: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(workspace_root().join(dir)).unwrap() {
+        let path = format!("{dir}/{}", entry.unwrap().file_name().to_string_lossy());
+        if workspace_root().join(&path).is_dir() {
+            out.extend(example_files(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The rendered policy `name` of the pair (examples/kustomization.yaml).
+fn pair_policy(name: &str) -> Value {
+    rendered("examples")
+        .into_iter()
+        .find(|d| d["metadata"]["name"] == name)
+        .unwrap_or_else(|| panic!("examples/ renders no {name}"))
+}
 
 /// The recommended pair (docs/contributing/spec.md §5): the mutating half, then the validating half.
 const PAIR: [&str; 2] = [
@@ -116,26 +149,37 @@ fn versions_rules_and_mutation_flag_agree() {
             "CHANGELOG.md's [Unreleased] does not name {version}, the version it will be released as"
         );
     }
-    // Every reference to the published policy names this version: the example manifests,
-    // which the README's install applies as they are.
+    // Every reference to the published policy names this version: the module of the example
+    // manifests, set once in examples/policy/ for every kustomization the README's install
+    // applies.
     let oci = meta["annotations"]["io.kubewarden.policy.ociUrl"]
         .as_str()
         .unwrap();
-    for file in [MANIFESTS[0], MANIFESTS[1], PAIR[0], PAIR[1]] {
-        let source = text(file);
-        let refs: Vec<&str> = source
-            .match_indices(&format!("{oci}:"))
-            .map(|(i, m)| {
-                let tag = &source[i + m.len()..];
-                &tag[..tag
-                    .find(|c: char| c.is_whitespace() || c == '`')
-                    .unwrap_or(tag.len())]
-            })
-            .collect();
-        assert!(!refs.is_empty(), "{file} names no {oci}:TAG");
-        for tag in refs {
-            assert_eq!(tag, format!("v{version}"), "{file}: {oci}:{tag}");
+    for dir in KUSTOMIZATIONS {
+        for doc in rendered(dir) {
+            let module = doc["spec"]["module"].as_str().unwrap_or_default();
+            assert_eq!(
+                module,
+                format!("registry://{oci}:v{version}"),
+                "{dir}: {}",
+                doc["metadata"]["name"]
+            );
         }
+    }
+    let file = "examples/policy/kustomization.yaml";
+    let source = text(file);
+    let refs: Vec<&str> = source
+        .match_indices(&format!("{oci}:"))
+        .map(|(i, m)| {
+            let tag = &source[i + m.len()..];
+            &tag[..tag
+                .find(|c: char| c.is_whitespace() || c == '`')
+                .unwrap_or(tag.len())]
+        })
+        .collect();
+    assert!(!refs.is_empty(), "{file} names no {oci}:TAG");
+    for tag in refs {
+        assert_eq!(tag, format!("v{version}"), "{file}: {oci}:{tag}");
     }
     // The README's install applies the pair through examples/kustomization.yaml, which lists
     // the two example files as they are (tests/native/pair.rs renders it), and shows no
@@ -187,7 +231,8 @@ fn the_pair_sets_what_the_readme_says_it_sets() {
         );
     }
     for file in PAIR {
-        let spec = &yaml(file)["spec"];
+        let name = yaml(file)["metadata"]["name"].clone();
+        let spec = &pair_policy(name.as_str().unwrap())["spec"];
         assert_eq!(spec["failurePolicy"], json!("Fail"), "{file}");
         assert_eq!(spec["timeoutSeconds"], json!(5), "{file}");
         assert_eq!(
@@ -467,14 +512,14 @@ fn the_manifests_settings_give_what_their_json_gives() {
             .is_some_and(|p| p.to_string().contains("TPU_WORKER_ID"))
     };
 
-    let namespaced = answer(&manifest_settings("examples/admission-policy.yaml"));
+    let namespaced = answer(&manifest_settings(MANIFESTS[1]));
     assert_eq!(
         namespaced,
         answer(&json!({"tpuWorkerEnv": true, "jaxEnv": "always"}))
     );
     assert!(has_worker_id(&namespaced), "{:?}", namespaced.patch);
 
-    let cluster = answer(&manifest_settings("examples/cluster-admission-policy.yaml"));
+    let cluster = answer(&manifest_settings(MANIFESTS[0]));
     assert_eq!(cluster, answer(&json!({})));
     assert!(!has_worker_id(&cluster), "{:?}", cluster.patch);
 }
@@ -508,7 +553,8 @@ fn example_policies_bind_every_rule_with_valid_settings() {
 /// binds is one of the metadata's, and every other field is the same in both.
 #[test]
 fn the_pair_differs_only_in_role() {
-    let [mutate, judge] = PAIR.map(yaml);
+    let [mutate, judge] =
+        PAIR.map(|file| pair_policy(yaml(file)["metadata"]["name"].as_str().unwrap()));
     let without_role = |file: &str| {
         let mut s = manifest_settings(file);
         let role = s.as_object_mut().unwrap().remove("role");
@@ -561,66 +607,55 @@ fn the_pair_differs_only_in_role() {
         ])
     );
 
-    // Everything else is one deployment's: module, failure policy, timeout, namespaces.
+    // Everything else is one deployment's: module, failure policy, timeout, namespaces, and
+    // the matchConditions, which examples/policy/ writes once for every policy (each
+    // condition is true for the resources it does not judge), the single policy's too.
+    let single = rendered("examples/single").remove(0);
     for key in [
         "module",
         "failurePolicy",
         "timeoutSeconds",
         "namespaceSelector",
+        "matchConditions",
     ] {
         assert_eq!(mutate["spec"][key], judge["spec"][key], "spec.{key}");
     }
-    // The validating half's Job condition is the mutating half's, widened to UPDATEs.
-    let condition = |doc: &Value, name: &str| -> String {
-        doc["spec"]["matchConditions"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["name"] == name)
-            .map(|c| c["expression"].as_str().unwrap().to_string())
-            .unwrap_or_default()
-    };
-    let single = yaml(MANIFESTS[0]);
     assert_eq!(
-        condition(&judge, "opted-in-jobs-only"),
-        condition(&single, "opted-in-jobs-only")
-    );
-    assert!(condition(&single, "opted-in-jobs-only")
-        .starts_with(&condition(&mutate, "opted-in-jobs-only")));
-    assert_eq!(
-        condition(&mutate, "pods-of-jobsets-or-opted-in-jobs"),
-        condition(&single, "pods-of-jobsets-or-opted-in-jobs")
+        mutate["spec"]["matchConditions"],
+        single["spec"]["matchConditions"]
     );
     assert_eq!(
-        judge["spec"]["matchConditions"].as_array().unwrap().len(),
-        1
+        mutate["spec"]["matchConditions"].as_array().map(Vec::len),
+        Some(2)
     );
 }
 
-/// The validating policy with the queue check on (docs/kueue-gke-xpk.md "The queue check") is
-/// the validating half of the pair plus exactly three things: `queueCheck`, the
-/// `contextAwareResources` that the metadata lists (what the lookup reads), and nothing else.
+/// The validating policy with the queue check on (docs/kueue-gke-xpk.md "The queue check"),
+/// the pair with examples/queue-check/ listed as a component (as cluster/kustomize/queue-check/
+/// lists it), is the validating half of the pair plus exactly two things: `queueCheck`, and the
+/// `contextAwareResources` that the metadata lists (what the lookup reads).
 #[test]
 fn the_queue_check_manifest_is_the_validating_half_with_its_context() {
-    let plain = yaml(PAIR[1]);
-    let mut checked = yaml("examples/cluster-admission-policy-validate-queue-check.yaml");
+    let validating = |dir: &str| {
+        multislice_host::kustomization::render(&workspace_root().join(dir))
+            .unwrap()
+            .into_iter()
+            .find(|d| d["metadata"]["name"] == "jobset-multislice-validate")
+            .unwrap()
+    };
+    let plain = validating("cluster/kustomize/pair");
+    let mut checked = validating("cluster/kustomize/queue-check");
+    let settings = checked["spec"]["settings"].clone();
     let spec = checked["spec"].as_object_mut().unwrap();
     let context = spec.remove("contextAwareResources").unwrap();
     assert_eq!(
         context,
         yaml("policy-metadata.yml")["contextAwareResources"]
     );
-    let settings = spec["settings"].as_object_mut().unwrap();
-    assert_eq!(settings.remove("queueCheck"), Some(json!("refuse")));
+    let own = spec["settings"].as_object_mut().unwrap();
+    assert_eq!(own.remove("queueCheck"), Some(json!("refuse")));
     assert_eq!(checked, plain);
-    assert!(
-        policy()
-            .validate_settings(&manifest_settings(
-                "examples/cluster-admission-policy-validate-queue-check.yaml"
-            ))
-            .unwrap()
-            .valid
-    );
+    assert!(policy().validate_settings(&settings).unwrap().valid);
 }
 
 /// The queue check reads Kueue's v1beta2 first and v1beta1 only where v1beta2 is not served
@@ -654,12 +689,7 @@ fn the_metadata_claims_no_owner_home_or_registry_the_project_lacks() {
     ]
     .map(String::from)
     .to_vec();
-    for e in std::fs::read_dir(workspace_root().join("examples")).unwrap() {
-        files.push(format!(
-            "examples/{}",
-            e.unwrap().file_name().to_string_lossy()
-        ));
-    }
+    files.extend(example_files("examples"));
     for file in &files {
         let source = text(file).to_lowercase();
         for claim in [
@@ -713,8 +743,7 @@ fn the_metadata_says_what_the_policy_does() {
         .filter(|v| v.starts_with("TPU_"))
         .collect();
     assert_eq!(tpu_host.len(), 5);
-    for entry in std::fs::read_dir(workspace_root().join("examples")).unwrap() {
-        let file = format!("examples/{}", entry.unwrap().file_name().to_string_lossy());
+    for file in example_files("examples") {
         for line in text(&file).lines().filter(|l| l.contains("tpuWorkerEnv")) {
             if line.trim_start().starts_with('#') {
                 for var in &tpu_host {

@@ -8,16 +8,14 @@
 //! policy-server), `allowedToMutate`, `contextAwareResources` (answered by the API server of
 //! `$KUBECONFIG`), `timeoutEvalSeconds`, and the readiness probe (`GET /readiness` on
 //! `--readiness-probe-port`, plain HTTP). What it adds for the tests: `--review-log` (one JSON
-//! line per review), `--lifetime` (it exits by itself), and SIGHUP, which reads the file again
-//! and swaps every policy at once, so that a test replaces a module without a gap as a rolling
-//! update of policy-server does; `/readiness` names the file's digest it serves. It refuses
+//! line per review), `--lifetime` (it exits by itself). A new file is served by a new process, as a
+//! new policy-server pod serves a new ConfigMap version (cluster/src/host.rs). It refuses
 //! `policyMode: monitor` and policy groups, which policy-server serves and this host does not.
 //!
 //! usage: policy-host --policies FILE --port N --readiness-probe-port N [--addr 127.0.0.1]
 //!        [--cert-file FILE --key-file FILE] [--review-log FILE] [--lifetime SECONDS]
 use anyhow::{anyhow, bail, Context, Result};
 use multislice_cluster::context_aware::ClusterBackend;
-use multislice_cluster::host::policies_digest;
 use multislice_cluster::Cluster;
 use multislice_host::capabilities::{Capabilities, ContextAwareResource};
 use multislice_host::runner::Deadline;
@@ -28,9 +26,8 @@ use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
-use tokio::signal::unix::{signal, SignalKind};
 
 struct Args {
     policies: PathBuf,
@@ -148,18 +145,15 @@ fn load(file: &Path, cluster: Option<&Cluster>) -> Result<Vec<WebhookPolicy>> {
     Ok(out)
 }
 
-/// `GET /readiness`: 200 with the digest of the policies file served, as soon as it serves.
-fn serve_readiness(listener: TcpListener, digest: Arc<Mutex<String>>) {
+/// `GET /readiness`: 200 as soon as it serves.
+fn serve_readiness(listener: TcpListener) {
     std::thread::spawn(move || {
         for stream in listener.incoming().flatten() {
             let mut stream = stream;
             let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
             let mut request = [0u8; 1024];
             let _ = stream.read(&mut request);
-            let body = format!(
-                "{{\"policies\":\"{}\"}}",
-                digest.lock().map(|d| d.clone()).unwrap_or_default()
-            );
+            let body = "{\"ready\":true}";
             let _ = write!(
                 stream,
                 "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
@@ -176,7 +170,6 @@ async fn run() -> Result<()> {
         None => None,
     };
     let policies = load(&args.policies, cluster.as_ref())?;
-    let digest = Arc::new(Mutex::new(policies_digest(&args.policies)?));
     let server = WebhookServer::start(WebhookConfig {
         policies,
         addr: SocketAddr::new(args.addr, args.port),
@@ -186,32 +179,15 @@ async fn run() -> Result<()> {
     })?;
     let readiness = TcpListener::bind(SocketAddr::new(args.addr, args.readiness_port))
         .with_context(|| format!("cannot listen on port {}", args.readiness_port))?;
-    serve_readiness(readiness, digest.clone());
+    serve_readiness(readiness);
     eprintln!(
         "policy-host: serving {} on {}",
         args.policies.display(),
         server.addr()
     );
-    let mut hangup = signal(SignalKind::hangup())?;
-    let deadline = tokio::time::sleep(args.lifetime);
-    tokio::pin!(deadline);
-    loop {
-        tokio::select! {
-            _ = &mut deadline => return Ok(()),
-            _ = hangup.recv() => {
-                // A file that does not load leaves the policies served as they were.
-                match load(&args.policies, cluster.as_ref()) {
-                    Ok(policies) => {
-                        server.replace(policies)?;
-                        *digest.lock().map_err(|_| anyhow!("poisoned"))? =
-                            policies_digest(&args.policies)?;
-                        eprintln!("policy-host: reloaded {}", args.policies.display());
-                    }
-                    Err(e) => eprintln!("policy-host: reload refused: {e:#}"),
-                }
-            }
-        }
-    }
+    tokio::time::sleep(args.lifetime).await;
+    drop(server);
+    Ok(())
 }
 
 fn main() -> std::process::ExitCode {

@@ -18,11 +18,12 @@ mod topology;
 use crate::common::{part, Report};
 use fit::misfit_flavour_is_skipped;
 use multislice_cluster::agent::NodeAgent;
-use multislice_cluster::policies;
+use multislice_cluster::policies::Variant;
 use multislice_cluster::{Binaries, ControlPlane, Options};
 use namespaced::namespaced_policy_sees;
 use quota::{partial_admission_refused, third_waits_for_quota};
 use runs::{default_queue_runs, queued_fixture_runs};
+use serde_json::json;
 use shared::{set_up_queues, V6E_4X4};
 use topology::topology_aware_scheduling;
 
@@ -80,7 +81,7 @@ async fn queue_check_cases(
     }
     report.record(
         "queueCheck on Kueue v0.17: the lookups ask kueue.x-k8s.io/v1beta2 alone, and the misfit is refused with Q1; a group version the API server does not serve is answered with its 404",
-        queue_check::reads_v1beta2(plane).await,
+        queue_check::reads_v1beta2(plane, check).await,
     );
     if !all {
         return;
@@ -206,8 +207,12 @@ async fn kueue_cases(plane: &mut ControlPlane, agent: &NodeAgent, report: &mut R
         default_queue_runs(plane).await,
     );
     let namespaced = plane
-        .install_policy(policies::NAMESPACED_MANIFEST, &[])
-        .await;
+        .install_variant(Variant::Namespaced, None, &json!({}), &[])
+        .await
+        .and_then(|mut i| {
+            i.pop()
+                .ok_or_else(|| anyhow::anyhow!("no policy installed"))
+        });
     report.record(
         "a namespaced AdmissionPolicy runs after JobSet's and Kueue's webhooks, and sees their defaults",
         match &namespaced {

@@ -7,6 +7,7 @@ mod common;
 mod depends_on;
 mod fixtures;
 mod jax;
+mod kubewarden;
 mod kueue;
 mod labels;
 mod match_conditions;
@@ -39,6 +40,7 @@ pub(crate) async fn main_async() -> anyhow::Result<bool> {
     }
     let mut report = Report::default();
     if [
+        "kubewarden",
         "shapes",
         "rules",
         "match-conditions",
@@ -93,6 +95,20 @@ pub(crate) async fn plain_cases(binaries: &Binaries, report: &mut Report) -> any
     labels::namespace(&plane).await?;
     outage::namespace(&plane).await?;
     let before = report.failed;
+    if part("kubewarden") {
+        report.record(
+            "kubectl apply -k of examples/: every policy is active, and the webhook Kubewarden's controller wrote is what the example says (matchConditions, rules, namespaceSelector, failurePolicy, timeout)",
+            kubewarden::policies_active(&plane).await,
+        );
+        report.record(
+            "Kubewarden's own validator refuses protect -> monitor on the validating policy (\"Recreate instead\")",
+            kubewarden::protect_to_monitor_refused(&plane).await,
+        );
+        report.record(
+            "the host serves the controller's own policies.yml, with hostCapabilities [\"*\"] added to each cluster-wide entry as v1.35's controller writes it",
+            kubewarden::host_serves_the_controllers_file(&plane).await,
+        );
+    }
     if part("shapes") {
         match shapes_run(&mut plane, &agent).await {
             Ok((results, pods)) => {

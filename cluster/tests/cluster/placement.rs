@@ -177,15 +177,22 @@ pub(crate) fn check_simulation(
             return;
         }
     };
+    // A pod of a NonIndexed Job has no hostname: "" stands for it, in both.
+    let hostname = |pod: &Value| {
+        pod["spec"]["hostname"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
     f.eq(
         sims.iter()
-            .map(|s| s.hostname.clone())
+            .map(|s| hostname(&s.object))
             .collect::<BTreeSet<_>>(),
         real.keys().cloned().collect(),
         &format!("{what}: simulated hostnames"),
     );
     for sim in &sims {
-        let Some(pod) = real.get(&sim.hostname) else {
+        let Some(pod) = real.get(&hostname(&sim.object)) else {
             continue;
         };
         for map in ["labels", "annotations"] {

@@ -177,7 +177,7 @@ fn preview_in_flavour(run: &Run) -> anyhow::Result<Failures> {
 /// `make cluster-preview FILE=examples/kueue-queued.yaml SETTINGS=(queueCheck: refuse)
 /// QUEUE_FLAVOR=tpu-v5p-slice:2x2x2`: the queue's only flavour fits no 4 hosts of 4 chips, and
 /// the validating policy, granted what the queue check reads as
-/// examples/cluster-admission-policy-validate-queue-check.yaml grants it, refuses the JobSet
+/// examples/queue-check/ grants it, refuses the JobSet
 /// at CREATE with Q1, as the cluster would; no pod is made.
 fn preview_queue_check_refuses() -> anyhow::Result<Failures> {
     let mut f = Failures::default();

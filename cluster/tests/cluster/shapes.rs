@@ -7,7 +7,7 @@ use crate::placement::{check_exclusive_placement, check_nothing_lost_jobset, che
 use crate::pods::{check_job_pods, check_jobset_pods, is_opted_in_job};
 use multislice_cluster::agent::NodeAgent;
 use multislice_cluster::fleet::{self, Pool};
-use multislice_cluster::policies;
+use multislice_cluster::policies::{self, Variant};
 use multislice_cluster::run::{self, Submitted};
 use multislice_cluster::ControlPlane;
 use multislice_gen::oracle;
@@ -73,20 +73,18 @@ pub(crate) async fn shapes_run(
         // Its own policies, with its settings, for it alone; the control plane's see none
         // of it.
         policies::namespace(&plane.cluster, &s.namespace, Some(policies::NONE)).await?;
-        let manifests = if single {
-            vec![policies::SINGLE_MANIFEST]
+        let variant = if single {
+            Variant::Single
         } else {
-            policies::PAIR_MANIFESTS.to_vec()
+            Variant::Pair
         };
         let scope = [
             json!({"key": "kubernetes.io/metadata.name", "operator": "In",
                             "values": [s.namespace]}),
         ];
-        for manifest in manifests {
-            plane
-                .install_policy_with(manifest, &s.namespace, settings, &scope)
-                .await?;
-        }
+        plane
+            .install_variant(variant, Some(&s.namespace), settings, &scope)
+            .await?;
     }
     tokio::time::sleep(Duration::from_secs(2)).await;
     let mut results = Vec::new();

@@ -64,6 +64,17 @@ pub(super) struct JobMeta<'a> {
     pub namespace: &'a str,
     /// The pod's subdomain, when its hostname is to resolve.
     pub subdomain: Option<&'a str>,
+    /// `completionMode: Indexed` (JobSet's default); a NonIndexed Job's pods get no completion
+    /// index and no hostname from the Job controller.
+    pub indexed: bool,
+}
+
+impl JobMeta<'_> {
+    /// Whether a Job of `spec` (a Job's or a replicated job's template's) is Indexed:
+    /// unless it says NonIndexed, as JobSet defaults it (a plain Job asks for it to be judged).
+    pub(super) fn is_indexed(spec: &Value) -> bool {
+        spec["completionMode"] != "NonIndexed"
+    }
 }
 
 /// Pod `k` of an Indexed Job, as the Job controller submits it: the template with the Job's
@@ -100,18 +111,26 @@ pub(super) fn job_pod(
         ("batch.kubernetes.io/job-name", job.name.to_string()),
         ("controller-uid", uid.clone()),
         ("job-name", job.name.to_string()),
-        ("batch.kubernetes.io/job-completion-index", k.to_string()),
     ] {
         labels.insert(key.into(), json!(value));
     }
-    annotations.insert(
-        "batch.kubernetes.io/job-completion-index".into(),
-        json!(k.to_string()),
-    );
+    if job.indexed {
+        let index = json!(k.to_string());
+        labels.insert(
+            "batch.kubernetes.io/job-completion-index".into(),
+            index.clone(),
+        );
+        annotations.insert("batch.kubernetes.io/job-completion-index".into(), index);
+    }
     merge(metadata, "labels", &labels);
     merge(metadata, "annotations", &annotations);
     metadata.remove("name");
-    metadata.insert("generateName".into(), json!(format!("{}-{k}-", job.name)));
+    let generate_name = if job.indexed {
+        format!("{}-{k}-", job.name)
+    } else {
+        format!("{}-", job.name)
+    };
+    metadata.insert("generateName".into(), json!(generate_name));
     metadata.insert("namespace".into(), json!(job.namespace));
     metadata.insert(
         "ownerReferences".into(),
@@ -128,7 +147,9 @@ pub(super) fn job_pod(
     let Some(spec) = spec.as_object_mut() else {
         bail!("pod template spec is not an object");
     };
-    spec.insert("hostname".into(), json!(format!("{}-{k}", job.name)));
+    if job.indexed {
+        spec.insert("hostname".into(), json!(format!("{}-{k}", job.name)));
+    }
     if let Some(subdomain) = job.subdomain {
         spec.insert("subdomain".into(), json!(subdomain));
     }
@@ -155,6 +176,7 @@ pub fn indexed_job_pods(job: &Value) -> Result<Vec<SimPod>> {
         name: &name,
         namespace,
         subdomain: None,
+        indexed: JobMeta::is_indexed(spec),
     };
     (0..completions)
         .map(|k| {

@@ -9,7 +9,7 @@ use multislice_cluster::run::{self};
 use multislice_cluster::ControlPlane;
 use serde_json::{json, Value};
 
-/// What a namespaced AdmissionPolicy (examples/admission-policy.yaml, role `both`) sees at a
+/// What a namespaced AdmissionPolicy (examples/namespaced/admission-policy.yaml, role `both`) sees at a
 /// JobSet's CREATE. Its configuration, `namespaced-<namespace>-<name>`, sorts after JobSet's
 /// (`jobset-…`) and Kueue's (`kueue-…`), and the API server calls mutating webhooks in the
 /// order of their configurations' names: the policy sees JobSet's defaults and Kueue's queue

@@ -1,5 +1,5 @@
 //! The queue check (setting `queueCheck`, issue 28) on the real control plane: the validating
-//! half of the pair from examples/cluster-admission-policy-validate-queue-check.yaml, its
+//! half of the pair from examples/queue-check/, its
 //! `get_resource` calls answered by the real API server (context_aware.rs), judges a TPU
 //! JobSet at `kubectl apply` against its real Kueue queue. Under `refuse`, a JobSet whose queue
 //! has only a flavour it does not fit is refused with Q1, and the same JobSet runs from a queue
@@ -14,7 +14,7 @@ use super::shared::{check_waits_unfit, CPU_FLAVOUR, V6E_2X4, V6E_4X4};
 use crate::common::Failures;
 use crate::shapes::{check_warnings_reached, object_named, reviews_of};
 use multislice_cluster::kueue;
-use multislice_cluster::policies::{self, Installed, Manifest};
+use multislice_cluster::policies::{self, Installed, Variant};
 use multislice_cluster::run;
 use multislice_cluster::ControlPlane;
 use serde_json::{json, Value};
@@ -25,8 +25,6 @@ use std::time::Duration;
 const FIXTURE: &str = "test_data/queue/jobset.yaml";
 /// The LocalQueue it names.
 const LOCAL_QUEUE: &str = "tpu-queue";
-pub(crate) const QUEUE_CHECK_MANIFEST: &str =
-    "examples/cluster-admission-policy-validate-queue-check.yaml";
 
 /// Under `refuse`: a queue of 2x4 only, and a queue of 4x4.
 const REFUSED: &str = "queue-check-refuse";
@@ -69,32 +67,33 @@ pub(crate) async fn set_up(plane: &mut ControlPlane) -> anyhow::Result<QueueChec
                 "values": namespaces}),
         ]
     };
-    let mutate = policies::PAIR_MANIFESTS[0];
-    plane
-        .install_policy_with(
-            mutate,
-            "queue-check",
-            &Manifest::load(mutate)?.settings(None),
-            &scope(&[REFUSED, FITS, WARNED]),
-        )
-        .await?;
-    let validating = |check: &'static str| {
-        let mut settings = Manifest::load(QUEUE_CHECK_MANIFEST)?.settings(None);
-        settings["queueCheck"] = json!(check);
-        anyhow::Ok(settings)
+    // The queue-check pair of examples/ as it is (`refuse`), and once more under `warn`.
+    let validating = |installed: Vec<Installed>| {
+        installed
+            .into_iter()
+            .find(|i| !i.mutating)
+            .ok_or_else(|| anyhow::anyhow!("the queue-check pair has no validating policy"))
     };
-    let (refusing, warning) = (validating("refuse")?, validating("warn")?);
-    let refuse = plane
-        .install_policy_with(
-            QUEUE_CHECK_MANIFEST,
-            "refuse",
-            &refusing,
-            &scope(&[REFUSED, FITS]),
-        )
-        .await?;
-    let warn = plane
-        .install_policy_with(QUEUE_CHECK_MANIFEST, "warn", &warning, &scope(&[WARNED]))
-        .await?;
+    let refuse = validating(
+        plane
+            .install_variant(
+                Variant::QueueCheck,
+                Some("refuse"),
+                &json!({}),
+                &scope(&[REFUSED, FITS]),
+            )
+            .await?,
+    )?;
+    let warn = validating(
+        plane
+            .install_variant(
+                Variant::QueueCheck,
+                Some("warn"),
+                &json!({"queueCheck": "warn"}),
+                &scope(&[WARNED]),
+            )
+            .await?,
+    )?;
     // A moment for the API server's informers to have the labels and the configurations.
     tokio::time::sleep(Duration::from_secs(2)).await;
     Ok(QueueCheck { refuse, warn })
@@ -235,12 +234,15 @@ pub(crate) async fn misfit_warned(
 }
 
 /// The queue check's host calls on this Kueue (v0.17.0: v1beta2, and the deprecated v1beta1):
-/// the module, granted what the queue-check manifest grants and answered by the API server as
+/// the module, granted what the queue-check pair's validating policy grants and answered by the API server as
 /// policy-server answers (context_aware.rs), each call recorded in kwctl's session format.
 /// It asks v1beta2 alone and refuses the misfit JobSet with Q1, as the webhook did. And the
 /// answer it falls back on (docs/contributing/spec.md §8): the API server's for a group version it does
 /// not serve, in policy-evaluator's words.
-pub(crate) async fn reads_v1beta2(plane: &ControlPlane) -> anyhow::Result<Failures> {
+pub(crate) async fn reads_v1beta2(
+    plane: &ControlPlane,
+    check: &QueueCheck,
+) -> anyhow::Result<Failures> {
     use multislice_cluster::context_aware::ClusterBackend;
     use multislice_host::capabilities::{
         Capabilities, ContextAwareResource, GetResource, KubernetesBackend,
@@ -251,8 +253,8 @@ pub(crate) async fn reads_v1beta2(plane: &ControlPlane) -> anyhow::Result<Failur
     use std::sync::Arc;
 
     let mut f = Failures::default();
-    let manifest = Manifest::load(QUEUE_CHECK_MANIFEST)?;
-    let allowed = ContextAwareResource::list_of(&manifest.value).map_err(anyhow::Error::msg)?;
+    let allowed =
+        ContextAwareResource::list_of(&check.refuse.object).map_err(anyhow::Error::msg)?;
     let recorder = Arc::new(Recorder::new(Arc::new(ClusterBackend::new(&plane.cluster))));
     let module = Policy::load(&default_wasm_path())?
         .with_capabilities(Capabilities::kubernetes(recorder.clone(), allowed));
@@ -260,7 +262,7 @@ pub(crate) async fn reads_v1beta2(plane: &ControlPlane) -> anyhow::Result<Failur
     let mut object = jobset_in(REFUSED)?;
     object["spec"]["suspend"] = json!(true);
     let request = admission_request(Kind::JobSet, "CREATE", &object, None);
-    let settings = manifest.settings(None);
+    let settings = check.refuse.settings.clone();
     // From a thread of its own, as the webhook server's connection threads call it.
     let outcome = std::thread::spawn(move || module.validate(&request, &settings))
         .join()

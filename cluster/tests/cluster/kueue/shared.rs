@@ -52,7 +52,7 @@ pub(crate) const CPU_FLAVOUR: &str = "cpu";
 /// (`multislice-queue`) in namespaces of its own.
 pub(crate) const QUEUE: &str = "multislice-queue";
 
-/// The namespace of examples/admission-policy.yaml.
+/// The namespace of examples/namespaced/admission-policy.yaml.
 pub(crate) const TRAINING: &str = "training";
 
 /// Flavours, ClusterQueues and LocalQueues: `tpu` (4x4, room for anything here), `misfit`
