@@ -101,3 +101,23 @@ fn the_node_selector_strategy_places_each_job_on_its_own_pool() {
         );
     }
 }
+
+/// The Job controller numbers only an Indexed Job's pods: a NonIndexed replicated job's pod
+/// has no hostname, no completion index and a generateName of its Job's name (seen in
+/// `make cluster-test`'s p1-pass, whose batch job `stats` is NonIndexed).
+#[test]
+fn a_non_indexed_jobs_pod_has_no_hostname_and_no_completion_index() {
+    let mut js = jobset(json!({}), json!({}));
+    js["spec"]["replicatedJobs"][0]["template"]["spec"]["completionMode"] = json!("NonIndexed");
+    let pods = jobset_pods(&js).unwrap();
+    let pod = &pods[1].object;
+    assert_eq!(pod["spec"].get("hostname"), None);
+    assert_eq!(pod["metadata"]["generateName"], json!("js-slice-1-"));
+    for map in ["labels", "annotations"] {
+        assert_eq!(
+            pod["metadata"][map].get("batch.kubernetes.io/job-completion-index"),
+            None,
+            "{map}"
+        );
+    }
+}
