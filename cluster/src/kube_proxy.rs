@@ -15,11 +15,12 @@
 //! per connection.
 use anyhow::{anyhow, bail, Context, Result};
 use multislice_host::review::ReviewResponse;
+use multislice_host::webhook_server::{read_message, review_log_line, server_tls, Answer, Message};
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use rustls::pki_types::{CertificateDer, ServerName};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
@@ -29,7 +30,6 @@ use std::time::{Duration, Instant};
 
 const REQUESTS_PER_CONNECTION: usize = 10_000;
 const IDLE: Duration = Duration::from_secs(60);
-const MAX_BODY: usize = 8 << 20;
 
 /// Where a Service's address leads.
 #[derive(Clone)]
@@ -52,17 +52,8 @@ pub struct ReviewRoute {
 impl ReviewRoute {
     /// From the PEM certificate and key the host serves with, and the CA that signed them.
     pub fn new(cert: &Path, key: &Path, ca: &Path, server_name: &str) -> Result<ReviewRoute> {
-        let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
-            .with_context(|| format!("cannot read {}", cert.display()))?
-            .collect::<Result<_, _>>()?;
-        let key = PrivateKeyDer::from_pem_file(key)
-            .with_context(|| format!("cannot read {}", key.display()))?;
+        let server = server_tls(cert, key)?;
         let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let mut server = rustls::ServerConfig::builder_with_provider(provider.clone())
-            .with_safe_default_protocol_versions()?
-            .with_no_client_auth()
-            .with_single_cert(certs, key)?;
-        server.alpn_protocols = vec![b"http/1.1".to_vec()];
         let mut roots = rustls::RootCertStore::empty();
         for c in CertificateDer::pem_file_iter(ca)? {
             roots.add(c?)?;
@@ -306,68 +297,6 @@ fn send(
     read_message(upstream)?.ok_or_else(|| anyhow!("the host closed the connection"))
 }
 
-/// An HTTP/1.1 message as it went over the wire, and its start line and body.
-struct Message {
-    raw: Vec<u8>,
-    start: String,
-    body: Vec<u8>,
-}
-
-/// One request or response with a `content-length` (what the API server and both hosts send);
-/// `None` when the peer closed the connection between messages.
-fn read_message(reader: &mut impl BufRead) -> Result<Option<Message>> {
-    let mut raw = Vec::new();
-    let mut start = String::new();
-    match reader.read_line(&mut start) {
-        Ok(0) => return Ok(None),
-        Ok(_) => {}
-        Err(e)
-            if matches!(
-                e.kind(),
-                std::io::ErrorKind::WouldBlock
-                    | std::io::ErrorKind::TimedOut
-                    | std::io::ErrorKind::UnexpectedEof
-                    | std::io::ErrorKind::ConnectionReset
-            ) =>
-        {
-            return Ok(None)
-        }
-        Err(e) => return Err(e.into()),
-    }
-    raw.extend_from_slice(start.as_bytes());
-    let mut length = 0usize;
-    loop {
-        let mut header = String::new();
-        if reader.read_line(&mut header)? == 0 {
-            bail!("the connection closed inside a message's head");
-        }
-        raw.extend_from_slice(header.as_bytes());
-        let line = header.trim_end();
-        if line.is_empty() {
-            break;
-        }
-        if let Some((name, value)) = line.split_once(':') {
-            if name.eq_ignore_ascii_case("content-length") {
-                length = value.trim().parse()?;
-            }
-            if name.eq_ignore_ascii_case("transfer-encoding") {
-                bail!("a chunked message ({line}) is not read here");
-            }
-        }
-    }
-    if length > MAX_BODY {
-        bail!("a body of {length} bytes");
-    }
-    let mut body = vec![0; length];
-    reader.read_exact(&mut body)?;
-    raw.extend_from_slice(&body);
-    Ok(Some(Message {
-        raw,
-        start: start.trim_end().to_string(),
-        body,
-    }))
-}
-
 /// One JSON line per review: the policy (`<id>` of `/validate/<id>`), what the API server asked
 /// and what the host answered.
 fn log_review(log: &Mutex<std::fs::File>, request: &Message, response: &Message) -> Result<()> {
@@ -382,31 +311,21 @@ fn log_review(log: &Mutex<std::fs::File>, request: &Message, response: &Message)
     let review: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
     let answer: Value = serde_json::from_slice(&response.body).unwrap_or(Value::Null);
     let request = &review["request"];
-    let (allowed, message, warnings, patch) =
-        match ReviewResponse::from_response(&answer["response"]) {
-            Ok(r) => (
-                json!(r.allowed),
-                json!(r.message),
-                json!(r.warnings),
-                r.patch.unwrap_or(json!([])),
-            ),
-            Err(_) => (Value::Null, json!(response.start), json!([]), json!([])),
-        };
-    let line = json!({
-        "policy": policy,
-        "kind": request.pointer("/kind/kind"),
-        "operation": request.get("operation"),
-        "namespace": request.get("namespace"),
-        "name": request.get("name"),
-        "object": request.get("object"),
-        "oldObject": request.get("oldObject"),
-        "allowed": allowed,
-        "message": message,
-        "warnings": warnings,
-        "patch": patch,
-    });
-    let mut text = line.to_string();
-    text.push('\n');
+    let answer = match ReviewResponse::from_response(&answer["response"]) {
+        Ok(r) => Answer {
+            allowed: json!(r.allowed),
+            message: json!(r.message),
+            warnings: json!(r.warnings),
+            patch: r.patch.unwrap_or(json!([])),
+        },
+        Err(_) => Answer {
+            allowed: Value::Null,
+            message: json!(response.start),
+            warnings: json!([]),
+            patch: json!([]),
+        },
+    };
+    let text = review_log_line(policy, request, answer);
     let mut file = log.lock().map_err(|_| anyhow!("log lock poisoned"))?;
     file.write_all(text.as_bytes())?;
     Ok(())

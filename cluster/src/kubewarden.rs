@@ -225,82 +225,24 @@ fn as_the_chart_registers(configuration: &mut Value, ca: &str) {
 /// the controller reads (`x509.ParseECPrivateKey`); `controller.{key,crt}`: the controller's
 /// serving pair for its Service's name, signed by it.
 fn certificates(dir: &Path, service_name: &str) -> Result<()> {
-    openssl(
-        dir,
-        &[
-            "ecparam",
-            "-name",
-            "prime256v1",
-            "-genkey",
-            "-noout",
-            "-out",
-            "ca.key",
-        ],
-    )?;
-    openssl(
-        dir,
-        &[
-            "req",
-            "-x509",
-            "-new",
-            "-key",
-            "ca.key",
-            "-out",
-            "ca.crt",
-            "-days",
-            "2",
-            "-subj",
-            "/CN=kubewarden-controller-ca",
-        ],
-    )?;
-    openssl(
-        dir,
-        &[
-            "ecparam",
-            "-name",
-            "prime256v1",
-            "-genkey",
-            "-noout",
-            "-out",
-            "controller.key",
-        ],
-    )?;
-    openssl(
-        dir,
-        &[
-            "req",
-            "-new",
-            "-key",
-            "controller.key",
-            "-out",
-            "controller.csr",
-            "-subj",
-            &format!("/CN={service_name}"),
-        ],
-    )?;
+    // Every argument is one word (a DNS name has no space), so each command is one line.
+    let run = |command: &str| openssl(dir, &command.split_whitespace().collect::<Vec<_>>());
+    for key in ["ca.key", "controller.key"] {
+        run(&format!(
+            "ecparam -name prime256v1 -genkey -noout -out {key}"
+        ))?;
+    }
+    run("req -x509 -new -key ca.key -out ca.crt -days 2 -subj /CN=kubewarden-controller-ca")?;
+    run(&format!(
+        "req -new -key controller.key -out controller.csr -subj /CN={service_name}"
+    ))?;
     std::fs::write(
         dir.join("controller.ext"),
         format!("subjectAltName=DNS:{service_name}\nextendedKeyUsage=serverAuth\n"),
     )?;
-    openssl(
-        dir,
-        &[
-            "x509",
-            "-req",
-            "-in",
-            "controller.csr",
-            "-CA",
-            "ca.crt",
-            "-CAkey",
-            "ca.key",
-            "-CAcreateserial",
-            "-out",
-            "controller.crt",
-            "-days",
-            "2",
-            "-extfile",
-            "controller.ext",
-        ],
+    run(
+        "x509 -req -in controller.csr -CA ca.crt -CAkey ca.key -CAcreateserial \
+         -out controller.crt -days 2 -extfile controller.ext",
     )
 }
 

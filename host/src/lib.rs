@@ -43,7 +43,7 @@ pub use outcome::{Evaluator, Outcome, SettingsOutcome};
 #[cfg(feature = "wasm")]
 pub use runner::{Instance, Policy};
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// The workspace root (where `policy.wasm` and `test_data/` live): the nearest folder with
 /// `policy-metadata.yml`, from where cargo runs us (or the current folder) upwards. Found at
@@ -58,6 +58,28 @@ pub fn workspace_root() -> PathBuf {
         .find(|dir| dir.join("policy-metadata.yml").is_file())
         .map(PathBuf::from)
         .unwrap_or(start)
+}
+
+/// Every file under `dir` (relative to the workspace root), its folders' too, sorted, as
+/// paths relative to the workspace root.
+pub fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        let Ok(entries) = std::fs::read_dir(workspace_root().join(&dir)) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = dir.join(entry.file_name());
+            if workspace_root().join(&path).is_dir() {
+                dirs.push(path);
+            } else {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
 }
 
 /// `policy.wasm` as `make policy.wasm` leaves it, unless `POLICY_WASM` names another.

@@ -37,6 +37,8 @@ const REQUESTS_PER_CONNECTION: usize = 10_000;
 const IDLE: Duration = Duration::from_secs(30);
 /// The largest AdmissionReview accepted (the API server's own request limit is 3 MiB).
 const MAX_BODY: usize = 8 << 20;
+/// At most this many header lines in one message.
+const MAX_HEADERS: usize = 200;
 
 /// One policy the webhook serves: the module, its settings, and the id in its path.
 #[derive(Clone)]
@@ -204,7 +206,8 @@ fn policy_id(path: &str) -> Option<&str> {
         .filter(|id| !id.is_empty() && !id.contains('/'))
 }
 
-fn server_tls(cert: &Path, key: &Path) -> Result<rustls::ServerConfig> {
+/// The TLS configuration of a server with this PEM certificate and key, speaking HTTP/1.1.
+pub fn server_tls(cert: &Path, key: &Path) -> Result<rustls::ServerConfig> {
     let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
         .with_context(|| format!("cannot read {}", cert.display()))?
         .collect::<Result<_, _>>()?;
@@ -264,8 +267,35 @@ fn serve_requests(mut stream: impl Read + Write, shared: &Shared) -> Result<()> 
 /// One HTTP/1.1 request's path and body; `None` when the peer closed the connection.
 fn read_request(stream: &mut impl Read) -> Result<Option<(String, Vec<u8>)>> {
     let mut reader = BufReader::new(stream);
-    let mut line = String::new();
-    match reader.read_line(&mut line) {
+    let Some(message) = read_message(&mut reader)? else {
+        return Ok(None);
+    };
+    // Nothing may stay buffered: the API server waits for our answer before sending more.
+    if !reader.buffer().is_empty() {
+        bail!("pipelined requests are not supported");
+    }
+    let path = message
+        .start
+        .split_whitespace()
+        .nth(1)
+        .ok_or_else(|| anyhow!("bad request line {:?}", message.start))?
+        .to_string();
+    Ok(Some((path, message.body)))
+}
+
+/// An HTTP/1.1 message as it went over the wire, and its start line and body.
+pub struct Message {
+    pub raw: Vec<u8>,
+    pub start: String,
+    pub body: Vec<u8>,
+}
+
+/// One request or response with a `content-length` (what the API server and both hosts send);
+/// `None` when the peer closed the connection between messages.
+pub fn read_message(reader: &mut impl BufRead) -> Result<Option<Message>> {
+    let mut raw = Vec::new();
+    let mut start = String::new();
+    match reader.read_line(&mut start) {
         Ok(0) => return Ok(None),
         Ok(_) => {}
         Err(e)
@@ -281,35 +311,72 @@ fn read_request(stream: &mut impl Read) -> Result<Option<(String, Vec<u8>)>> {
         }
         Err(e) => return Err(e.into()),
     }
-    let path = line
-        .split_whitespace()
-        .nth(1)
-        .ok_or_else(|| anyhow!("bad request line {line:?}"))?
-        .to_string();
+    raw.extend_from_slice(start.as_bytes());
     let mut length = 0usize;
-    for _ in 0..200 {
+    let mut ended = false;
+    for _ in 0..MAX_HEADERS {
         let mut header = String::new();
-        reader.read_line(&mut header)?;
-        let header = header.trim_end();
-        if header.is_empty() {
+        if reader.read_line(&mut header)? == 0 {
+            bail!("the connection closed inside a message's head");
+        }
+        raw.extend_from_slice(header.as_bytes());
+        let line = header.trim_end();
+        if line.is_empty() {
+            ended = true;
             break;
         }
-        if let Some((name, value)) = header.split_once(':') {
+        if let Some((name, value)) = line.split_once(':') {
             if name.eq_ignore_ascii_case("content-length") {
                 length = value.trim().parse()?;
             }
+            if name.eq_ignore_ascii_case("transfer-encoding") {
+                bail!("a chunked message ({line}) is not read here");
+            }
         }
     }
+    if !ended {
+        bail!("a message with more than {MAX_HEADERS} header lines");
+    }
     if length > MAX_BODY {
-        bail!("request body of {length} bytes");
+        bail!("a body of {length} bytes");
     }
     let mut body = vec![0; length];
     reader.read_exact(&mut body)?;
-    // Nothing may stay buffered: the API server waits for our answer before sending more.
-    if !reader.buffer().is_empty() {
-        bail!("pipelined requests are not supported");
-    }
-    Ok(Some((path, body)))
+    raw.extend_from_slice(&body);
+    Ok(Some(Message {
+        raw,
+        start: start.trim_end().to_string(),
+        body,
+    }))
+}
+
+/// What the API server was answered, as the reviews log records it.
+pub struct Answer {
+    pub allowed: Value,
+    pub message: Value,
+    pub warnings: Value,
+    pub patch: Value,
+}
+
+/// One line of the reviews log: the policy, what the API server asked and what it was
+/// answered. One write per line: a host killed mid-run leaves whole lines behind.
+pub fn review_log_line(policy: &str, request: &Value, answer: Answer) -> String {
+    let mut text = json!({
+        "policy": policy,
+        "kind": request.pointer("/kind/kind"),
+        "operation": request.get("operation"),
+        "namespace": request.get("namespace"),
+        "name": request.get("name"),
+        "object": request.get("object"),
+        "oldObject": request.get("oldObject"),
+        "allowed": answer.allowed,
+        "message": answer.message,
+        "warnings": answer.warnings,
+        "patch": answer.patch,
+    })
+    .to_string();
+    text.push('\n');
+    text
 }
 
 /// The AdmissionReview answer to one AdmissionReview request, from one policy.
@@ -324,22 +391,13 @@ fn answer(shared: &Shared, served: &WebhookPolicy, body: &[u8]) -> Result<Value>
     if let Some(log) = &shared.log {
         // What the API server was answered (`allowed`, `message`), and the patch the policy
         // returned, even one refused because the policy may not mutate.
-        let line = json!({
-            "policy": served.id,
-            "kind": request.pointer("/kind/kind"),
-            "operation": request.get("operation"),
-            "namespace": request.get("namespace"),
-            "name": request.get("name"),
-            "object": request.get("object"),
-            "oldObject": request.get("oldObject"),
-            "allowed": response["allowed"],
-            "message": response.pointer("/status/message"),
-            "warnings": outcome.warnings,
-            "patch": outcome.patch_json(),
-        });
-        // One write per line: a host killed mid-run leaves whole lines behind.
-        let mut text = line.to_string();
-        text.push('\n');
+        let answer = Answer {
+            allowed: response["allowed"].clone(),
+            message: json!(response.pointer("/status/message")),
+            warnings: json!(outcome.warnings),
+            patch: outcome.patch_json(),
+        };
+        let text = review_log_line(&served.id, request, answer);
         let mut file = log.lock().map_err(|_| anyhow!("log lock poisoned"))?;
         file.write_all(text.as_bytes())?;
     }

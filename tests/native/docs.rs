@@ -7,7 +7,7 @@
 //! policy lists every setting, or defers to the pair's one settings file; the README names
 //! this version; and all of that markdown stays within 2,800 lines.
 use jobset_multislice_policy::settings::KEYS;
-use multislice_host::workspace_root;
+use multislice_host::{files_under, workspace_root};
 use std::collections::BTreeSet;
 use std::path::{Component, Path, PathBuf};
 
@@ -15,20 +15,11 @@ use std::path::{Component, Path, PathBuf};
 /// CONTRIBUTING.md and everything under docs/.
 fn markdown_files() -> Vec<PathBuf> {
     let mut files = vec![PathBuf::from("README.md"), PathBuf::from("CONTRIBUTING.md")];
-    let mut docs = Vec::new();
-    let mut dirs = vec![PathBuf::from("docs")];
-    while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(workspace_root().join(&dir)).unwrap() {
-            let path = dir.join(entry.unwrap().file_name());
-            if workspace_root().join(&path).is_dir() {
-                dirs.push(path);
-            } else if path.extension().is_some_and(|x| x == "md") {
-                docs.push(path);
-            }
-        }
-    }
-    docs.sort();
-    files.extend(docs);
+    let docs = files_under(Path::new("docs"));
+    files.extend(
+        docs.into_iter()
+            .filter(|p| p.extension().is_some_and(|x| x == "md")),
+    );
     files
 }
 
@@ -243,7 +234,7 @@ fn every_example_is_linked_from_the_docs_or_admitted_by_a_test() {
         }
     }
     let mut unaccounted = Vec::new();
-    for path in example_files(Path::new("examples")) {
+    for path in files_under(Path::new("examples")) {
         // As tests/wasm/shipping.rs (every example's stated verdict) and e2e.bats select the
         // examples they admit: a JobSet, or a Job.
         let admitted = read(&path)
@@ -262,22 +253,6 @@ fn every_example_is_linked_from_the_docs_or_admitted_by_a_test() {
         Vec::<String>::new(),
         "neither linked nor admitted"
     );
-}
-
-/// Every file under `dir` (relative to the workspace root), its folders' too: the policies'
-/// kustomizations (examples/single/, examples/policy/, …) beside the workloads.
-fn example_files(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(workspace_root().join(dir)).unwrap() {
-        let path = dir.join(entry.unwrap().file_name());
-        if workspace_root().join(&path).is_dir() {
-            out.extend(example_files(&path));
-        } else {
-            out.push(path);
-        }
-    }
-    out.sort();
-    out
 }
 
 /// The files a pointer to a section may be written in: the source, docs, examples, scripts and
@@ -487,7 +462,7 @@ const EACH_HALFS_OWN: [&str; 2] = ["role", "queueCheck"];
 #[test]
 fn every_example_policy_lists_every_setting_or_defers_to_the_pairs() {
     let mut seen = 0;
-    for path in example_files(Path::new("examples")) {
+    for path in files_under(Path::new("examples")) {
         let text = read(&path);
         let is_policy = text
             .lines()

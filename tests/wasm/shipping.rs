@@ -8,8 +8,16 @@ use multislice_host::controller::JobSetApi;
 use multislice_host::fixtures::{self, load_json, load_yaml};
 use multislice_host::request::{admission_request, Kind};
 use multislice_host::review::ReviewResponse;
-use multislice_host::workspace_root;
+use multislice_host::{files_under, workspace_root};
 use serde_json::{json, Map, Value};
+
+/// Every file under examples/, as a path relative to the workspace root.
+fn examples() -> Vec<String> {
+    files_under(std::path::Path::new("examples"))
+        .iter()
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect()
+}
 
 fn yaml(path: &str) -> Value {
     load_yaml(&workspace_root().join(path)).unwrap()
@@ -48,21 +56,6 @@ const KUSTOMIZATIONS: [&str; 3] = ["examples", "examples/single", "examples/name
 /// The policies a kustomization of examples/ renders (multislice_host::kustomization).
 fn rendered(dir: &str) -> Vec<Value> {
     multislice_host::kustomization::render(&workspace_root().join(dir)).unwrap()
-}
-
-/// Every file under `dir` (relative to the workspace root), its folders' too.
-fn example_files(dir: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(workspace_root().join(dir)).unwrap() {
-        let path = format!("{dir}/{}", entry.unwrap().file_name().to_string_lossy());
-        if workspace_root().join(&path).is_dir() {
-            out.extend(example_files(&path));
-        } else {
-            out.push(path);
-        }
-    }
-    out.sort();
-    out
 }
 
 /// The rendered policy `name` of the pair (examples/kustomization.yaml).
@@ -689,7 +682,7 @@ fn the_metadata_claims_no_owner_home_or_registry_the_project_lacks() {
     ]
     .map(String::from)
     .to_vec();
-    files.extend(example_files("examples"));
+    files.extend(examples());
     for file in &files {
         let source = text(file).to_lowercase();
         for claim in [
@@ -743,7 +736,7 @@ fn the_metadata_says_what_the_policy_does() {
         .filter(|v| v.starts_with("TPU_"))
         .collect();
     assert_eq!(tpu_host.len(), 5);
-    for file in example_files("examples") {
+    for file in examples() {
         for line in text(&file).lines().filter(|l| l.contains("tpuWorkerEnv")) {
             if line.trim_start().starts_with('#') {
                 for var in &tpu_host {
