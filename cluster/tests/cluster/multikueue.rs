@@ -285,20 +285,26 @@ async fn copy_sent_directly(planes: &Planes) -> anyhow::Result<Failures> {
         )
     });
     let reviews = worker.reviews()?;
-    let verdicts: Vec<(&Value, &Value)> = reviews_of(&reviews, "JobSet", COPY, "g5-copy")
+    let verdicts: Vec<(&Value, &Value, &Value)> = reviews_of(&reviews, "JobSet", COPY, "g5-copy")
         .into_iter()
-        .map(|r| (&r["policy"], &r["allowed"]))
+        .map(|r| (&r["policy"], &r["userInfo"]["username"], &r["allowed"]))
         .collect();
+    let user = json!(MULTIKUEUE_USER);
     f.eq(
         verdicts,
         vec![
-            (&json!("clusterwide-jobset-multislice-mutate"), &json!(true)),
+            (
+                &json!("clusterwide-jobset-multislice-mutate"),
+                &user,
+                &json!(true),
+            ),
             (
                 &json!("clusterwide-jobset-multislice-validate"),
+                &user,
                 &json!(true),
             ),
         ],
-        "as the MultiKueue identity: our verdicts at CREATE",
+        "as the MultiKueue identity: our verdicts at CREATE, and whose request",
     );
     report_created("the copy as the MultiKueue identity", &created);
     if created.status < 300 {
@@ -457,6 +463,34 @@ async fn dispatched(planes: &Planes) -> anyhow::Result<Dispatched> {
             pods.len()
         )
     });
+    // The worker's Kueue unsuspends the copy in its v5p flavour, as the worker's admin (not the
+    // MultiKueue identity): our webhook allows it.
+    let reviews = worker.reviews()?;
+    let updates = kueue::unsuspending_reviews(&reviews, RUN, &name);
+    f.check(!updates.is_empty(), || {
+        format!("{what}: our webhook never saw the worker's unsuspending UPDATE")
+    });
+    for u in &updates {
+        f.eq(
+            (&u["userInfo"]["username"], &u["allowed"]),
+            (&json!("admin"), &json!(true)),
+            &format!("{what}: the worker's unsuspend: whose, and our verdict"),
+        );
+        for rjob in u["object"]["spec"]["replicatedJobs"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            let selector = &rjob["template"]["spec"]["template"]["spec"]["nodeSelector"];
+            for (k, v) in v5p_labels() {
+                f.eq(
+                    &selector[&k],
+                    &json!(v),
+                    &format!("{what}: the worker's unsuspend: nodeSelector {k}"),
+                );
+            }
+        }
+    }
     let in_manager = manager
         .cluster
         .list("v1", "Pod", Some(RUN), None)
@@ -595,6 +629,11 @@ fn copy_create_unpatched(worker: &ControlPlane, copy: &Submitted) -> Failures {
             &review["allowed"],
             &json!(true),
             "the mutating webhook's verdict",
+        );
+        f.eq(
+            &review["userInfo"]["username"],
+            &json!(MULTIKUEUE_USER),
+            "who created the copy in the worker",
         );
         let ops = review["patch"].as_array().cloned().unwrap_or_default();
         let touched: Vec<String> = ops
