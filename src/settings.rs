@@ -1,5 +1,5 @@
 //! Policy settings (SPEC §8): defaults, parsing with messages that name the key, and validation.
-use crate::accelerators::{self, AcceleratorSetting};
+use crate::accelerators::{self, Accelerator};
 use crate::spelling;
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
@@ -171,7 +171,7 @@ fn read<T: DeserializeOwned>(slot: &mut T, key: &str, v: &Value, errors: &mut Ve
 
 /// Each entry on its own, so that a message names the accelerator it is about.
 fn read_accelerators(
-    slot: &mut BTreeMap<String, AcceleratorSetting>,
+    slot: &mut BTreeMap<String, Accelerator>,
     key: &str,
     v: &Value,
     errors: &mut Vec<String>,
@@ -184,9 +184,10 @@ fn read_accelerators(
         return;
     };
     for (name, entry) in entries {
-        match AcceleratorSetting::deserialize(entry) {
-            Ok(parsed) => {
-                slot.insert(name.clone(), parsed);
+        match Accelerator::deserialize(entry) {
+            Ok(mut row) => {
+                row.name = name.clone().into();
+                slot.insert(name.clone(), row);
             }
             Err(e) => errors.push(format!("{key}[{name:?}]: {e}")),
         }

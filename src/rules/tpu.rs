@@ -236,7 +236,7 @@ fn check_slice(r: &ReplicatedJob, acc: &Accelerator, topology: &Pin) -> Option<V
             ),
             format!(
                 "a pod takes a whole host: ask for {} chips per pod, as the machine type has",
-                join(acc.chips_per_host, " or ")
+                join(&acc.chips_per_host, " or ")
             ),
         ),
         Misfit::OneHost { chips } => (
@@ -250,12 +250,12 @@ fn check_slice(r: &ReplicatedJob, acc: &Accelerator, topology: &Pin) -> Option<V
             } else {
                 format!(
                     "select a topology of one host, whose chips are {} chips per pod, and set parallelism and completions to 1",
-                    join(acc.chips_per_host, " or ")
+                    join(&acc.chips_per_host, " or ")
                 )
             },
         ),
         Misfit::MultiHost { chips } => {
-            let multi = acc.multi_host_chips_per_host.unwrap_or(per_pod).max(1);
+            let multi = acc.multi_host_chips().unwrap_or(per_pod).max(1);
             (
                 containers(),
                 format!(
