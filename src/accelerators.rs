@@ -122,6 +122,23 @@ const LITE_2D: &[Cow<'static, str>] = &[
     t("16x16"),
 ];
 
+// ct5l-hightpu-1t/4t/8t: single-host machine types, one per slice.
+const V5E_DEVICE: &[Cow<'static, str>] = &[t("1x1"), t("2x2"), t("2x4")];
+const TPU7X: &[Cow<'static, str>] = &[t("1x1x1"), t("2x2x1"), t("2x2x2"), t("2x2x4"), t("2x4x4")];
+// tpu7-standard-1t and -4t; the multi-host shapes xpk lists (up to 4 cubes), sorted.
+const TPU7: &[Cow<'static, str>] = &[
+    t("1x1x1"),
+    t("2x2x1"),
+    t("2x2x2"),
+    t("2x2x4"),
+    t("2x4x4"),
+    t("4x4x4"),
+    t("4x4x8"),
+    t("4x4x12"),
+    t("4x4x16"),
+    t("4x8x8"),
+];
+
 /// SPEC §7, where the sources of each row are listed. Every multi-host slice runs 4 chips per
 /// host.
 pub const BUILT_IN: &[Accelerator] = &[
@@ -134,45 +151,11 @@ pub const BUILT_IN: &[Accelerator] = &[
         cubes(64, false),
     ),
     row("tpu-v5p-slice", 3, &[4], false, SMALL_3D, cubes(140, true)),
-    // ct5l-hightpu-1t/4t/8t: single-host machine types, one per slice.
-    row(
-        "tpu-v5-lite-device",
-        2,
-        &[1, 4, 8],
-        true,
-        &[t("1x1"), t("2x2"), t("2x4")],
-        None,
-    ),
+    row("tpu-v5-lite-device", 2, &[1, 4, 8], true, V5E_DEVICE, None),
     row("tpu-v5-lite-podslice", 2, &[1, 4, 8], false, LITE_2D, None),
     row("tpu-v6e-slice", 2, &[1, 4, 8], false, LITE_2D, None),
-    row(
-        "tpu7x",
-        3,
-        &[1, 4],
-        false,
-        &[t("1x1x1"), t("2x2x1"), t("2x2x2"), t("2x2x4"), t("2x4x4")],
-        cubes(144, true),
-    ),
-    // tpu7-standard-1t and -4t; the multi-host shapes xpk lists (up to 4 cubes), sorted.
-    row(
-        "tpu7",
-        3,
-        &[1, 4],
-        false,
-        &[
-            t("1x1x1"),
-            t("2x2x1"),
-            t("2x2x2"),
-            t("2x2x4"),
-            t("2x4x4"),
-            t("4x4x4"),
-            t("4x4x8"),
-            t("4x4x12"),
-            t("4x4x16"),
-            t("4x8x8"),
-        ],
-        None,
-    ),
+    row("tpu7x", 3, &[1, 4], false, TPU7X, cubes(144, true)),
+    row("tpu7", 3, &[1, 4], false, TPU7, None),
 ];
 
 /// The row named `name`: the `accelerators` setting overrides the built-in table.
