@@ -81,26 +81,6 @@ impl Accelerator {
     }
 }
 
-/// A built-in row: `Cow`s borrowed from the program, so that settings rows own theirs.
-const fn row(
-    name: &'static str,
-    dims: u8,
-    chips_per_host: &'static [u32],
-    single_host: bool,
-    topologies: &'static [Cow<'static, str>],
-    cube_rule: Option<CubeRule>,
-) -> Accelerator {
-    Accelerator {
-        name: Cow::Borrowed(name),
-        dims,
-        chips_per_host: Cow::Borrowed(chips_per_host),
-        multi_host_chips_per_host: if single_host { None } else { Some(4) },
-        single_host,
-        topologies: Cow::Borrowed(topologies),
-        cube_rule,
-    }
-}
-
 /// A listed topology of a built-in row.
 const fn t(shape: &'static str) -> Cow<'static, str> {
     Cow::Borrowed(shape)
@@ -142,20 +122,69 @@ const TPU7: &[Cow<'static, str>] = &[
 /// SPEC §7, where the sources of each row are listed. Every multi-host slice runs 4 chips per
 /// host.
 pub const BUILT_IN: &[Accelerator] = &[
-    row(
-        "tpu-v4-podslice",
-        3,
-        &[4],
-        false,
-        SMALL_3D,
-        cubes(64, false),
-    ),
-    row("tpu-v5p-slice", 3, &[4], false, SMALL_3D, cubes(140, true)),
-    row("tpu-v5-lite-device", 2, &[1, 4, 8], true, V5E_DEVICE, None),
-    row("tpu-v5-lite-podslice", 2, &[1, 4, 8], false, LITE_2D, None),
-    row("tpu-v6e-slice", 2, &[1, 4, 8], false, LITE_2D, None),
-    row("tpu7x", 3, &[1, 4], false, TPU7X, cubes(144, true)),
-    row("tpu7", 3, &[1, 4], false, TPU7, None),
+    Accelerator {
+        name: Cow::Borrowed("tpu-v4-podslice"),
+        dims: 3,
+        chips_per_host: Cow::Borrowed(&[4]),
+        multi_host_chips_per_host: Some(4),
+        single_host: false,
+        topologies: Cow::Borrowed(SMALL_3D),
+        cube_rule: cubes(64, false),
+    },
+    Accelerator {
+        name: Cow::Borrowed("tpu-v5p-slice"),
+        dims: 3,
+        chips_per_host: Cow::Borrowed(&[4]),
+        multi_host_chips_per_host: Some(4),
+        single_host: false,
+        topologies: Cow::Borrowed(SMALL_3D),
+        cube_rule: cubes(140, true),
+    },
+    Accelerator {
+        name: Cow::Borrowed("tpu-v5-lite-device"),
+        dims: 2,
+        chips_per_host: Cow::Borrowed(&[1, 4, 8]),
+        multi_host_chips_per_host: None,
+        single_host: true,
+        topologies: Cow::Borrowed(V5E_DEVICE),
+        cube_rule: None,
+    },
+    Accelerator {
+        name: Cow::Borrowed("tpu-v5-lite-podslice"),
+        dims: 2,
+        chips_per_host: Cow::Borrowed(&[1, 4, 8]),
+        multi_host_chips_per_host: Some(4),
+        single_host: false,
+        topologies: Cow::Borrowed(LITE_2D),
+        cube_rule: None,
+    },
+    Accelerator {
+        name: Cow::Borrowed("tpu-v6e-slice"),
+        dims: 2,
+        chips_per_host: Cow::Borrowed(&[1, 4, 8]),
+        multi_host_chips_per_host: Some(4),
+        single_host: false,
+        topologies: Cow::Borrowed(LITE_2D),
+        cube_rule: None,
+    },
+    Accelerator {
+        name: Cow::Borrowed("tpu7x"),
+        dims: 3,
+        chips_per_host: Cow::Borrowed(&[1, 4]),
+        multi_host_chips_per_host: Some(4),
+        single_host: false,
+        topologies: Cow::Borrowed(TPU7X),
+        cube_rule: cubes(144, true),
+    },
+    Accelerator {
+        name: Cow::Borrowed("tpu7"),
+        dims: 3,
+        chips_per_host: Cow::Borrowed(&[1, 4]),
+        multi_host_chips_per_host: Some(4),
+        single_host: false,
+        topologies: Cow::Borrowed(TPU7),
+        cube_rule: None,
+    },
 ];
 
 /// The row named `name`: the `accelerators` setting overrides the built-in table.

@@ -139,7 +139,7 @@ pub fn topology_hint(
 ) -> String {
     let job = job_size(per_pod, parallelism);
     if let Some(acc) = accelerator.and_then(|name| accelerators::lookup(overrides, name)) {
-        let fit = hint_shapes(&acc, per_pod, parallelism);
+        let fit = hint_shapes(acc, per_pod, parallelism);
         return if fit.is_empty() {
             format!(
                 "a {} topology: none fits {job}, so choose one of {} and set parallelism and completions to its chips divided by the chips per pod",
@@ -159,7 +159,7 @@ pub fn topology_hint(
         .into_iter()
         .filter_map(|name| accelerators::lookup(overrides, name))
         .filter_map(|acc| {
-            let fit = fitting_quoted(&acc, per_pod, parallelism)?;
+            let fit = fitting_quoted(acc, per_pod, parallelism)?;
             Some(format!("{fit} on {}", acc.name))
         })
         .collect();
@@ -213,7 +213,7 @@ mod tests {
 
     fn fits(name: &str, per_pod: u32, parallelism: u32) -> Vec<String> {
         let overrides = Overrides::new();
-        fitting_topologies(&lookup(&overrides, name).unwrap(), per_pod, parallelism)
+        fitting_topologies(lookup(&overrides, name).unwrap(), per_pod, parallelism)
     }
 
     #[rstest]
@@ -271,8 +271,8 @@ mod tests {
             let acc = lookup(&overrides, &row.name).unwrap();
             for per_pod in [0, 1, 2, 4, 8] {
                 for parallelism in [0, 1, 2, 4, 8, 16, 64, 4096, u32::MAX] {
-                    for t in fitting_topologies(&acc, per_pod, parallelism) {
-                        assert_eq!(misfit(&acc, &t, per_pod, parallelism), None, "{t}");
+                    for t in fitting_topologies(acc, per_pod, parallelism) {
+                        assert_eq!(misfit(acc, &t, per_pod, parallelism), None, "{t}");
                     }
                 }
             }
