@@ -1,16 +1,17 @@
 //! The TPU accelerator table (SPEC §7) as data.
 pub use crate::topology::{Topology, TopologyError};
 use serde::Deserialize;
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-/// The `accelerators` setting: entries that add to, or override, the built-in table. The
+/// The `accelerators` setting: rows that add to, or override, the built-in table, by name. The
 /// table takes this map rather than the whole `Settings`, so that settings can hold it
 /// without the two modules reaching each other.
-pub type Overrides = BTreeMap<String, AcceleratorSetting>;
+pub type Overrides = BTreeMap<String, Accelerator>;
 
 /// The 3D shapes beyond the listed ones: AxBxC, each a multiple of 4 in 4..=256, with at most
 /// `max_cubes` 4x4x4 cubes; `sorted` asks for A ≤ B ≤ C (v5p and later).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CubeRule {
     pub max_cubes: u32,
@@ -18,13 +19,17 @@ pub struct CubeRule {
     pub sorted: bool,
 }
 
-/// One row of the table, as a settings entry `accelerators.<label value>` writes it.
+/// One row of the table (SPEC §7): a built-in row, or a settings entry
+/// `accelerators.<label value>` as it is written.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct AcceleratorSetting {
+pub struct Accelerator {
+    /// The node label value; a settings entry's is its key, set when the entry is read.
+    #[serde(skip)]
+    pub name: Cow<'static, str>,
     pub dims: u8,
     /// Chips of each machine type (one pod per host, so the allowed chips per pod).
-    pub chips_per_host: Vec<u32>,
+    pub chips_per_host: Cow<'static, [u32]>,
     /// Chips per host of the machine type that forms multi-host slices; the largest of
     /// `chipsPerHost` when not given (v5e and v6e: 4, although an 8-chip machine exists).
     #[serde(default)]
@@ -33,13 +38,14 @@ pub struct AcceleratorSetting {
     /// the ct5l machine types offer no multi-host slice).
     #[serde(default)]
     pub single_host: bool,
+    /// The listed topologies: node label values match exactly, so each matches as a string.
     #[serde(default)]
-    pub topologies: Vec<String>,
+    pub topologies: Cow<'static, [Cow<'static, str>]>,
     #[serde(default)]
     pub cube_rule: Option<CubeRule>,
 }
 
-impl AcceleratorSetting {
+impl Accelerator {
     /// What is wrong with an entry, each prefixed by its field name.
     pub fn problems(&self) -> Vec<String> {
         let mut out = Vec::new();
@@ -75,125 +81,117 @@ impl AcceleratorSetting {
     }
 }
 
-const SMALL_3D: &[&str] = &["2x2x1", "2x2x2", "2x2x4", "2x4x4"];
-const LITE_2D: &[&str] = &["1x1", "2x2", "2x4", "4x4", "4x8", "8x8", "8x16", "16x16"];
+/// A listed topology of a built-in row.
+const fn t(shape: &'static str) -> Cow<'static, str> {
+    Cow::Borrowed(shape)
+}
 
-/// SPEC §7, where the sources of each row are listed.
-pub const BUILT_IN: &[Accelerator<'static>] = &[
+const fn cubes(max_cubes: u32, sorted: bool) -> Option<CubeRule> {
+    Some(CubeRule { max_cubes, sorted })
+}
+
+const SMALL_3D: &[Cow<'static, str>] = &[t("2x2x1"), t("2x2x2"), t("2x2x4"), t("2x4x4")];
+const LITE_2D: &[Cow<'static, str>] = &[
+    t("1x1"),
+    t("2x2"),
+    t("2x4"),
+    t("4x4"),
+    t("4x8"),
+    t("8x8"),
+    t("8x16"),
+    t("16x16"),
+];
+
+// ct5l-hightpu-1t/4t/8t: single-host machine types, one per slice.
+const V5E_DEVICE: &[Cow<'static, str>] = &[t("1x1"), t("2x2"), t("2x4")];
+const TPU7X: &[Cow<'static, str>] = &[t("1x1x1"), t("2x2x1"), t("2x2x2"), t("2x2x4"), t("2x4x4")];
+// tpu7-standard-1t and -4t; the multi-host shapes xpk lists (up to 4 cubes), sorted.
+const TPU7: &[Cow<'static, str>] = &[
+    t("1x1x1"),
+    t("2x2x1"),
+    t("2x2x2"),
+    t("2x2x4"),
+    t("2x4x4"),
+    t("4x4x4"),
+    t("4x4x8"),
+    t("4x4x12"),
+    t("4x4x16"),
+    t("4x8x8"),
+];
+
+/// SPEC §7, where the sources of each row are listed. Every multi-host slice runs 4 chips per
+/// host.
+pub const BUILT_IN: &[Accelerator] = &[
     Accelerator {
-        name: "tpu-v4-podslice",
+        name: Cow::Borrowed("tpu-v4-podslice"),
         dims: 3,
-        chips_per_host: &[4],
+        chips_per_host: Cow::Borrowed(&[4]),
         multi_host_chips_per_host: Some(4),
-        topologies: Shapes::BuiltIn(SMALL_3D),
-        cube_rule: Some((64, false)),
+        single_host: false,
+        topologies: Cow::Borrowed(SMALL_3D),
+        cube_rule: cubes(64, false),
     },
     Accelerator {
-        name: "tpu-v5p-slice",
+        name: Cow::Borrowed("tpu-v5p-slice"),
         dims: 3,
-        chips_per_host: &[4],
+        chips_per_host: Cow::Borrowed(&[4]),
         multi_host_chips_per_host: Some(4),
-        topologies: Shapes::BuiltIn(SMALL_3D),
-        cube_rule: Some((140, true)),
+        single_host: false,
+        topologies: Cow::Borrowed(SMALL_3D),
+        cube_rule: cubes(140, true),
     },
     Accelerator {
-        // ct5l-hightpu-1t/4t/8t: single-host machine types, one per slice.
-        name: "tpu-v5-lite-device",
+        name: Cow::Borrowed("tpu-v5-lite-device"),
         dims: 2,
-        chips_per_host: &[1, 4, 8],
+        chips_per_host: Cow::Borrowed(&[1, 4, 8]),
         multi_host_chips_per_host: None,
-        topologies: Shapes::BuiltIn(&["1x1", "2x2", "2x4"]),
+        single_host: true,
+        topologies: Cow::Borrowed(V5E_DEVICE),
         cube_rule: None,
     },
     Accelerator {
-        name: "tpu-v5-lite-podslice",
+        name: Cow::Borrowed("tpu-v5-lite-podslice"),
         dims: 2,
-        chips_per_host: &[1, 4, 8],
+        chips_per_host: Cow::Borrowed(&[1, 4, 8]),
         multi_host_chips_per_host: Some(4),
-        topologies: Shapes::BuiltIn(LITE_2D),
+        single_host: false,
+        topologies: Cow::Borrowed(LITE_2D),
         cube_rule: None,
     },
     Accelerator {
-        name: "tpu-v6e-slice",
+        name: Cow::Borrowed("tpu-v6e-slice"),
         dims: 2,
-        chips_per_host: &[1, 4, 8],
+        chips_per_host: Cow::Borrowed(&[1, 4, 8]),
         multi_host_chips_per_host: Some(4),
-        topologies: Shapes::BuiltIn(LITE_2D),
+        single_host: false,
+        topologies: Cow::Borrowed(LITE_2D),
         cube_rule: None,
     },
     Accelerator {
-        name: "tpu7x",
+        name: Cow::Borrowed("tpu7x"),
         dims: 3,
-        chips_per_host: &[1, 4],
+        chips_per_host: Cow::Borrowed(&[1, 4]),
         multi_host_chips_per_host: Some(4),
-        topologies: Shapes::BuiltIn(&["1x1x1", "2x2x1", "2x2x2", "2x2x4", "2x4x4"]),
-        cube_rule: Some((144, true)),
+        single_host: false,
+        topologies: Cow::Borrowed(TPU7X),
+        cube_rule: cubes(144, true),
     },
     Accelerator {
-        // tpu7-standard-1t and -4t; the multi-host shapes xpk lists (up to 4 cubes), sorted.
-        name: "tpu7",
+        name: Cow::Borrowed("tpu7"),
         dims: 3,
-        chips_per_host: &[1, 4],
+        chips_per_host: Cow::Borrowed(&[1, 4]),
         multi_host_chips_per_host: Some(4),
-        topologies: Shapes::BuiltIn(&[
-            "1x1x1", "2x2x1", "2x2x2", "2x2x4", "2x4x4", "4x4x4", "4x4x8", "4x4x12", "4x4x16",
-            "4x8x8",
-        ]),
+        single_host: false,
+        topologies: Cow::Borrowed(TPU7),
         cube_rule: None,
     },
 ];
 
-/// The listed topologies of a row, borrowed from the built-in table or from the settings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Shapes<'a> {
-    BuiltIn(&'a [&'static str]),
-    Setting(&'a [String]),
-}
-
-impl Shapes<'_> {
-    /// Node label values match exactly, so a listed topology matches as a string.
-    pub fn contains(&self, topology: &str) -> bool {
-        match self {
-            Shapes::BuiltIn(list) => list.contains(&topology),
-            Shapes::Setting(list) => list.iter().any(|t| t == topology),
-        }
-    }
-
-    pub fn join(&self, sep: &str) -> String {
-        match self {
-            Shapes::BuiltIn(list) => list.join(sep),
-            Shapes::Setting(list) => list.join(sep),
-        }
-    }
-}
-
-/// One row of the effective table: a settings entry, or else a built-in row.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Accelerator<'a> {
-    pub name: &'a str,
-    pub dims: u8,
-    pub chips_per_host: &'a [u32],
-    /// Chips per host of the multi-host slices; `None` where every slice is one host.
-    pub multi_host_chips_per_host: Option<u32>,
-    pub topologies: Shapes<'a>,
-    pub cube_rule: Option<(u32, bool)>,
-}
-
-/// The accelerator named `name`: the `accelerators` setting overrides the built-in table.
-pub fn lookup<'a>(overrides: &'a Overrides, name: &'a str) -> Option<Accelerator<'a>> {
-    if let Some(entry) = overrides.get(name) {
-        let largest = entry.chips_per_host.iter().copied().max().unwrap_or(1);
-        return Some(Accelerator {
-            name,
-            dims: entry.dims,
-            chips_per_host: &entry.chips_per_host,
-            multi_host_chips_per_host: (!entry.single_host)
-                .then(|| entry.multi_host_chips_per_host.unwrap_or(largest)),
-            topologies: Shapes::Setting(&entry.topologies),
-            cube_rule: entry.cube_rule.as_ref().map(|c| (c.max_cubes, c.sorted)),
-        });
-    }
-    BUILT_IN.iter().find(|row| row.name == name).cloned()
+/// The row named `name`: the `accelerators` setting overrides the built-in table.
+pub fn lookup<'a>(overrides: &'a Overrides, name: &str) -> Option<&'a Accelerator> {
+    overrides
+        .get(name)
+        .or_else(|| BUILT_IN.iter().find(|row| row.name == name))
 }
 
 /// Names of every accelerator the table knows, for messages.
@@ -202,24 +200,34 @@ pub fn known_names(overrides: &Overrides) -> Vec<&str> {
         .keys()
         .map(String::as_str)
         .filter(|name| BUILT_IN.iter().all(|row| row.name != *name));
-    BUILT_IN.iter().map(|row| row.name).chain(added).collect()
+    BUILT_IN
+        .iter()
+        .map(|row| row.name.as_ref())
+        .chain(added)
+        .collect()
 }
 
 /// Largest dimension the cube rule allows (SPEC §7: multiples of 4 in 4..256).
 const CUBE_MAX_DIM: u32 = 256;
 
-impl Accelerator<'_> {
+impl Accelerator {
+    /// Chips per host of the multi-host slices; `None` where every slice is one host.
+    pub fn multi_host_chips(&self) -> Option<u32> {
+        let largest = self.chips_per_host.iter().copied().max().unwrap_or(1);
+        (!self.single_host).then(|| self.multi_host_chips_per_host.unwrap_or(largest))
+    }
+
     /// Whether the table allows this topology (the label value `raw`, parsed as `t`).
     pub fn allows(&self, raw: &str, t: &Topology) -> bool {
         t.rank == self.dims
-            && (self.topologies.contains(raw)
+            && (self.topologies.iter().any(|listed| listed == raw)
                 || self.cube_rule.is_some_and(|rule| cube_rule_allows(rule, t)))
     }
 
     /// The allowed shapes, for a fix message.
     pub fn shapes(&self) -> String {
         let mut text = self.topologies.join(", ");
-        if let Some((max_cubes, sorted)) = self.cube_rule {
+        if let Some(CubeRule { max_cubes, sorted }) = self.cube_rule {
             if !text.is_empty() {
                 text.push_str(", or ");
             }
@@ -232,7 +240,7 @@ impl Accelerator<'_> {
     }
 }
 
-fn cube_rule_allows((max_cubes, sorted): (u32, bool), t: &Topology) -> bool {
+fn cube_rule_allows(CubeRule { max_cubes, sorted }: CubeRule, t: &Topology) -> bool {
     if t.rank != 3 {
         return false;
     }
@@ -304,28 +312,26 @@ mod tests {
         let mut settings = Settings::default();
         settings.accelerators.insert(
             "tpu-v6e-slice".into(),
-            AcceleratorSetting {
+            Accelerator {
+                name: "tpu-v6e-slice".into(),
                 dims: 2,
-                chips_per_host: vec![4],
+                chips_per_host: vec![4].into(),
                 multi_host_chips_per_host: None,
                 single_host: false,
-                topologies: vec!["32x32".into()],
+                topologies: vec!["32x32".into()].into(),
                 cube_rule: None,
             },
         );
         let acc = lookup(&settings.accelerators, "tpu-v6e-slice").unwrap();
-        assert!(acc.topologies.contains("32x32") && !acc.topologies.contains("4x4"));
-        assert_eq!(acc.multi_host_chips_per_host, Some(4));
+        assert_eq!(acc.topologies.join(", "), "32x32");
+        assert_eq!(acc.multi_host_chips(), Some(4));
         assert!(lookup(&settings.accelerators, "tpu-v9").is_none());
     }
 
     #[test]
     fn built_in_topologies_parse() {
         for row in BUILT_IN {
-            let Shapes::BuiltIn(topologies) = row.topologies else {
-                panic!("{} lists no built-in topologies", row.name);
-            };
-            for t in topologies {
+            for t in row.topologies.iter() {
                 assert!(Topology::parse(t, row.dims).is_ok(), "{} {t}", row.name);
             }
         }

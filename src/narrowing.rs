@@ -49,9 +49,9 @@ pub fn own_shapes(rjob: &ReplicatedJob, settings: &Settings) -> Shapes {
         };
         let (per_pod, hosts) = (rjob.chips_per_pod, rjob.parallelism);
         let fits = match topology {
-            Some(t) if misfit(&acc, t, per_pod, hosts).is_none() => vec![t.to_string()],
+            Some(t) if misfit(acc, t, per_pod, hosts).is_none() => vec![t.to_string()],
             Some(_) => Vec::new(),
-            None => fitting_topologies(&acc, per_pod, hosts),
+            None => fitting_topologies(acc, per_pod, hosts),
         };
         if !fits.is_empty() {
             pairs.insert(name.to_string(), fits);

@@ -1,5 +1,6 @@
 //! Policy settings (SPEC §8): defaults, parsing with messages that name the key, and validation.
-use crate::accelerators::{self, AcceleratorSetting};
+use crate::accelerators::{self, Accelerator};
+use crate::spelling;
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::Value;
@@ -47,68 +48,61 @@ pub enum QueueCheck {
     Refuse,
 }
 
-#[derive(Debug, Clone, PartialEq)]
-pub struct Settings {
-    pub multislice_env: bool,
-    pub tpu_worker_env: bool,
-    pub jax_env: JaxEnv,
-    pub jax_coordinator_port: u16,
-    pub tpu_resource: String,
-    pub accelerator_label: String,
-    pub topology_label: String,
-    pub require_tpu_node_selectors: bool,
-    pub require_exclusive_topology: bool,
-    pub exclusive_topology_keys: Vec<String>,
-    /// Added to, or overriding, the built-in accelerator table (SPEC §7).
-    pub accelerators: accelerators::Overrides,
-    pub reject_unknown_accelerators: bool,
-    pub role: Role,
-    /// Narrow queued TPU JobSets to the slice shapes that fit them (SPEC §4.7).
-    pub narrow_queued_jobsets: bool,
-    /// Look up the queue of a queued TPU JobSet at CREATE (context-aware; off by default).
-    pub queue_check: QueueCheck,
-}
-
-impl Default for Settings {
-    fn default() -> Self {
-        Settings {
-            multislice_env: true,
-            tpu_worker_env: false,
-            jax_env: JaxEnv::Annotated,
-            jax_coordinator_port: 6666,
-            tpu_resource: "google.com/tpu".into(),
-            accelerator_label: "cloud.google.com/gke-tpu-accelerator".into(),
-            topology_label: "cloud.google.com/gke-tpu-topology".into(),
-            require_tpu_node_selectors: true,
-            require_exclusive_topology: true,
-            exclusive_topology_keys: vec!["cloud.google.com/gke-nodepool".into()],
-            accelerators: BTreeMap::new(),
-            reject_unknown_accelerators: false,
-            role: Role::Both,
-            narrow_queued_jobsets: true,
-            queue_check: QueueCheck::Off,
+/// The settings, one row each (SPEC §8): the field and its type, the key users write, its
+/// default, and the reader of a value, called with the field, the key, the value and the list
+/// of problems. The struct, its `Default`, [`KEYS`] and the parser's dispatch are all made from
+/// this one list, in its order (the README's table's).
+macro_rules! settings {
+    ($($(#[$doc:meta])* $field:ident: $ty:ty = $key:literal, $default:expr, $read:expr;)*) => {
+        #[derive(Debug, Clone, PartialEq)]
+        pub struct Settings {
+            $($(#[$doc])* pub $field: $ty,)*
         }
-    }
+
+        impl Default for Settings {
+            fn default() -> Self {
+                Settings { $($field: $default,)* }
+            }
+        }
+
+        /// Every settings key, as users write it.
+        pub const KEYS: &[&str] = &[$($key,)*];
+
+        impl Settings {
+            /// Reads `value` into the setting `key`; false when `key` is no setting.
+            fn read_key(&mut self, key: &str, value: &Value, errors: &mut Vec<String>) -> bool {
+                match key {
+                    $($key => ($read)(&mut self.$field, key, value, errors),)*
+                    _ => return false,
+                }
+                true
+            }
+        }
+    };
 }
 
-/// Every settings key, as users write it.
-pub const KEYS: [&str; 15] = [
-    "multisliceEnv",
-    "tpuWorkerEnv",
-    "jaxEnv",
-    "jaxCoordinatorPort",
-    "tpuResource",
-    "acceleratorLabel",
-    "topologyLabel",
-    "requireTpuNodeSelectors",
-    "requireExclusiveTopology",
-    "exclusiveTopologyKeys",
-    "accelerators",
-    "rejectUnknownAccelerators",
-    "role",
-    "narrowQueuedJobSets",
-    "queueCheck",
-];
+settings! {
+    multislice_env: bool = "multisliceEnv", true, read;
+    tpu_worker_env: bool = "tpuWorkerEnv", false, read;
+    jax_env: JaxEnv = "jaxEnv", JaxEnv::Annotated, choice(&JAX_ENV_CHOICES);
+    jax_coordinator_port: u16 = "jaxCoordinatorPort", 6666, read_port;
+    tpu_resource: String = "tpuResource", "google.com/tpu".into(), read;
+    accelerator_label: String =
+        "acceleratorLabel", "cloud.google.com/gke-tpu-accelerator".into(), read;
+    topology_label: String = "topologyLabel", "cloud.google.com/gke-tpu-topology".into(), read;
+    require_tpu_node_selectors: bool = "requireTpuNodeSelectors", true, read;
+    require_exclusive_topology: bool = "requireExclusiveTopology", true, read;
+    exclusive_topology_keys: Vec<String> =
+        "exclusiveTopologyKeys", vec!["cloud.google.com/gke-nodepool".into()], read;
+    /// Added to, or overriding, the built-in accelerator table (SPEC §7).
+    accelerators: accelerators::Overrides = "accelerators", BTreeMap::new(), read_accelerators;
+    reject_unknown_accelerators: bool = "rejectUnknownAccelerators", false, read;
+    role: Role = "role", Role::Both, choice(&ROLE_CHOICES);
+    /// Narrow queued TPU JobSets to the slice shapes that fit them (SPEC §4.7).
+    narrow_queued_jobsets: bool = "narrowQueuedJobSets", true, read;
+    /// Look up the queue of a queued TPU JobSet at CREATE (context-aware; off by default).
+    queue_check: QueueCheck = "queueCheck", QueueCheck::Off, read_queue_check;
+}
 
 impl Settings {
     /// Parses settings, collecting every problem, each naming its key.
@@ -125,25 +119,9 @@ impl Settings {
                 )])
             }
         };
-        for (key, v) in map {
-            let e = &mut errors;
-            match key.as_str() {
-                "multisliceEnv" => read(&mut s.multislice_env, key, v, e),
-                "tpuWorkerEnv" => read(&mut s.tpu_worker_env, key, v, e),
-                "jaxEnv" => read_choice(&mut s.jax_env, (key, v), &JAX_ENV_CHOICES, e),
-                "jaxCoordinatorPort" => read_port(&mut s.jax_coordinator_port, key, v, e),
-                "tpuResource" => read(&mut s.tpu_resource, key, v, e),
-                "acceleratorLabel" => read(&mut s.accelerator_label, key, v, e),
-                "topologyLabel" => read(&mut s.topology_label, key, v, e),
-                "requireTpuNodeSelectors" => read(&mut s.require_tpu_node_selectors, key, v, e),
-                "requireExclusiveTopology" => read(&mut s.require_exclusive_topology, key, v, e),
-                "exclusiveTopologyKeys" => read(&mut s.exclusive_topology_keys, key, v, e),
-                "accelerators" => read_accelerators(&mut s.accelerators, key, v, e),
-                "rejectUnknownAccelerators" => read(&mut s.reject_unknown_accelerators, key, v, e),
-                "role" => read_choice(&mut s.role, (key, v), &ROLE_CHOICES, e),
-                "narrowQueuedJobSets" => read(&mut s.narrow_queued_jobsets, key, v, e),
-                "queueCheck" => read_queue_check(&mut s.queue_check, (key, v), e),
-                unknown => errors.push(unknown_key_message(unknown)),
+        for (key, value) in map {
+            if !s.read_key(key, value, &mut errors) {
+                errors.push(unknown_key_message(key));
             }
         }
         errors.extend(s.semantic_errors());
@@ -193,7 +171,7 @@ fn read<T: DeserializeOwned>(slot: &mut T, key: &str, v: &Value, errors: &mut Ve
 
 /// Each entry on its own, so that a message names the accelerator it is about.
 fn read_accelerators(
-    slot: &mut BTreeMap<String, AcceleratorSetting>,
+    slot: &mut BTreeMap<String, Accelerator>,
     key: &str,
     v: &Value,
     errors: &mut Vec<String>,
@@ -206,22 +184,21 @@ fn read_accelerators(
         return;
     };
     for (name, entry) in entries {
-        match AcceleratorSetting::deserialize(entry) {
-            Ok(parsed) => {
-                slot.insert(name.clone(), parsed);
+        match Accelerator::deserialize(entry) {
+            Ok(mut row) => {
+                row.name = name.clone().into();
+                slot.insert(name.clone(), row);
             }
             Err(e) => errors.push(format!("{key}[{name:?}]: {e}")),
         }
     }
 }
 
-fn read_choice<T: Copy>(
-    slot: &mut T,
-    (key, v): (&str, &Value),
-    choices: &[(&str, T)],
-    errors: &mut Vec<String>,
-) {
-    match choices.iter().find(|(name, _)| v.as_str() == Some(name)) {
+/// The reader of a setting that is one of `choices`, by name.
+fn choice<T: Copy>(
+    choices: &'static [(&'static str, T)],
+) -> impl Fn(&mut T, &str, &Value, &mut Vec<String>) {
+    move |slot, key, v, errors| match choices.iter().find(|(name, _)| v.as_str() == Some(name)) {
         Some((_, value)) => *slot = *value,
         None => {
             let names: Vec<String> = choices.iter().map(|(n, _)| format!("{n:?}")).collect();
@@ -254,13 +231,13 @@ const QUEUE_CHECK_CHOICES: [(&str, QueueCheck); 3] = [
 
 /// `queueCheck`: a YAML 1.1 reader makes `false` of an unquoted `off`, which means `off`; the
 /// `true` of an unquoted `on` or `yes` names no choice.
-fn read_queue_check(slot: &mut QueueCheck, (key, v): (&str, &Value), errors: &mut Vec<String>) {
+fn read_queue_check(slot: &mut QueueCheck, key: &str, v: &Value, errors: &mut Vec<String>) {
     match v {
         Value::Bool(false) => *slot = QueueCheck::Off,
         Value::Bool(true) => errors.push(format!(
             "{key}: expected one of \"off\", \"warn\", \"refuse\", found the boolean true: write a quoted \"warn\" or \"refuse\" (a YAML 1.1 reader makes true of an unquoted on or yes)"
         )),
-        _ => read_choice(slot, (key, v), &QUEUE_CHECK_CHOICES, errors),
+        _ => choice(&QUEUE_CHECK_CHOICES)(slot, key, v, errors),
     }
 }
 
@@ -275,13 +252,22 @@ fn read_port(slot: &mut u16, key: &str, v: &Value, errors: &mut Vec<String>) {
     }
 }
 
+/// An unknown key, with the setting it most likely meant ([`spelling::nearest`], compared in
+/// lower case: `jaxenv` meant `jaxEnv`).
 fn unknown_key_message(key: &str) -> String {
-    use crate::spelling::edit_distance;
-    let nearest = KEYS
+    let lowered = KEYS
         .iter()
-        .min_by_key(|known| edit_distance(&key.to_ascii_lowercase(), &known.to_ascii_lowercase()))
-        .unwrap_or(&KEYS[0]);
-    format!("unknown setting {key:?}; did you mean {nearest:?}?")
+        .map(|k| k.to_ascii_lowercase())
+        .collect::<Vec<_>>();
+    let meant = spelling::nearest(
+        &key.to_ascii_lowercase(),
+        lowered.iter().map(String::as_str),
+    )
+    .and_then(|near| KEYS.iter().find(|k| k.eq_ignore_ascii_case(near)));
+    match meant {
+        Some(meant) => format!("unknown setting {key:?}; did you mean {meant:?}?"),
+        None => format!("unknown setting {key:?}"),
+    }
 }
 
 /// Kubernetes qualified name (label keys, resource names): `[prefix/]name`, where the prefix is a
@@ -346,6 +332,7 @@ mod tests {
     #[case::wrong_type(json!({"multisliceEnv": "yes"}), "multisliceEnv: invalid type: string \"yes\", expected a boolean")]
     #[case::bad_role(json!({"role": "mutating"}), "role: expected one of \"both\", \"mutate\", \"validate\", found the string \"mutating\"")]
     #[case::role_typo(json!({"rol": "validate"}), "unknown setting \"rol\"; did you mean \"role\"?")]
+    #[case::no_setting_within_two_edits(json!({"jaxPort": 6666}), "unknown setting \"jaxPort\"")]
     #[case::bad_enum(json!({"jaxEnv": "sometimes"}), "jaxEnv: expected one of \"annotated\", \"always\", \"never\", found the string \"sometimes\"")]
     #[case::port_zero(json!({"jaxCoordinatorPort": 0}), "jaxCoordinatorPort: 0 is not a port; use 1 to 65535")]
     #[case::port_high(json!({"jaxCoordinatorPort": 70000}), "jaxCoordinatorPort: 70000 is not a port; use 1 to 65535")]

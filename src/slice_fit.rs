@@ -1,7 +1,7 @@
 //! Whether a slice shape of the accelerator table fits a replicated job's pods (rule T4), and which
 //! shapes do (SPEC §4.7). One reading of the table for both: what T4 accepts is exactly what a
 //! queued JobSet is narrowed to.
-use crate::accelerators::{self, Accelerator, Overrides, Shapes, Topology, TopologyError};
+use crate::accelerators::{self, Accelerator, Overrides, Topology, TopologyError};
 
 /// Why a topology does not fit pods of `per_pod` chips run `parallelism` at a time.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,7 +40,7 @@ pub fn misfit(acc: &Accelerator, raw: &str, per_pod: u32, parallelism: u32) -> O
     }
     let hosts = chips / per_pod;
     if hosts > 1 {
-        match acc.multi_host_chips_per_host {
+        match acc.multi_host_chips() {
             None => return Some(Misfit::OneHost { chips }),
             Some(multi) if per_pod != multi => return Some(Misfit::MultiHost { chips }),
             Some(_) => {}
@@ -58,7 +58,7 @@ pub fn fitting_topologies(acc: &Accelerator, per_pod: u32, parallelism: u32) -> 
             out.push(raw);
         }
     };
-    for t in listed(&acc.topologies) {
+    for t in acc.topologies.iter() {
         consider(t.to_string());
     }
     if acc.cube_rule.is_some() {
@@ -82,19 +82,11 @@ pub fn fitting_topologies(acc: &Accelerator, per_pod: u32, parallelism: u32) -> 
     out
 }
 
-/// The shapes a row lists by name.
-fn listed<'a>(shapes: &Shapes<'a>) -> Vec<&'a str> {
-    match *shapes {
-        Shapes::BuiltIn(list) => list.to_vec(),
-        Shapes::Setting(list) => list.iter().map(String::as_str).collect(),
-    }
-}
-
 /// The hosts of each listed shape of a row that fits pods of `per_pod` chips, for a fix
 /// message.
 pub fn listed_host_counts(acc: &Accelerator, per_pod: u32) -> Vec<u32> {
-    listed(&acc.topologies)
-        .into_iter()
+    acc.topologies
+        .iter()
         .filter_map(|raw| {
             let chips = Topology::parse(raw, acc.dims).ok()?.chips()?;
             let hosts = chips.checked_div(per_pod)?;
@@ -147,7 +139,7 @@ pub fn topology_hint(
 ) -> String {
     let job = job_size(per_pod, parallelism);
     if let Some(acc) = accelerator.and_then(|name| accelerators::lookup(overrides, name)) {
-        let fit = hint_shapes(&acc, per_pod, parallelism);
+        let fit = hint_shapes(acc, per_pod, parallelism);
         return if fit.is_empty() {
             format!(
                 "a {} topology: none fits {job}, so choose one of {} and set parallelism and completions to its chips divided by the chips per pod",
@@ -167,7 +159,7 @@ pub fn topology_hint(
         .into_iter()
         .filter_map(|name| accelerators::lookup(overrides, name))
         .filter_map(|acc| {
-            let fit = fitting_quoted(&acc, per_pod, parallelism)?;
+            let fit = fitting_quoted(acc, per_pod, parallelism)?;
             Some(format!("{fit} on {}", acc.name))
         })
         .collect();
@@ -221,7 +213,7 @@ mod tests {
 
     fn fits(name: &str, per_pod: u32, parallelism: u32) -> Vec<String> {
         let overrides = Overrides::new();
-        fitting_topologies(&lookup(&overrides, name).unwrap(), per_pod, parallelism)
+        fitting_topologies(lookup(&overrides, name).unwrap(), per_pod, parallelism)
     }
 
     #[rstest]
@@ -276,11 +268,11 @@ mod tests {
     fn agrees_with_misfit_on_every_size() {
         let overrides = Overrides::new();
         for row in crate::accelerators::BUILT_IN {
-            let acc = lookup(&overrides, row.name).unwrap();
+            let acc = lookup(&overrides, &row.name).unwrap();
             for per_pod in [0, 1, 2, 4, 8] {
                 for parallelism in [0, 1, 2, 4, 8, 16, 64, 4096, u32::MAX] {
-                    for t in fitting_topologies(&acc, per_pod, parallelism) {
-                        assert_eq!(misfit(&acc, &t, per_pod, parallelism), None, "{t}");
+                    for t in fitting_topologies(acc, per_pod, parallelism) {
+                        assert_eq!(misfit(acc, &t, per_pod, parallelism), None, "{t}");
                     }
                 }
             }

@@ -1,20 +1,19 @@
 //! Typos: how far a name is from the one it likely meant, for the "did you mean" of an unknown
 //! setting and of a controller key that no controller sets.
 
-/// Levenshtein distance, in characters.
-pub fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let substitution = diagonal + usize::from(ca != *cb);
-            diagonal = row[j + 1];
-            row[j + 1] = substitution.min(row[j] + 1).min(row[j + 1] + 1);
-        }
-    }
-    row[b.len()]
+/// How far a typo may be from the name it meant, for every "did you mean".
+pub const MAX_EDITS: usize = 2;
+
+/// The name of `known` that `name` most likely meant: the nearest within [`MAX_EDITS`] (the
+/// first of equals), else none. The distance is bounded ([`within`]): a name whose length
+/// differs from a known one's by more than [`MAX_EDITS`] is not compared with it, so the work is
+/// linear in the name.
+pub fn nearest<'k>(name: &str, known: impl IntoIterator<Item = &'k str>) -> Option<&'k str> {
+    known
+        .into_iter()
+        .filter_map(|k| Some((within(name, k, MAX_EDITS)?, k)))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, k)| k)
 }
 
 /// The edit distance of `a` and `b` when it is at most `max`, else `None`, in time linear in
@@ -74,6 +73,22 @@ fn banded<T: PartialEq>(a: &[T], b: &[T], max: usize) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Levenshtein distance, in characters.
+    fn edit_distance(a: &str, b: &str) -> usize {
+        let b: Vec<char> = b.chars().collect();
+        let mut row: Vec<usize> = (0..=b.len()).collect();
+        for (i, ca) in a.chars().enumerate() {
+            let mut diagonal = row[0];
+            row[0] = i + 1;
+            for (j, cb) in b.iter().enumerate() {
+                let substitution = diagonal + usize::from(ca != *cb);
+                diagonal = row[j + 1];
+                row[j + 1] = substitution.min(row[j] + 1).min(row[j + 1] + 1);
+            }
+        }
+        row[b.len()]
+    }
 
     #[test]
     fn within_agrees_with_the_full_distance_up_to_its_bound() {

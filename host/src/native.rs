@@ -3,7 +3,7 @@
 //! module's ([`Outcome::from_response`]), and its Kubernetes reads answered by the same
 //! [`Capabilities`] with the same texts. `make preview` runs this, so that a preview builds no
 //! wasmtime; `tests/wasm/native_agrees.rs` holds it to the module's answers on every fixture.
-use crate::capabilities::{Capabilities, GetResource};
+use crate::capabilities::Capabilities;
 use crate::outcome::{Evaluator, Outcome, SettingsOutcome};
 use anyhow::Result;
 use jobset_multislice_policy::admission::{self, queue_lookup};
@@ -50,17 +50,11 @@ impl Evaluator for Native {
     }
 }
 
-/// The module's `get_resource` host call, made directly: the request as the SDK serializes
-/// it, and the host's refusal passed on as the text the module reads.
+/// The module's `get_resource` host call, made directly: the SDK's request serialized as the
+/// SDK sends it, and the host's refusal passed on as the text the module reads.
 impl queue_lookup::ClusterReader for Native {
-    fn get(&self, request: &queue_lookup::GetResource) -> Result<Value, String> {
-        let call = GetResource::new(
-            request.api_version,
-            request.kind,
-            request.name,
-            request.namespace,
-        );
-        let payload = serde_json::to_vec(&call).map_err(|e| e.to_string())?;
+    fn get(&self, request: &queue_lookup::GetResourceRequest) -> Result<Value, String> {
+        let payload = serde_json::to_vec(request).map_err(|e| e.to_string())?;
         let answer =
             self.capabilities
                 .host_call("kubewarden", "kubernetes", "get_resource", &payload)?;

@@ -5,27 +5,22 @@
 //! the reason the queue was not checked, never a refusal or a trap; a hung API server is the
 //! webhook's `timeoutSeconds` to cut short.
 //!
-//! The LocalQueue is asked in Kueue's current API first; only where the host answers that the
-//! API server does not serve it there (a Kueue before v0.15) is it, and every object after it,
-//! read in the deprecated one. A host error is quoted up to its first line: with
-//! `RUST_BACKTRACE=1` in the host's environment, policy-evaluator's error (an `anyhow` error
-//! printed with `{:?}`) carries a stack backtrace after it.
+//! The LocalQueue is asked in Kueue's current API first, and after any failure there once more in
+//! the deprecated one (a Kueue before v0.15 serves only that); the objects after it are read in
+//! the version that answered. The policy never reads the host's wording to decide: where both
+//! fail, v1beta2's error is the reason, as the version a current Kueue serves. A host error is
+//! quoted up to its first line: with `RUST_BACKTRACE=1` in the host's environment,
+//! policy-evaluator's error (an `anyhow` error printed with `{:?}`) carries a stack backtrace
+//! after it.
 use crate::queue_fit::Queue;
 use crate::views::kueue_queue::{self, API_VERSION, FALLBACK_API_VERSION};
+/// The SDK's request for one object, re-exported for the hosts that answer the module natively.
+pub use kubewarden_policy_sdk::host_capabilities::kubernetes::GetResourceRequest;
 use serde_json::Value;
-
-/// One `get_resource` call: an object of `kind` in `api_version`, namespaced or not.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct GetResource<'a> {
-    pub api_version: &'a str,
-    pub kind: &'a str,
-    pub name: &'a str,
-    pub namespace: Option<&'a str>,
-}
 
 /// Where cluster objects are read from: the host's capability in the module, a fake in tests.
 pub trait ClusterReader {
-    fn get(&self, request: &GetResource) -> Result<Value, String>;
+    fn get(&self, request: &GetResourceRequest) -> Result<Value, String>;
 }
 
 /// Kubewarden's `kubernetes.get_resource` host capability (the SDK's `cluster-context`).
@@ -33,20 +28,9 @@ pub struct HostCapabilities;
 
 impl ClusterReader for HostCapabilities {
     #[cfg(target_arch = "wasm32")]
-    fn get(&self, request: &GetResource) -> Result<Value, String> {
-        use kubewarden_policy_sdk::host_capabilities::kubernetes::{
-            get_resource, GetResourceRequest,
-        };
-        let request = GetResourceRequest {
-            api_version: request.api_version.to_string(),
-            kind: request.kind.to_string(),
-            name: request.name.to_string(),
-            namespace: request.namespace.map(str::to_string),
-            // policy-server caches answers for 5 seconds: fresh enough for a queue's setup.
-            disable_cache: false,
-            field_masks: None,
-        };
-        get_resource::<Value>(&request).map_err(|e| {
+    fn get(&self, request: &GetResourceRequest) -> Result<Value, String> {
+        use kubewarden_policy_sdk::host_capabilities::kubernetes::get_resource;
+        get_resource::<Value>(request).map_err(|e| {
             let text =
                 std::error::Error::source(&e).map_or_else(|| e.to_string(), |s| s.to_string());
             text.strip_prefix("Host error: ")
@@ -57,36 +41,32 @@ impl ClusterReader for HostCapabilities {
 
     /// Outside a Kubewarden host there is no capability to call.
     #[cfg(not(target_arch = "wasm32"))]
-    fn get(&self, _: &GetResource) -> Result<Value, String> {
+    fn get(&self, _: &GetResourceRequest) -> Result<Value, String> {
         Err("there is no Kubewarden host outside the module".to_string())
     }
 }
 
-/// policy-evaluator's prefix of a failed callback's error (`runtimes/callback.rs`).
-const CALLBACK_FAILURE: &str = "Callback evaluation failure: ";
-
-/// Whether the host's `error` for `request` says that the API server serves no `request.kind`
-/// in `request.api_version`, in policy-evaluator's words (`build_kube_resource`, the same in
-/// kwctl and policy-server): its discovery of the group version got the API server's 404 (the
-/// version is not served), or listed no such kind. Any other error (the object missing, access
-/// refused, a timeout) is not that answer.
-pub fn not_served(request: &GetResource, error: &str) -> bool {
-    let error = error.strip_prefix(CALLBACK_FAILURE).unwrap_or(error);
-    let (api_version, kind) = (request.api_version, request.kind);
-    let unlisted = format!("Cannot find resource {api_version}/{kind}");
-    if first_line(error) == unlisted {
-        return true;
+/// The request for one object of `kind` in `api_version`, namespaced or not (`None`).
+/// policy-server caches answers for 5 seconds: fresh enough for a queue's setup.
+fn request(
+    api_version: &str,
+    kind: &str,
+    name: &str,
+    namespace: Option<&str>,
+) -> GetResourceRequest {
+    GetResourceRequest {
+        api_version: api_version.to_string(),
+        kind: kind.to_string(),
+        name: name.to_string(),
+        namespace: namespace.map(str::to_string),
+        disable_cache: false,
+        field_masks: None,
     }
-    // kube-rs's `ApiError: {status} ({status:?})`, whose debug form carries the code.
-    let discovery = format!("error finding resource {api_version} / {kind}: ApiError: ");
-    error
-        .strip_prefix(&discovery)
-        .is_some_and(|status| status.contains("code: 404"))
 }
 
 /// The first line of a host error (its text before any backtrace, or any line a Kubernetes
 /// status message carries).
-pub fn first_line(error: &str) -> &str {
+fn first_line(error: &str) -> &str {
     error.lines().next().unwrap_or_default()
 }
 
@@ -101,42 +81,19 @@ pub fn look_up(
         Some(ns) => format!("reading {kind} {name:?} in namespace {ns:?} failed: {why}"),
         None => format!("reading {kind} {name:?} failed: {why}"),
     };
-    let local_queue_in = |api_version| GetResource {
-        api_version,
-        kind: "LocalQueue",
-        name: queue,
-        namespace: Some(namespace),
-    };
+    let local_queue_in = |api_version| request(api_version, "LocalQueue", queue, Some(namespace));
     let (api_version, local_queue) = match reader.get(&local_queue_in(API_VERSION)) {
-        Err(why) if not_served(&local_queue_in(API_VERSION), &why) => {
-            let fallback = local_queue_in(FALLBACK_API_VERSION);
-            let answer = reader.get(&fallback).map_err(|why| {
-                let why = if not_served(&fallback, &why) {
-                    format!(
-                        "the API server serves it in neither {API_VERSION} nor {FALLBACK_API_VERSION}: {}",
-                        first_line(&why)
-                    )
-                } else {
-                    first_line(&why).to_string()
-                };
-                failed("LocalQueue", queue, Some(namespace), &why)
-            });
-            (FALLBACK_API_VERSION, answer)
+        Ok(local_queue) => (API_VERSION, local_queue),
+        Err(why) => {
+            let local_queue = reader
+                .get(&local_queue_in(FALLBACK_API_VERSION))
+                .map_err(|_| failed("LocalQueue", queue, Some(namespace), first_line(&why)))?;
+            (FALLBACK_API_VERSION, local_queue)
         }
-        answer => (
-            API_VERSION,
-            answer.map_err(|why| failed("LocalQueue", queue, Some(namespace), first_line(&why))),
-        ),
     };
-    let local_queue = local_queue?;
     let read = |kind: &str, name: &str| {
         reader
-            .get(&GetResource {
-                api_version,
-                kind,
-                name,
-                namespace: None,
-            })
+            .get(&request(api_version, kind, name, None))
             .map_err(|why| failed(kind, name, None, first_line(&why)))
     };
     let cluster_queue_name = kueue_queue::cluster_queue_of(&local_queue)
@@ -191,20 +148,22 @@ mod tests {
     }
 
     impl ClusterReader for Kueue {
-        fn get(&self, r: &GetResource) -> Result<Value, String> {
+        fn get(&self, r: &GetResourceRequest) -> Result<Value, String> {
             self.asked
                 .borrow_mut()
                 .push(format!("{} {} {}", r.api_version, r.kind, r.name));
-            if let (API_VERSION, "LocalQueue", Some(answer)) =
-                (r.api_version, r.kind, &self.local_queue_v1beta2)
-            {
+            if let (API_VERSION, "LocalQueue", Some(answer)) = (
+                r.api_version.as_str(),
+                r.kind.as_str(),
+                &self.local_queue_v1beta2,
+            ) {
                 return Err(answer.clone());
             }
             let version = r.api_version.trim_start_matches("kueue.x-k8s.io/");
             if !self.served.contains(&version) {
-                return Err(unserved(version).replace("LocalQueue", r.kind));
+                return Err(unserved(version).replace("LocalQueue", &r.kind));
             }
-            Ok(match r.kind {
+            Ok(match r.kind.as_str() {
                 "LocalQueue" => json!({"spec": {"clusterQueue": "cq"}}),
                 "ClusterQueue" => json!({"spec": {"resourceGroups": [
                     {"coveredResources": ["google.com/tpu"], "flavors": [{"name": "f"}]}]}}),
@@ -228,7 +187,7 @@ mod tests {
         "kueue.x-k8s.io/v1beta1 ClusterQueue cq",
         "kueue.x-k8s.io/v1beta1 ResourceFlavor f",
     ])]
-    fn reads_v1beta2_first_and_v1beta1_where_it_is_not_served(
+    fn reads_v1beta2_first_and_v1beta1_where_it_fails(
         #[case] served: &'static [&'static str],
         #[case] asked: &[&str],
     ) {
@@ -239,33 +198,29 @@ mod tests {
         assert_eq!(*kueue.asked.borrow(), asked);
     }
 
+    /// Whatever v1beta2's error says, v1beta1 is asked once: the host's wording is not read.
     #[rstest]
     #[case::the_kind_unlisted_in_a_served_version(
-        "Callback evaluation failure: Cannot find resource kueue.x-k8s.io/v1beta2/LocalQueue",
-        true
+        "Callback evaluation failure: Cannot find resource kueue.x-k8s.io/v1beta2/LocalQueue"
     )]
-    #[case::the_version_not_served(&unserved("v1beta2"), true)]
+    #[case::the_version_not_served(&unserved("v1beta2"))]
     #[case::the_object_missing(
-        "Callback evaluation failure: Cannot find kueue.x-k8s.io/v1beta2/LocalQueue named 'q' inside of namespace 'Some(\"ns\")'",
-        false
+        "Callback evaluation failure: Cannot find kueue.x-k8s.io/v1beta2/LocalQueue named 'q' inside of namespace 'Some(\"ns\")'"
     )]
     #[case::not_granted(
-        "Policy has not been granted access to Kubernetes kueue.x-k8s.io/v1beta2/LocalQueue resources. The violation has been reported.",
-        false
+        "Policy has not been granted access to Kubernetes kueue.x-k8s.io/v1beta2/LocalQueue resources. The violation has been reported."
     )]
     #[case::access_refused(
-        "Callback evaluation failure: error finding resource kueue.x-k8s.io/v1beta2 / LocalQueue: ApiError: localqueues.kueue.x-k8s.io is forbidden: Forbidden (Status { status: Some(Failure), code: 403, message: \"forbidden\", metadata: None, reason: \"Forbidden\", details: None })",
-        false
+        "Callback evaluation failure: error finding resource kueue.x-k8s.io/v1beta2 / LocalQueue: ApiError: localqueues.kueue.x-k8s.io is forbidden: Forbidden (Status { status: Some(Failure), code: 403, message: \"forbidden\", metadata: None, reason: \"Forbidden\", details: None })"
     )]
-    #[case::another_version_unserved(&unserved("v1beta3"), false)]
-    fn only_the_not_served_answer_falls_back(#[case] error: &str, #[case] falls_back: bool) {
+    fn any_v1beta2_failure_asks_v1beta1_once(#[case] error: &str) {
         let kueue = Kueue {
             local_queue_v1beta2: Some(error.to_string()),
             ..Kueue::serving(&["v1beta1"])
         };
         let found = look_up(&kueue, "ns", "q", "google.com/tpu");
-        assert_eq!(found.is_ok(), falls_back, "{found:?}");
-        assert_eq!(kueue.asked.borrow().len(), if falls_back { 4 } else { 1 });
+        assert!(found.is_ok(), "{found:?}");
+        assert_eq!(kueue.asked.borrow().len(), 4);
     }
 
     #[test]
@@ -278,14 +233,16 @@ mod tests {
             look_up(&kueue, "ns", "q", "google.com/tpu").unwrap_err(),
             "reading LocalQueue \"q\" in namespace \"ns\" failed: Callback evaluation failure: Cannot find kueue.x-k8s.io/v1beta2/LocalQueue named 'q' inside of namespace 'Some(\"ns\")'"
         );
+        assert_eq!(kueue.asked.borrow().len(), 2);
     }
 
     #[test]
-    fn no_kueue_at_all_says_neither_version_is_served() {
+    fn no_kueue_at_all_quotes_the_v1beta2_error() {
         let kueue = Kueue::serving(&[]);
         assert_eq!(
             look_up(&kueue, "ns", "q", "google.com/tpu").unwrap_err(),
-            "reading LocalQueue \"q\" in namespace \"ns\" failed: the API server serves it in neither kueue.x-k8s.io/v1beta2 nor kueue.x-k8s.io/v1beta1: Callback evaluation failure: error finding resource kueue.x-k8s.io/v1beta1 / LocalQueue: ApiError: 404 page not found"
+            "reading LocalQueue \"q\" in namespace \"ns\" failed: Callback evaluation failure: error finding resource kueue.x-k8s.io/v1beta2 / LocalQueue: ApiError: 404 page not found"
         );
+        assert_eq!(kueue.asked.borrow().len(), 2);
     }
 }

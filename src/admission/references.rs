@@ -68,7 +68,7 @@ pub fn jobset_warnings(view: &JobSetView) -> Vec<String> {
             .iter()
             .copied()
             .chain(coordinator_set.then_some(keys::JOBSET_COORDINATOR));
-        Some(Why::NotJobSets(nearest(key, known)))
+        Some(Why::NotJobSets(spelling::nearest(key, known)))
     };
     let judge = once_per_key(judge);
     view.replicated_jobs
@@ -102,7 +102,7 @@ pub fn job_warnings(view: &JobView) -> Vec<String> {
         if !key.starts_with(keys::BATCH_PREFIX) || keys::JOB_POD_KEYS.contains(&key) {
             return None;
         }
-        Some(Why::NotJobControllers(nearest(
+        Some(Why::NotJobControllers(spelling::nearest(
             key,
             keys::JOB_POD_KEYS.iter().copied(),
         )))
@@ -145,17 +145,6 @@ fn scan(template: &PodTemplateView, judge: &dyn Fn(&str) -> Option<Why>) -> Vec<
         }
     }
     out
-}
-
-/// The known key a typo most likely meant: within two edits, else none. The distance is
-/// bounded ([`spelling::within`]): a key whose length differs from a known key's by more than
-/// two is not compared with it, so the work is linear in the key.
-fn nearest(key: &str, known: impl Iterator<Item = &'static str>) -> Option<&'static str> {
-    const MAX_EDITS: usize = 2;
-    known
-        .filter_map(|k| Some((spelling::within(key, k, MAX_EDITS)?, k)))
-        .min_by_key(|(d, _)| *d)
-        .map(|(_, k)| k)
 }
 
 #[cfg(test)]

@@ -184,7 +184,7 @@ pub fn t4_topology_fits_the_slice(plan: &JobSetPlan) -> Vec<Violation> {
             continue; // T3's concern
         };
         match accelerators::lookup(&settings.accelerators, accelerator.value) {
-            Some(acc) => out.extend(check_slice(r, &acc, &topology)),
+            Some(acc) => out.extend(check_slice(r, acc, &topology)),
             None if settings.reject_unknown_accelerators => out.push(
                 Violation::new(
                     Rule::T4,
@@ -236,7 +236,7 @@ fn check_slice(r: &ReplicatedJob, acc: &Accelerator, topology: &Pin) -> Option<V
             ),
             format!(
                 "a pod takes a whole host: ask for {} chips per pod, as the machine type has",
-                join(acc.chips_per_host, " or ")
+                join(&acc.chips_per_host, " or ")
             ),
         ),
         Misfit::OneHost { chips } => (
@@ -250,12 +250,12 @@ fn check_slice(r: &ReplicatedJob, acc: &Accelerator, topology: &Pin) -> Option<V
             } else {
                 format!(
                     "select a topology of one host, whose chips are {} chips per pod, and set parallelism and completions to 1",
-                    join(acc.chips_per_host, " or ")
+                    join(&acc.chips_per_host, " or ")
                 )
             },
         ),
         Misfit::MultiHost { chips } => {
-            let multi = acc.multi_host_chips_per_host.unwrap_or(per_pod).max(1);
+            let multi = acc.multi_host_chips().unwrap_or(per_pod).max(1);
             (
                 containers(),
                 format!(
@@ -297,7 +297,7 @@ pub fn t4_some_slice_fits(plan: &JobSetPlan) -> Vec<Violation> {
             Some(Shapes::Fixed(pairs)) if pairs.is_empty() => {
                 if let Some((pin, topology)) = slice_of(r, settings) {
                     if let Some(acc) = accelerators::lookup(&settings.accelerators, pin.value) {
-                        out.extend(check_slice(r, &acc, &topology));
+                        out.extend(check_slice(r, acc, &topology));
                     }
                 }
             }
@@ -321,7 +321,7 @@ fn no_slice_fits(r: &ReplicatedJob, settings: &Settings) -> Violation {
     let mut hosts: Vec<u32> = names
         .iter()
         .filter_map(|n| accelerators::lookup(&settings.accelerators, n))
-        .flat_map(|acc| slice_fit::listed_host_counts(&acc, per_pod))
+        .flat_map(|acc| slice_fit::listed_host_counts(acc, per_pod))
         .collect();
     hosts.sort_unstable();
     hosts.dedup();

@@ -3,14 +3,14 @@
 //! each resource, and a ResourceFlavor carries the node labels of its nodes.
 //!
 //! They are read as `kueue.x-k8s.io/v1beta2`, Kueue's API from v0.15 (its storage version from
-//! v0.16, where v1beta1 became deprecated), and as v1beta1 only where v1beta2 is not served
-//! (a Kueue before v0.15; docs/kueue-gke-xpk.md). The fields read here are the same in both.
+//! v0.16, where v1beta1 became deprecated), and as v1beta1 after any v1beta2 failure (a Kueue
+//! before v0.15 serves only it; docs/kueue-gke-xpk.md). The fields read here are the same in both.
 use serde_json::Value;
 use std::collections::BTreeMap;
 
 /// Kueue's current API, read first.
 pub const API_VERSION: &str = "kueue.x-k8s.io/v1beta2";
-/// Its deprecated API, read only where the current one is not served.
+/// Its deprecated API, asked once after any failure in the current one.
 pub const FALLBACK_API_VERSION: &str = "kueue.x-k8s.io/v1beta1";
 
 /// A ResourceFlavor as Kueue's flavour assigner reads it: its name and node labels.

@@ -651,7 +651,7 @@ fn the_queue_check_manifest_is_the_validating_half_with_its_context() {
     assert!(policy().validate_settings(&settings).unwrap().valid);
 }
 
-/// The queue check reads Kueue's v1beta2 first and v1beta1 only where v1beta2 is not served
+/// The queue check reads Kueue's v1beta2 first and v1beta1 after any v1beta2 failure
 /// (docs/kueue-gke-xpk.md, "Which API version"): the metadata grants each kind it reads in
 /// both versions, and nothing else.
 #[test]

@@ -237,8 +237,9 @@ pub(crate) async fn misfit_warned(
 /// the module, granted what the queue-check pair's validating policy grants and answered by the API server as
 /// policy-server answers (context_aware.rs), each call recorded in kwctl's session format.
 /// It asks v1beta2 alone and refuses the misfit JobSet with Q1, as the webhook did. And the
-/// answer it falls back on (docs/contributing/spec.md §8): the API server's for a group version it does
-/// not serve, in policy-evaluator's words.
+/// host's answer for a group version the API server does not serve, in policy-evaluator's words:
+/// the error whose first line the policy quotes when neither v1beta2 nor v1beta1 answers
+/// (SPEC §8).
 pub(crate) async fn reads_v1beta2(
     plane: &ControlPlane,
     check: &QueueCheck,
