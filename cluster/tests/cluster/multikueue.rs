@@ -6,8 +6,8 @@
 //! the same settings. The copy in the worker is made by the manager's Kueue, as the user
 //! `multikueue-manager` of the worker's CA; the cases only submit and read.
 //!
-//! Assertions on texts the policy does not write yet (issue 54's warnings) are marked
-//! `PENDING(src-54)`: they check the rule's prefix until the lead's wording lands on main.
+//! The copy's warning is worded as on branch issue54-src (aed9948), not yet on main: the
+//! assertion that reads it is marked `PENDING(src-54)`.
 use crate::common::{Failures, Report};
 use crate::jax::real_jax;
 use crate::kueue::runs::fixture_jobset;
@@ -47,8 +47,19 @@ fn v5p_labels() -> BTreeMap<String, String> {
     kueue::tpu_node_labels("tpu-v5p-slice", "2x2x4")
 }
 const EXAMPLE: &str = "examples/kueue-queued.yaml";
-/// The prefix the policy puts on a copy's violations (issue 54, the lead's brief).
-const COPY_PREFIX: &str = "MultiKueue copy: the manager's verdict stands; ";
+/// What the policy puts before each violation of a copy, which it admits (issue 54).
+const COPY_PREFIX: &str = "MultiKueue copy, admitted: ";
+/// A warning as the policy bounds it (SPEC §4.2): at most 256 characters, cut with "…".
+const WARNING_CHARS: usize = 256;
+
+fn bounded(warning: &str) -> String {
+    if warning.chars().count() <= WARNING_CHARS {
+        return warning.to_string();
+    }
+    let mut cut: String = warning.chars().take(WARNING_CHARS - 1).collect();
+    cut.push('…');
+    cut
+}
 
 /// The two control planes, the worker's node agent, and the MultiKueue identity's kubeconfig.
 struct Planes {
@@ -271,19 +282,19 @@ async fn copy_sent_directly(planes: &Planes) -> anyhow::Result<Failures> {
             created.message()
         )
     });
-    // PENDING(src-54): the exact warning (G5's message behind the prefix, cut to 256
-    // characters as every warning is) once the lead's wording lands on main.
-    let warned = created
+    // PENDING(src-54): issue54-src's wording. G5's violation is the validating policy's one
+    // warning, the mutating policy's narrowing warnings beside it.
+    let warning = bounded(&format!("{COPY_PREFIX}{want}"));
+    let copies: Vec<&String> = created
         .warnings
         .iter()
-        .any(|w| w.starts_with(&format!("{COPY_PREFIX}[G5] ")));
-    f.check(warned, || {
-        format!(
-            "as {MULTIKUEUE_USER}: no warning starting {:?}: {:?}",
-            format!("{COPY_PREFIX}[G5] "),
-            created.warnings
-        )
-    });
+        .filter(|w| w.starts_with(COPY_PREFIX))
+        .collect();
+    f.eq(
+        copies,
+        vec![&warning],
+        &format!("as {MULTIKUEUE_USER}: the copy's warnings"),
+    );
     let reviews = worker.reviews()?;
     let verdicts: Vec<(&Value, &Value, &Value)> = reviews_of(&reviews, "JobSet", COPY, "g5-copy")
         .into_iter()
@@ -305,6 +316,18 @@ async fn copy_sent_directly(planes: &Planes) -> anyhow::Result<Failures> {
             ),
         ],
         "as the MultiKueue identity: our verdicts at CREATE, and whose request",
+    );
+    let sent = Submitted {
+        kind: "JobSet".to_string(),
+        namespace: COPY.to_string(),
+        name: "g5-copy".to_string(),
+        created: created.clone(),
+    };
+    check_warnings_reached(
+        &mut f,
+        "as the MultiKueue identity",
+        &reviews_of(&reviews, "JobSet", COPY, "g5-copy"),
+        &sent,
     );
     report_created("the copy as the MultiKueue identity", &created);
     if created.status < 300 {
