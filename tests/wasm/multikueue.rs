@@ -67,11 +67,7 @@ fn a_misfit_copy_from_the_multikueue_user_is_admitted_with_its_violation_as_a_wa
     assert!(outcome.accepted, "{:?}", outcome.message);
     assert_eq!(
         outcome.warnings,
-        [format!("MultiKueue copy, admitted: {}", message_of("t2-fail"))
-            .chars()
-            .take(255)
-            .chain(['…'])
-            .collect::<String>()]
+        [format!("MultiKueue copy, admitted: {}", message_of("t2-fail"))]
     );
     let admitted = patched(&copy, &outcome);
     assert_eq!(compared_by_kueue(&admitted), compared_by_kueue(&copy));
