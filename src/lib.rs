@@ -36,6 +36,7 @@ pub mod views;
 pub mod groups;
 pub mod job_plan;
 pub mod jobset_plan;
+pub mod multikueue;
 pub mod narrowing;
 pub mod placement;
 pub mod pods;

@@ -7,6 +7,7 @@ use super::verdict::{rejection, Verdict};
 use crate::error::InputError;
 use crate::groups;
 use crate::jobset_plan::JobSetPlan;
+use crate::multikueue;
 use crate::mutate;
 use crate::narrowing;
 use crate::queue_fit;
@@ -31,9 +32,16 @@ pub(super) fn admit_create(
     let (stamps, narrowings, warnings) = {
         let view = JobSetView::parse(&object, &settings.tpu_resource)?;
         let plan = JobSetPlan::new(&view, settings);
+        let copy = multikueue::is_copy_created(&view, cluster.requester, settings);
         let findings = if role.validates() {
             let mut findings = rules::judge(&plan, Moment::Create)?;
             check_queue(&plan, cluster, &mut findings);
+            if copy {
+                let violations = std::mem::take(&mut findings.violations);
+                findings
+                    .warnings
+                    .extend(violations.iter().map(multikueue::copy_warning));
+            }
             findings
         } else {
             rules::check_input(&plan)?;
@@ -61,14 +69,18 @@ pub(super) fn admit_create(
         if !role.mutates() {
             return Ok(Verdict::with(None, warnings));
         }
-        let narrowings =
+        let mut narrowings =
             mutate::affinity::changes(&view, narrowing::marks(plan.shapes(), settings));
+        let mut stamps = mutate::stamp_jobset::changes(&view, &facts);
+        if copy {
+            narrowings.retain(|n| !multikueue::narrowed_in_the_manager(&view, n.index));
+            stamps = multikueue::keep_stamped_facts(&view, stamps, &mut warnings);
+        }
         warnings.extend(
             narrowings
                 .iter()
                 .map(|n| narrowing::warning(&view.replicated_jobs[n.index], &n.mark)),
         );
-        let stamps = mutate::stamp_jobset::changes(&view, &facts);
         (stamps, narrowings, warnings)
     };
     if stamps.is_empty() && narrowings.is_empty() {
@@ -79,10 +91,11 @@ pub(super) fn admit_create(
     Ok(Verdict::with(Some(object), warnings))
 }
 
-/// Where the request's JobSet lives, and how to read the cluster's objects.
+/// Where the request's JobSet lives, how to read the cluster's objects, and who asks.
 pub(super) struct Cluster<'a> {
     pub namespace: &'a str,
     pub reader: &'a dyn ClusterReader,
+    pub requester: &'a str,
 }
 
 /// The queue check (SPEC §8 `queueCheck`), where it applies: at CREATE of a TPU JobSet the policy
@@ -159,6 +172,13 @@ pub(super) fn admit_update(object: &Value, old: Option<&Value>, settings: &Setti
     if let (Some(Ok(old)), Ok(new)) = (&old_view, &new_view) {
         let old = JobSetPlan::new(old, settings);
         new_violations.extend(rules::elastic::stale_resizes(&old, new));
+    }
+    if let Some(Ok(old)) = &old_view {
+        if multikueue::is_copy(old) {
+            let mut warnings = new_warnings;
+            warnings.extend(new_violations.iter().map(multikueue::copy_warning));
+            return Verdict::with(None, warnings);
+        }
     }
     if new_violations.is_empty() {
         Verdict::with(None, new_warnings)

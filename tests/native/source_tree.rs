@@ -395,6 +395,7 @@ const LAYERS: [(&str, &[&str]); 6] = [
             "groups",
             "job_plan",
             "jobset_plan",
+            "multikueue",
             "narrowing",
             "placement",
             "queue_fit",
