@@ -5,9 +5,7 @@
 //! (JobSet, the Job controller, the scheduler, Kueue, fake TPU nodes) and the same pair, with
 //! the same settings. The copy in the worker is made by the manager's Kueue, as the user
 //! `multikueue-manager` of the worker's CA; the cases only submit and read.
-//!
-//! The copy's warning is worded as on branch issue54-src (aed9948), not yet on main: the
-//! assertion that reads it is marked `PENDING(src-54)`.
+//! The rules they hold the policy to: docs/contributing/spec.md §5 (MultiKueue).
 use crate::common::{Failures, Report};
 use crate::jax::real_jax;
 use crate::kueue::runs::fixture_jobset;
@@ -282,8 +280,8 @@ async fn copy_sent_directly(planes: &Planes) -> anyhow::Result<Failures> {
             created.message()
         )
     });
-    // PENDING(src-54): issue54-src's wording. G5's violation is the validating policy's one
-    // warning, the mutating policy's narrowing warnings beside it.
+    // G5's violation is the validating policy's one warning (src/multikueue.rs), the mutating
+    // policy's narrowing warnings beside it.
     let warning = bounded(&format!("{COPY_PREFIX}{want}"));
     let copies: Vec<&String> = created
         .warnings
@@ -670,7 +668,7 @@ fn copy_create_unpatched(worker: &ControlPlane, copy: &Submitted) -> Failures {
             Vec::<String>::new(),
             "patch operations on containers, initContainers, tolerations or counts",
         );
-        // PENDING(src-54): the rule that a copy with facts and narrowing gets no patch.
+        // A copy whose facts and narrowing the manager stamped gets no patch at all.
         f.eq(ops, Vec::<Value>::new(), "the copy's CREATE patch");
     }
     let validating: Vec<(&Value, &Value)> = creates
