@@ -50,7 +50,10 @@ pub fn keep_stamped_facts(
         format!(
             "{}: MultiKueue copy: kept the facts the manager stamped, which this policy would \
              stamp differently; its pods get the manager's",
-            view.replicated_jobs[i].at.pod_template().annotation(keys::FACTS)
+            view.replicated_jobs[i]
+                .at
+                .pod_template()
+                .annotation(keys::FACTS)
         )
     }));
     unstamped

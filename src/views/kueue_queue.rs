@@ -53,14 +53,21 @@ pub fn admission_checks(cluster_queue: &Value) -> Vec<&str> {
     let old = cluster_queue.pointer("/spec/admissionChecks");
     names
         .filter_map(|c| c.get("name")?.as_str())
-        .chain(old.and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str))
+        .chain(
+            old.and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str),
+        )
         .collect()
 }
 
 /// Whether an AdmissionCheck is MultiKueue's: the manager's Kueue then dispatches the queue's
 /// workloads to worker clusters.
 pub fn is_multikueue(admission_check: &Value) -> bool {
-    admission_check.pointer("/spec/controllerName").and_then(Value::as_str)
+    admission_check
+        .pointer("/spec/controllerName")
+        .and_then(Value::as_str)
         == Some(keys::MULTIKUEUE_CONTROLLER)
 }
 
@@ -109,8 +116,12 @@ mod tests {
             "admissionChecks": ["old"]
         }});
         assert_eq!(admission_checks(&checked), ["mk", "prov", "old"]);
-        assert!(is_multikueue(&json!({"spec": {"controllerName": "kueue.x-k8s.io/multikueue"}})));
-        assert!(!is_multikueue(&json!({"spec": {"controllerName": "kueue.x-k8s.io/provisioning-request"}})));
+        assert!(is_multikueue(
+            &json!({"spec": {"controllerName": "kueue.x-k8s.io/multikueue"}})
+        ));
+        assert!(!is_multikueue(
+            &json!({"spec": {"controllerName": "kueue.x-k8s.io/provisioning-request"}})
+        ));
         let rf = json!({"spec": {"nodeLabels": {"a": "1", "b": 2}}});
         assert_eq!(
             flavour("f", &rf),

@@ -50,8 +50,14 @@ fn compared_by_kueue(jobset: &Value) -> Vec<Value> {
         .map(|r| {
             let job = &r["template"]["spec"];
             let pod = &job["template"]["spec"];
-            json!([r["replicas"], job["parallelism"], job["completions"],
-                pod["containers"], pod["initContainers"], pod["tolerations"]])
+            json!([
+                r["replicas"],
+                job["parallelism"],
+                job["completions"],
+                pod["containers"],
+                pod["initContainers"],
+                pod["tolerations"]
+            ])
         })
         .collect()
 }
@@ -67,7 +73,10 @@ fn a_misfit_copy_from_the_multikueue_user_is_admitted_with_its_violation_as_a_wa
     assert!(outcome.accepted, "{:?}", outcome.message);
     assert_eq!(
         outcome.warnings,
-        [format!("MultiKueue copy, admitted: {}", message_of("t2-fail"))]
+        [format!(
+            "MultiKueue copy, admitted: {}",
+            message_of("t2-fail")
+        )]
     );
     let admitted = patched(&copy, &outcome);
     assert_eq!(compared_by_kueue(&admitted), compared_by_kueue(&copy));
@@ -119,7 +128,10 @@ fn an_unstamped_copy_is_stamped_as_any_jobset() {
     let outcome = create_by(MULTIKUEUE_USER, &copy, &settings());
     let usual = create_by("alice@example.com", &submitted, &settings());
     assert_eq!(outcome.warnings, usual.warnings);
-    assert_eq!(patched(&copy, &outcome), as_copy(patched(&submitted, &usual)));
+    assert_eq!(
+        patched(&copy, &outcome),
+        as_copy(patched(&submitted, &usual))
+    );
     assert_eq!(
         compared_by_kueue(&patched(&copy, &outcome)),
         compared_by_kueue(&copy)
@@ -135,11 +147,9 @@ fn stale_facts_on_a_copy_are_kept_with_a_warning() {
         &submitted,
         &create_by("alice@example.com", &submitted, &settings()),
     );
-    let annotations =
-        &mut in_manager["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["metadata"]
-            ["annotations"];
-    let mut facts: Value =
-        serde_json::from_str(annotations[FACTS].as_str().unwrap()).unwrap();
+    let annotations = &mut in_manager["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]
+        ["metadata"]["annotations"];
+    let mut facts: Value = serde_json::from_str(annotations[FACTS].as_str().unwrap()).unwrap();
     facts["subdomain"] = json!("stamped-by-an-older-manager");
     annotations[FACTS] = json!(facts.to_string());
     let copy = as_copy(in_manager);
@@ -165,10 +175,7 @@ fn unsuspended_without_selectors(old: &Value) -> Value {
 fn the_unsuspend_of_a_copy_is_admitted_with_its_violations_as_warnings() {
     let old = as_copy(suspended());
     let outcome = update(&unsuspended_without_selectors(&old), &old);
-    let refused = update(
-        &unsuspended_without_selectors(&suspended()),
-        &suspended(),
-    );
+    let refused = update(&unsuspended_without_selectors(&suspended()), &suspended());
     let violations: Vec<String> = refused
         .message
         .unwrap()
