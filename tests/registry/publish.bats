@@ -142,30 +142,27 @@ decision() {
 }
 
 @test "every example manifest pointed at the registry answers as with the local file" {
-  local manifest stem seen=0 context
-  # A manifest that grants contextAwareResources makes kwctl reach for a cluster; the request
-  # (no queue label) makes no call, so an empty recorded session stands in for one.
-  echo '[]' >"$BATS_TEST_TMPDIR/no-calls.session.yml"
-  for manifest in examples/*.yaml; do
-    grep -q '^  module: ' "$manifest" || continue
+  local manifest stem seen=0
+  # The whole policies under examples/ (not the kustomize patches); examples/policy/ sets
+  # `module:` for kubectl apply -k, so here it goes in after `spec:`, as e2e.bats does.
+  for manifest in $(grep -rlE '^kind: (Cluster)?AdmissionPolicy$' examples | sort); do
+    grep -q '^  rules:' "$manifest" || continue
     stem=$(basename "$manifest" .yaml)
-    context=()
-    grep -q '^  contextAwareResources:' "$manifest" &&
-      context=(--replay-host-capabilities-interactions "$BATS_TEST_TMPDIR/no-calls.session.yml")
-    sed "s|^  module: .*|  module: $URI|" "$manifest" >"$BATS_TEST_TMPDIR/$stem-registry.yaml"
-    sed "s|^  module: .*|  module: file://$POLICY|" "$manifest" >"$BATS_TEST_TMPDIR/$stem-file.yaml"
-    run --separate-stderr kw run "${context[@]}" --request-path "${REQUESTS[0]}" \
+    sed "s|^spec:\$|spec:\n  module: $URI|" "$manifest" >"$BATS_TEST_TMPDIR/$stem-registry.yaml"
+    sed "s|^spec:\$|spec:\n  module: file://$POLICY|" "$manifest" >"$BATS_TEST_TMPDIR/$stem-file.yaml"
+    run --separate-stderr kw run --request-path "${REQUESTS[0]}" \
       "$BATS_TEST_TMPDIR/$stem-registry.yaml"
     [ "$status" -eq 0 ] || { echo "$stem: $stderr"; return 1; }
     local remote="$output"
-    run --separate-stderr kw run "${context[@]}" --request-path "${REQUESTS[0]}" \
+    run --separate-stderr kw run --request-path "${REQUESTS[0]}" \
       "$BATS_TEST_TMPDIR/$stem-file.yaml"
     [ "$status" -eq 0 ]
     [ "$(decision <<<"$remote")" = "$(decision <<<"$output")" ] ||
       { echo "$stem: $remote, from the file: $output"; return 1; }
     seen=$((seen + 1))
   done
-  [ "$seen" -ge 2 ]
+  # The pair's two halves, the single policy and the namespaced one.
+  [ "$seen" -eq 4 ]
 }
 
 @test "policy-server loads the policy from registry:// and answers as kwctl run" {
