@@ -1,122 +1,87 @@
 //! JobSets (SPEC §5, §6): JobSet CREATE is judged and stamped; JobSet UPDATE is judged on what it
 //! changed.
 use super::contradictions;
-use super::queue_lookup::{self, ClusterReader};
+use super::queue_lookup::{self, Cluster};
 use super::references;
 use super::verdict::{rejection, Verdict};
 use crate::error::InputError;
-use crate::groups;
-use crate::jobset_plan::JobSetPlan;
-use crate::mutate;
-use crate::narrowing;
-use crate::queue_fit;
+use crate::facts::of_jobset;
+use crate::groups::JobSetPlan;
+use crate::mutate::jobset_patch::JobSetPatch;
 use crate::rules::{self, Findings, Moment};
-use crate::settings::{QueueCheck, Settings};
+use crate::settings::Settings;
 use crate::views::jobset_view::JobSetView;
 use crate::violation::Violation;
 use serde_json::Value;
 use std::collections::HashSet;
 
-/// JobSet CREATE: the rules, then the facts each replicated job's pods need, stamped on its pod
-/// template, with the warnings about templates that contradict them; and a TPU replicated job that
-/// leaves its slice shape to Kueue narrowed to the shapes that fit (SPEC §4.7), with a warning that
-/// says so. The role decides which half runs (SPEC §5): `mutate` stamps and judges nothing,
-/// `validate` judges and stamps nothing, `both` does both.
+/// JobSet CREATE, in the steps of SPEC §5: validate (roles `validate` and `both`), then mutate
+/// (`mutate` and `both`). Validation judges the rules, the queue and the references; the facts each
+/// replicated job's pods need are computed in every role, warned about where the templates
+/// contradict them, and stamped on the pod templates, with a TPU replicated job that leaves its
+/// slice shape to Kueue narrowed to the shapes that fit (SPEC §4.7).
 pub(super) fn admit_create(
     mut object: Value,
     settings: &Settings,
     cluster: &Cluster,
 ) -> Result<Verdict, InputError> {
-    let role = settings.role;
-    let (stamps, narrowings, warnings) = {
-        let view = JobSetView::parse(&object, &settings.tpu_resource)?;
-        let plan = JobSetPlan::new(&view, settings);
-        let findings = if role.validates() {
-            let mut findings = rules::judge(&plan, Moment::Create)?;
-            check_queue(&plan, cluster, &mut findings);
-            findings
-        } else {
-            rules::check_input(&plan)?;
-            Findings::default()
-        };
-        // Every parsed JobSet, judged or not: an empty value is as empty on a CPU pod.
-        let references = if role.validates() {
-            references::jobset_warnings(&view)
-        } else {
-            Vec::new()
-        };
-        let mut warnings = findings.warnings;
-        if !findings.violations.is_empty() {
-            warnings.extend(references);
-            return Ok(rejection(&findings.violations, warnings));
-        }
-        let mut about_facts = Vec::new();
-        let facts = groups::facts(&plan, &mut about_facts)?;
-        // The judging half speaks, so that the pair gives each warning once.
-        if role.validates() {
-            warnings.extend(about_facts);
-            warnings.extend(contradictions::warnings(&plan, &facts)?);
-        }
-        warnings.extend(references);
-        if !role.mutates() {
-            return Ok(Verdict::with(None, warnings));
-        }
-        let narrowings =
-            mutate::affinity::changes(&view, narrowing::marks(plan.shapes(), settings));
-        warnings.extend(
-            narrowings
-                .iter()
-                .map(|n| narrowing::warning(&view.replicated_jobs[n.index], &n.mark)),
-        );
-        let stamps = mutate::stamp_jobset::changes(&view, &facts);
-        (stamps, narrowings, warnings)
-    };
-    if stamps.is_empty() && narrowings.is_empty() {
+    let view = JobSetView::parse(&object, &settings.tpu_resource)?;
+    let plan = JobSetPlan::new(&view, settings);
+    let mut judged = validate(&plan, cluster)?;
+    if !judged.violations.is_empty() {
+        judged.warnings.extend(judged.references);
+        return Ok(rejection(&judged.violations, judged.warnings));
+    }
+    // The judging half speaks, so that the pair gives each warning once.
+    let mut about_facts = Vec::new();
+    let facts = of_jobset::facts(&plan, &mut about_facts)?;
+    let mut warnings = judged.warnings;
+    if settings.role.validates() {
+        warnings.extend(about_facts);
+        warnings.extend(contradictions::warnings(&plan, &facts)?);
+    }
+    warnings.extend(judged.references);
+    if !settings.role.mutates() {
         return Ok(Verdict::with(None, warnings));
     }
-    mutate::stamp_jobset::apply(&mut object, stamps);
-    mutate::affinity::apply(&mut object, narrowings);
+    let patch = JobSetPatch::new(&plan, &facts, &mut warnings);
+    if patch.is_empty() {
+        return Ok(Verdict::with(None, warnings));
+    }
+    patch.apply(&mut object);
     Ok(Verdict::with(Some(object), warnings))
 }
 
-/// Where the request's JobSet lives, and how to read the cluster's objects.
-pub(super) struct Cluster<'a> {
-    pub namespace: &'a str,
-    pub reader: &'a dyn ClusterReader,
+/// What validation found at CREATE: the rules' and the queue's findings, and the references
+/// that can never resolve, said after the warnings about facts. In the role `mutate` only the
+/// input errors of a JobSet the policy serves are looked for.
+struct Judged {
+    violations: Vec<Violation>,
+    warnings: Vec<String>,
+    references: Vec<String>,
 }
 
-/// The queue check (SPEC §8 `queueCheck`), where it applies: at CREATE of a TPU JobSet the policy
-/// judges, that names a queue and waits in it. A running JobSet is never looked up.
-fn check_queue(plan: &JobSetPlan, cluster: &Cluster, findings: &mut Findings) {
-    let settings = plan.settings;
-    let Some(queue) = plan.view.queue else { return };
-    if settings.queue_check == QueueCheck::Off || !findings.waits_for_a_flavour {
-        return;
+fn validate(plan: &JobSetPlan, cluster: &Cluster) -> Result<Judged, InputError> {
+    if !plan.settings.role.validates() {
+        rules::check_input(plan)?;
+        return Ok(Judged {
+            violations: Vec::new(),
+            warnings: Vec::new(),
+            references: Vec::new(),
+        });
     }
-    let found = queue_lookup::look_up(
-        cluster.reader,
-        cluster.namespace,
-        queue.name,
-        &settings.tpu_resource,
-    );
-    let judged = match found {
-        Ok(q) => queue_fit::judge(plan, &q),
-        Err(why) => {
-            findings.warnings.push(format!(
-                "{}: queue {:?} was not checked: {why}",
-                queue.path(),
-                format!("{}/{}", cluster.namespace, queue.name)
-            ));
-            return;
-        }
-    };
-    findings.warnings.extend(judged.warnings);
-    match settings.queue_check {
-        QueueCheck::Refuse => findings.violations.extend(judged.violations),
-        _ => findings
-            .warnings
-            .extend(judged.violations.iter().map(ToString::to_string)),
+    let mut findings = rules::judge(plan, Moment::Create)?;
+    if findings.waits_for_a_flavour {
+        let queue = queue_lookup::check_queue(plan, cluster);
+        findings.violations.extend(queue.violations);
+        findings.warnings.extend(queue.warnings);
     }
+    Ok(Judged {
+        violations: findings.violations,
+        warnings: findings.warnings,
+        // Every parsed JobSet, judged or not: an empty value is as empty on a CPU pod.
+        references: references::jobset_warnings(plan.view),
+    })
 }
 
 fn findings_of(

@@ -2,7 +2,7 @@
 //! `parallelism` and `completions`, but the facts stamped at CREATE (process counts and ids, worker
 //! hostnames) would then be stale for pods whose values depend on them.
 use crate::facts::JobFacts;
-use crate::jobset_plan::JobSetPlan;
+use crate::groups::JobSetPlan;
 use crate::views::job_view::JobView;
 use crate::views::jobset_view::{JobSetView, ReplicatedJob};
 use crate::violation::{Rule, Violation};
