@@ -27,20 +27,26 @@ pub(super) fn admit_create(
 ) -> Result<Verdict, InputError> {
     let view = JobSetView::parse(&object, &settings.tpu_resource)?;
     let plan = JobSetPlan::new(&view, settings);
-    let mut judged = validate(&plan, cluster)?;
-    if !judged.violations.is_empty() {
-        judged.warnings.extend(judged.references);
-        return Ok(rejection(&judged.violations, judged.warnings));
+    let findings = validate(&plan, cluster)?;
+    // Every parsed JobSet, judged or not: an empty value is as empty on a CPU pod.
+    let references = if settings.role.validates() {
+        references::jobset_warnings(&view)
+    } else {
+        Vec::new()
+    };
+    let mut warnings = findings.warnings;
+    if !findings.violations.is_empty() {
+        warnings.extend(references);
+        return Ok(rejection(&findings.violations, warnings));
     }
-    // The judging half speaks, so that the pair gives each warning once.
     let mut about_facts = Vec::new();
     let facts = of_jobset::facts(&plan, &mut about_facts)?;
-    let mut warnings = judged.warnings;
+    // The judging half speaks, so that the pair gives each warning once.
     if settings.role.validates() {
         warnings.extend(about_facts);
         warnings.extend(contradictions::warnings(&plan, &facts)?);
     }
-    warnings.extend(judged.references);
+    warnings.extend(references);
     if !settings.role.mutates() {
         return Ok(Verdict::with(None, warnings));
     }
@@ -52,23 +58,12 @@ pub(super) fn admit_create(
     Ok(Verdict::with(Some(object), warnings))
 }
 
-/// What validation found at CREATE: the rules' and the queue's findings, and the references
-/// that can never resolve, said after the warnings about facts. In the role `mutate` only the
-/// input errors of a JobSet the policy serves are looked for.
-struct Judged {
-    violations: Vec<Violation>,
-    warnings: Vec<String>,
-    references: Vec<String>,
-}
-
-fn validate(plan: &JobSetPlan, cluster: &Cluster) -> Result<Judged, InputError> {
+/// The rules' and the queue's findings at CREATE. In the role `mutate`, only the input errors of a
+/// JobSet the policy serves.
+fn validate(plan: &JobSetPlan, cluster: &Cluster) -> Result<Findings, InputError> {
     if !plan.settings.role.validates() {
         rules::check_input(plan)?;
-        return Ok(Judged {
-            violations: Vec::new(),
-            warnings: Vec::new(),
-            references: Vec::new(),
-        });
+        return Ok(Findings::default());
     }
     let mut findings = rules::judge(plan, Moment::Create)?;
     if findings.waits_for_a_flavour {
@@ -76,12 +71,7 @@ fn validate(plan: &JobSetPlan, cluster: &Cluster) -> Result<Judged, InputError> 
         findings.violations.extend(queue.violations);
         findings.warnings.extend(queue.warnings);
     }
-    Ok(Judged {
-        violations: findings.violations,
-        warnings: findings.warnings,
-        // Every parsed JobSet, judged or not: an empty value is as empty on a CPU pod.
-        references: references::jobset_warnings(plan.view),
-    })
+    Ok(findings)
 }
 
 fn findings_of(

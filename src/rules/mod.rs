@@ -24,8 +24,10 @@ pub struct Findings {
     pub waits_for_a_flavour: bool,
 }
 
-type RuleFn = fn(&JobSetPlan) -> Vec<Violation>;
-type WarningFn = fn(&JobSetPlan) -> Vec<String>;
+/// A check of the tables: a rule finds violations, a warning finds warnings.
+type Check<T> = fn(&JobSetPlan) -> Vec<T>;
+type RuleFn = Check<Violation>;
+type WarningFn = Check<String>;
 
 /// When the object is judged: at CREATE (and in background audit), or at an UPDATE.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,7 +99,7 @@ const WARNINGS: [(WarningFn, When); 4] = [
 
 /// What the checks of `table` that apply find, in the table's order.
 fn found<T>(
-    table: &[(fn(&JobSetPlan) -> Vec<T>, When)],
+    table: &[(Check<T>, When)],
     plan: &JobSetPlan,
     deferred: bool,
     moment: Moment,

@@ -187,11 +187,6 @@ impl<'a> JobSetView<'a> {
             .filter(|(_, r)| r.is_tpu())
     }
 
-    /// The replicated jobs' names, in order (for messages).
-    pub fn rjob_names(&self) -> Vec<&'a str> {
-        self.replicated_jobs.iter().map(|r| r.name).collect()
-    }
-
     pub fn queued(&self) -> bool {
         self.queue.is_some()
     }
