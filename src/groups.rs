@@ -1,8 +1,7 @@
 //! The groups of a JobSet (SPEC §3), in one plan per request: the replica groups, slice groups and
-//! JAX groups, each found once from the view and holding references to its members, and what is
-//! computed from them when first asked: the group keys (§4.1) and the slice shapes of §4.7. The
-//! rules, the facts, the CREATE warnings and the resize check all read it. Every step is linear
-//! in the replicated jobs.
+//! JAX groups, each found once from the view and holding references to its members, their group
+//! keys (§4.1), and the slice shapes of §4.7, computed when first asked. The rules, the facts, the
+//! CREATE warnings and the resize check all read it. Every step is linear in the replicated jobs.
 use crate::error::{checked_add, InputError};
 use crate::facts::GroupFacts;
 use crate::keys;
@@ -52,12 +51,17 @@ pub struct JobSetPlan<'v, 'a> {
     /// The TPU members of each running group, groups without any left out. Non-TPU replicated
     /// jobs of a group (a CPU driver in `default`) are not slices.
     pub slice_groups: Vec<Group<'v, 'a>>,
-    /// The JAX groups (§4.4), without the batch jobs beside the JAX run; empty when it is off.
-    jax_groups: Vec<Group<'v, 'a>>,
+    /// The JAX groups when the JAX env is on (SPEC §4.4): the slice groups in a TPU JobSet,
+    /// otherwise the running groups, each without its batch jobs beside the JAX run. Empty when
+    /// it is off.
+    pub jax_groups: Vec<Group<'v, 'a>>,
     /// The members of a JAX group taken for batch jobs beside the JAX run (P1–P3): they get no
     /// JAX env, and the numbering of the others leaves them out.
     pub batch_beside_jax: Vec<&'v ReplicatedJob<'a>>,
-    group_keys: OnceCell<Result<Vec<GroupFacts>, InputError>>,
+    /// Each replicated job's group keys (SPEC §4.1), in spec order, which the facts and the
+    /// CREATE warnings read. A total past `u32::MAX` is kept as the error, for the reader that
+    /// needs the keys to report: a JobSet that needs none is not refused for them.
+    pub group_keys: Result<Vec<GroupFacts>, InputError>,
     shapes: OnceCell<ShapePlan>,
 }
 
@@ -102,6 +106,7 @@ impl<'v, 'a> JobSetPlan<'v, 'a> {
             batch[r.index] = true;
         }
         let jax_groups = subgroups(candidates, |r| !batch[r.index]);
+        let group_keys = group_keys(&groups, view.replicated_jobs.len());
         JobSetPlan {
             view,
             settings,
@@ -113,16 +118,9 @@ impl<'v, 'a> JobSetPlan<'v, 'a> {
             slice_groups,
             jax_groups,
             batch_beside_jax,
-            group_keys: OnceCell::new(),
+            group_keys,
             shapes: OnceCell::new(),
         }
-    }
-
-    /// The JAX groups when the JAX env is on (SPEC §4.4): the slice groups in a TPU JobSet,
-    /// otherwise the running groups, each without its batch jobs beside the JAX run. Empty when it
-    /// is off.
-    pub fn jax_groups(&self) -> &[Group<'v, 'a>] {
-        &self.jax_groups
     }
 
     /// Slice groups with more than one member.
@@ -137,28 +135,24 @@ impl<'v, 'a> JobSetPlan<'v, 'a> {
             narrowing::plan(self.view, members, self.settings)
         })
     }
+}
 
-    /// Each replicated job's group as its pods' group keys say (SPEC §4.1), in spec order: the
-    /// group's name, its replicas, and the job-group-index of the replicated job's job 0.
-    /// Computed once: the facts and the CREATE warnings both read them.
-    pub fn group_keys(&self) -> Result<&[GroupFacts], InputError> {
-        let keys = self.group_keys.get_or_init(|| {
-            let mut out = vec![None; self.view.replicated_jobs.len()];
-            for group in &self.groups {
-                let (replicas, starts) = group.jobs()?;
-                for (rjob, offset) in group.members.iter().zip(starts) {
-                    out[rjob.index] = Some(GroupFacts {
-                        name: group.name.to_string(),
-                        replicas,
-                        offset,
-                    });
-                }
-            }
-            // Every replicated job is in exactly one group.
-            Ok(out.into_iter().flatten().collect())
-        });
-        keys.as_deref().map_err(Clone::clone)
+/// Each replicated job's group as its pods' group keys say (SPEC §4.1), in spec order: the group's
+/// name, its replicas, and the job-group-index of the replicated job's job 0.
+fn group_keys(groups: &[Group], rjobs: usize) -> Result<Vec<GroupFacts>, InputError> {
+    let mut out = vec![None; rjobs];
+    for group in groups {
+        let (replicas, starts) = group.jobs()?;
+        for (rjob, offset) in group.members.iter().zip(starts) {
+            out[rjob.index] = Some(GroupFacts {
+                name: group.name.to_string(),
+                replicas,
+                offset,
+            });
+        }
     }
+    // Every replicated job is in exactly one group.
+    Ok(out.into_iter().flatten().collect())
 }
 
 /// Whether a member of a JAX group numbers its processes 0..N-1 with the rest (P1–P3): it is

@@ -34,7 +34,7 @@ pub fn warnings(plan: &JobSetPlan, facts: &[Facts]) -> Result<Vec<String>, Input
     // The pods' global-replicas, and each replicated job's job-global-index of its job 0.
     let rjobs: Vec<&ReplicatedJob> = view.replicated_jobs.iter().collect();
     let (global_replicas, starts) = offsets(&rjobs, |r| Ok(r.replicas))?;
-    let group_keys = plan.group_keys()?;
+    let group_keys = plan.group_keys.as_deref().map_err(Clone::clone)?;
     let each = rjobs.into_iter().zip(facts).zip(group_keys).zip(starts);
     for (((rjob, f), group), start) in each {
         if (f.slice.is_none() && f.jax.is_none()) || !sets_any(&rjob.template) {

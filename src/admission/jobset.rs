@@ -15,11 +15,11 @@ use crate::violation::Violation;
 use serde_json::Value;
 use std::collections::HashSet;
 
-/// JobSet CREATE, in the steps of SPEC §5: validate (roles `validate` and `both`), then mutate
-/// (`mutate` and `both`). Validation judges the rules, the queue and the references; the facts each
-/// replicated job's pods need are computed in every role, warned about where the templates
-/// contradict them, and stamped on the pod templates, with a TPU replicated job that leaves its
-/// slice shape to Kueue narrowed to the shapes that fit (SPEC §4.7).
+/// JobSet CREATE, in the steps of SPEC §5: validate (roles `validate` and `both`): the rules, the
+/// queue of a JobSet that waits in one for a flavour, and the references; then mutate (`mutate`
+/// and `both`). The facts each replicated job's pods need are computed in every role, warned
+/// about where the templates contradict them, and stamped on the pod templates, with a TPU
+/// replicated job that leaves its slice shape to Kueue narrowed to the shapes that fit (§4.7).
 pub(super) fn admit_create(
     mut object: Value,
     settings: &Settings,
@@ -27,7 +27,12 @@ pub(super) fn admit_create(
 ) -> Result<Verdict, InputError> {
     let view = JobSetView::parse(&object, &settings.tpu_resource)?;
     let plan = JobSetPlan::new(&view, settings);
-    let findings = validate(&plan, cluster)?;
+    let mut findings = rules::judge_create(&plan)?;
+    if findings.waits_for_a_flavour {
+        let queue = queue_lookup::check_queue(&plan, cluster);
+        findings.violations.extend(queue.violations);
+        findings.warnings.extend(queue.warnings);
+    }
     // Every parsed JobSet, judged or not: an empty value is as empty on a CPU pod.
     let references = if settings.role.validates() {
         references::jobset_warnings(&view)
@@ -56,22 +61,6 @@ pub(super) fn admit_create(
     }
     patch.apply(&mut object);
     Ok(Verdict::with(Some(object), warnings))
-}
-
-/// The rules' and the queue's findings at CREATE. In the role `mutate`, only the input errors of a
-/// JobSet the policy serves.
-fn validate(plan: &JobSetPlan, cluster: &Cluster) -> Result<Findings, InputError> {
-    if !plan.settings.role.validates() {
-        rules::check_input(plan)?;
-        return Ok(Findings::default());
-    }
-    let mut findings = rules::judge(plan, Moment::Create)?;
-    if findings.waits_for_a_flavour {
-        let queue = queue_lookup::check_queue(plan, cluster);
-        findings.violations.extend(queue.violations);
-        findings.warnings.extend(queue.warnings);
-    }
-    Ok(findings)
 }
 
 fn findings_of(

@@ -104,7 +104,10 @@ pub fn facts(plan: &JobSetPlan, warnings: &mut Vec<String>) -> Result<Vec<Facts>
     let mut facts = vec![Facts::default(); view.replicated_jobs.len()];
 
     if !view.has_native_groups() {
-        for (f, keys) in facts.iter_mut().zip(plan.group_keys()?) {
+        for (f, keys) in facts
+            .iter_mut()
+            .zip(plan.group_keys.as_deref().map_err(Clone::clone)?)
+        {
             f.group = Some(keys.clone());
         }
     }
@@ -127,7 +130,7 @@ pub fn facts(plan: &JobSetPlan, warnings: &mut Vec<String>) -> Result<Vec<Facts>
         }
     }
 
-    for group in plan.jax_groups() {
+    for group in &plan.jax_groups {
         let (total, starts) = offsets(&group.members, pods_of)?;
         let process_0 = jax_coordinator(plan.coordinator, group, &starts)?;
         for (rjob, offset) in group.members.iter().zip(starts) {

@@ -39,7 +39,7 @@ fn show(n: Option<u32>) -> String {
 pub fn stale_resizes(old: &JobSetPlan, new: &JobSetView) -> Vec<Violation> {
     let mut out = Vec::new();
     let mut in_jax = vec![false; old.view.replicated_jobs.len()];
-    for r in old.jax_groups().iter().flat_map(|g| &g.members) {
+    for r in old.jax_groups.iter().flat_map(|g| &g.members) {
         in_jax[r.index] = true;
     }
     let pairs = old.view.replicated_jobs.iter().zip(&new.replicated_jobs);

@@ -104,7 +104,7 @@ fn p3<'a>(r: &ReplicatedJob<'a>, coordinator: Option<&CoordinatorRef>) -> Option
 fn jax_members<'p, 'v, 'a>(
     plan: &'p JobSetPlan<'v, 'a>,
 ) -> impl Iterator<Item = &'v ReplicatedJob<'a>> + 'p {
-    plan.jax_groups()
+    plan.jax_groups
         .iter()
         .filter(|_| plan.jax_opted_in)
         .flat_map(|g| g.members.iter().copied())

@@ -186,6 +186,16 @@ fn check_coordinator(view: &JobSetView) -> Result<(), InputError> {
     Ok(())
 }
 
+/// The findings at JobSet CREATE (SPEC §5): the verdict where the role judges; in the role
+/// `mutate`, which judges nothing, only the input errors.
+pub fn judge_create(plan: &JobSetPlan) -> Result<Findings, InputError> {
+    if !plan.settings.role.validates() {
+        check_input(plan)?;
+        return Ok(Findings::default());
+    }
+    judge(plan, Moment::Create)
+}
+
 /// The verdict on a JobSet the policy judges; for one it does not, only the warnings about
 /// what its pods will not get.
 pub fn judge(plan: &JobSetPlan, moment: Moment) -> Result<Findings, InputError> {

@@ -19,7 +19,7 @@ fn needs_hostnames(plan: &JobSetPlan) -> Option<&'static str> {
             .iter()
             .fold(0u64, |total, r| total.saturating_add(r.pods()))
     };
-    let multi_process = plan.jax_groups().iter().any(|g| pods(g) > 1);
+    let multi_process = plan.jax_groups.iter().any(|g| pods(g) > 1);
     multi_process.then_some("JAX JobSet of several processes")
 }
 
