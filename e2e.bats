@@ -273,6 +273,10 @@ check_manifest() {
   check_case queue-no-topology-labels-refuse
 }
 
+@test "queueCheck refuse: a MultiKueue manager's queue is named in a warning, its flavours not judged" {
+  check_case queue-multikueue-refuse
+}
+
 @test "queueCheck warn: a queue whose flavours carry no topology label is accepted with a warning" {
   check_case queue-no-topology-labels-warn
 }

@@ -175,6 +175,16 @@ pub const ENV_NAMING_THE_JOBSET: [&str; 5] = [
     ENV_JAX_COORDINATOR,
 ];
 
+// --- Set by Kueue's MultiKueue (SPEC §5, MultiKueue).
+/// On the copy of a JobSet that a manager's Kueue creates in a worker cluster.
+pub const MULTIKUEUE_ORIGIN: &str = "kueue.x-k8s.io/multikueue-origin";
+/// On the same copy: the manager's Workload, which the worker's Kueue admitted first.
+pub const PREBUILT_WORKLOAD: &str = "kueue.x-k8s.io/prebuilt-workload-name";
+/// `spec.managedBy` of a JobSet that the manager's Kueue dispatches to a worker.
+pub const MULTIKUEUE_MANAGER: &str = "kueue.x-k8s.io/multikueue";
+/// `spec.controllerName` of a MultiKueue AdmissionCheck.
+pub const MULTIKUEUE_CONTROLLER: &str = "kueue.x-k8s.io/multikueue";
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -35,6 +35,7 @@ pub mod views;
 // placement, and the slice shapes a queued JobSet is narrowed to; the validation rules and their
 // violations; each pod's env and metadata.
 pub mod groups;
+pub mod multikueue;
 pub mod narrowing;
 pub mod placement;
 pub mod pods;

@@ -20,6 +20,8 @@ pub struct Queue {
     /// The flavours of the resource group that covers the TPU resource; `None` when no group
     /// covers it.
     pub flavours: Option<Vec<Flavour>>,
+    /// The MultiKueue AdmissionCheck of the ClusterQueue, when it dispatches to other clusters.
+    pub multikueue_check: Option<String>,
 }
 
 /// What the check found: a refusal (under `warn`, the same text as a warning), and warnings.
@@ -74,6 +76,15 @@ pub fn judge_flavours(plan: &JobSetPlan, queue: &Queue) -> QueueFindings {
         format!("{}/{}", queue.namespace, queue.local_queue),
         queue.cluster_queue
     );
+    if let Some(check) = &queue.multikueue_check {
+        // The worker's Kueue picks the flavour; the manager's goes nowhere (kueue#16010).
+        out.warnings.push(format!(
+            "{}: {named} dispatches with MultiKueue (AdmissionCheck {check:?}); its flavours here \
+             run nothing, so the fit is judged in the worker cluster",
+            queue_path(plan)
+        ));
+        return out;
+    }
     let Some(flavours) = &queue.flavours else {
         out.violations.push(Violation::new(
             Rule::Q1,
@@ -201,6 +212,7 @@ mod tests {
             local_queue: "q".into(),
             cluster_queue: "cq".into(),
             flavours,
+            multikueue_check: None,
         };
         judge_flavours(&plan, &queue)
     }

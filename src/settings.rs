@@ -102,6 +102,8 @@ settings! {
     narrow_queued_jobsets: bool = "narrowQueuedJobSets", true, read;
     /// Look up the queue of a queued TPU JobSet at CREATE (context-aware; off by default).
     queue_check: QueueCheck = "queueCheck", QueueCheck::Off, read_queue_check;
+    /// The users that MultiKueue managers' kubeconfigs authenticate as in this cluster (SPEC §5).
+    multi_kueue_users: Vec<String> = "multiKueueUsers", Vec::new(), read;
 }
 
 impl Settings {
@@ -361,7 +363,7 @@ mod tests {
             "requireTpuNodeSelectors": false, "requireExclusiveTopology": false,
             "exclusiveTopologyKeys": ["example.com/pool", "kubernetes.io/hostname"],
             "rejectUnknownAccelerators": true, "role": "validate",
-            "narrowQueuedJobSets": false, "queueCheck": false
+            "narrowQueuedJobSets": false, "queueCheck": false, "multiKueueUsers": ["mk"]
         }))
         .unwrap();
         assert!(!s.multislice_env && s.tpu_worker_env && s.jax_env == JaxEnv::Never);
@@ -374,5 +376,6 @@ mod tests {
         assert!(s.reject_unknown_accelerators);
         assert_eq!(s.role, Role::Validate);
         assert!(!s.narrow_queued_jobsets);
+        assert_eq!(s.multi_kueue_users, ["mk"]);
     }
 }

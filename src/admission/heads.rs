@@ -28,6 +28,15 @@ pub(super) struct RequestHead<'a> {
     pub(super) object: Option<&'a RawValue>,
     #[serde(borrow, default)]
     pub(super) old_object: Option<&'a RawValue>,
+    /// Who asks: a MultiKueue manager's identity makes the copies it dispatches (SPEC §5).
+    #[serde(borrow, default)]
+    pub(super) user_info: UserInfo<'a>,
+}
+
+#[derive(Deserialize, Default)]
+pub(super) struct UserInfo<'a> {
+    #[serde(borrow, default)]
+    pub(super) username: Cow<'a, str>,
 }
 
 #[derive(Deserialize)]

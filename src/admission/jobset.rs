@@ -7,6 +7,7 @@ use super::verdict::{rejection, Verdict};
 use crate::error::InputError;
 use crate::facts::of_jobset;
 use crate::groups::JobSetPlan;
+use crate::multikueue;
 use crate::mutate::jobset_patch::JobSetPatch;
 use crate::rules::{self, Findings, Moment};
 use crate::settings::Settings;
@@ -27,11 +28,18 @@ pub(super) fn admit_create(
 ) -> Result<Verdict, InputError> {
     let view = JobSetView::parse(&object, &settings.tpu_resource)?;
     let plan = JobSetPlan::new(&view, settings);
+    let copy = multikueue::is_copy_created(&view, cluster.requester, settings);
     let mut findings = rules::judge_create(&plan)?;
     if findings.waits_for_a_flavour {
         let queue = queue_lookup::check_queue(&plan, cluster);
         findings.violations.extend(queue.violations);
         findings.warnings.extend(queue.warnings);
+    }
+    if copy {
+        let violations = std::mem::take(&mut findings.violations);
+        findings
+            .warnings
+            .extend(violations.iter().map(multikueue::copy_warning));
     }
     // Every parsed JobSet, judged or not: an empty value is as empty on a CPU pod.
     let references = if settings.role.validates() {
@@ -55,7 +63,7 @@ pub(super) fn admit_create(
     if !settings.role.mutates() {
         return Ok(Verdict::with(None, warnings));
     }
-    let patch = JobSetPatch::new(&plan, &facts, &mut warnings);
+    let patch = JobSetPatch::new(&plan, &facts, copy, &mut warnings);
     if patch.is_empty() {
         return Ok(Verdict::with(None, warnings));
     }
@@ -103,6 +111,13 @@ pub(super) fn admit_update(object: &Value, old: Option<&Value>, settings: &Setti
     if let (Some(Ok(old)), Ok(new)) = (&old_view, &new_view) {
         let old = JobSetPlan::new(old, settings);
         new_violations.extend(rules::elastic::stale_resizes(&old, new));
+    }
+    if let Some(Ok(old)) = &old_view {
+        if multikueue::is_copy(old) {
+            let mut warnings = new_warnings;
+            warnings.extend(new_violations.iter().map(multikueue::copy_warning));
+            return Verdict::with(None, warnings);
+        }
     }
     if new_violations.is_empty() {
         Verdict::with(None, new_warnings)

@@ -138,6 +138,7 @@ pub fn evaluate_with(payload: &[u8], reader: &dyn ClusterReader) -> Verdict {
             let cluster = queue_lookup::Cluster {
                 namespace: &request.namespace,
                 reader,
+                requester: &request.user_info.username,
             };
             jobset::admit_create(object, &settings, &cluster)
         }

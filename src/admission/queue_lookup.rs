@@ -1,5 +1,6 @@
 //! The queue check (SPEC §8 `queueCheck`) and its lookup: the JobSet's LocalQueue, its ClusterQueue,
-//! then each ResourceFlavor of the resource group that covers the TPU resource, read through
+//! each AdmissionCheck it names until a MultiKueue one, then each ResourceFlavor of the resource
+//! group that covers the TPU resource, read through
 //! Kubewarden's `kubernetes.get_resource` host capability. One call per object, in that order,
 //! never a list: a recorded session (kwctl's record and replay) answers them in order. Any error is
 //! the reason the queue was not checked, never a refusal or a trap; a hung API server is the
@@ -20,10 +21,11 @@ use crate::views::kueue_queue::{self, API_VERSION, FALLBACK_API_VERSION};
 pub use kubewarden_policy_sdk::host_capabilities::kubernetes::GetResourceRequest;
 use serde_json::Value;
 
-/// Where the request's JobSet lives, and how to read the cluster's objects.
+/// Where the request's JobSet lives, how to read the cluster's objects, and who asks.
 pub struct Cluster<'a> {
     pub namespace: &'a str,
     pub reader: &'a dyn ClusterReader,
+    pub requester: &'a str,
 }
 
 /// The queue check, asked of a TPU JobSet the policy judges at CREATE, that waits in its queue for
@@ -147,7 +149,19 @@ pub fn look_up(
     let cluster_queue_name = kueue_queue::cluster_queue_of(&local_queue)
         .map_err(|why| format!("LocalQueue {queue:?} in namespace {namespace:?}: {why}"))?;
     let cluster_queue = read("ClusterQueue", cluster_queue_name)?;
-    let flavours = match kueue_queue::flavours_for(&cluster_queue, resource) {
+    let mut multikueue_check = None;
+    for check in kueue_queue::admission_checks(&cluster_queue) {
+        if kueue_queue::is_multikueue(&read("AdmissionCheck", check)?) {
+            multikueue_check = Some(check.to_string());
+            break;
+        }
+    }
+    // A MultiKueue queue's flavours run nothing here: they are not read.
+    let covering = match multikueue_check {
+        Some(_) => None,
+        None => kueue_queue::flavours_for(&cluster_queue, resource),
+    };
+    let flavours = match covering {
         Some(names) => Some(
             names
                 .into_iter()
@@ -161,6 +175,7 @@ pub fn look_up(
         local_queue: queue.to_string(),
         cluster_queue: cluster_queue_name.to_string(),
         flavours,
+        multikueue_check,
     })
 }
 

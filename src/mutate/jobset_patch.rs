@@ -9,6 +9,7 @@ use crate::facts::Facts;
 use crate::groups::JobSetPlan;
 use crate::json::map_str;
 use crate::keys;
+use crate::multikueue;
 use crate::narrowing;
 use crate::paths::{TemplateAt, REQUIRED_TERMS};
 use crate::views::jobset_view::{JobSetView, ReplicatedJob};
@@ -29,20 +30,28 @@ struct Narrowing {
 
 impl JobSetPatch {
     /// What the JobSet lacks of `facts` and of the narrowing of its plan, with a warning that
-    /// says what each narrowing adds.
-    pub fn new(plan: &JobSetPlan, facts: &[Facts], warnings: &mut Vec<String>) -> JobSetPatch {
+    /// says what each narrowing adds. On a MultiKueue `copy`, what the manager stamped stays:
+    /// the worker's Workload was admitted on it.
+    pub fn new(
+        plan: &JobSetPlan,
+        facts: &[Facts],
+        copy: bool,
+        warnings: &mut Vec<String>,
+    ) -> JobSetPatch {
         let view = plan.view;
         let marks = narrowing::marks(plan.shapes(), plan.settings);
-        let narrowings = narrowings(view, marks);
+        let mut narrowings = narrowings(view, marks);
+        let mut stamps = stamps(view, facts);
+        if copy {
+            narrowings.retain(|n| !multikueue::narrowed_in_the_manager(view, n.index));
+            stamps = multikueue::keep_stamped_facts(view, stamps, warnings);
+        }
         warnings.extend(
             narrowings
                 .iter()
                 .map(|n| narrowing::warning(&view.replicated_jobs[n.index], &n.mark)),
         );
-        JobSetPatch {
-            stamps: stamps(view, facts),
-            narrowings,
-        }
+        JobSetPatch { stamps, narrowings }
     }
 
     pub fn is_empty(&self) -> bool {

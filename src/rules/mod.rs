@@ -10,6 +10,7 @@ pub mod tpu;
 
 use crate::error::InputError;
 use crate::groups::JobSetPlan;
+use crate::multikueue;
 use crate::settings::Role;
 use crate::views::jobset_view::JobSetView;
 use crate::violation::Violation;
@@ -127,12 +128,15 @@ pub fn in_scope(plan: &JobSetPlan) -> bool {
     plan.view.tpu_jobs().next().is_some() || plan.jax_enabled
 }
 
-/// Whether T3 and T4 wait: the JobSet is suspended, or, at CREATE in the role `both`, queued in
-/// Kueue, whose webhook suspends it after this mutating policy has run (SPEC §5). The role
+/// Whether T3 and T4 wait: the JobSet is suspended; or a MultiKueue manager dispatches it, and
+/// the flavour of the manager's unsuspend goes nowhere; or, at CREATE in the role `both`, it is
+/// queued in Kueue, whose webhook suspends it after this mutating policy has run (SPEC §5). The role
 /// `validate` sees the stored object, where Kueue's `suspend` already is: a queue label that no
 /// Kueue acted on defers nothing there. At an UPDATE the unsuspending change is judged.
 pub fn deferred(view: &JobSetView, moment: Moment, role: Role) -> bool {
-    view.suspend || (moment == Moment::Create && role == Role::Both && view.queued())
+    view.suspend
+        || multikueue::dispatched_elsewhere(view)
+        || (moment == Moment::Create && role == Role::Both && view.queued())
 }
 
 /// The input errors of a JobSet the policy serves: a coordinator that names no pod. Every role

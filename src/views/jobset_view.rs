@@ -17,6 +17,9 @@ pub struct JobSetView<'a> {
     /// Empty when the JobSet is created with `generateName`: the name is not known yet.
     pub name: &'a str,
     pub annotations: Option<&'a Object>,
+    pub labels: Option<&'a Object>,
+    /// `spec.managedBy`: the controller that runs the JobSet (JobSet's own when unset).
+    pub managed_by: Option<&'a str>,
     /// `spec.network.subdomain`, when set and not empty.
     pub subdomain: Option<&'a str>,
     pub enable_dns_hostnames: Option<bool>,
@@ -149,6 +152,7 @@ impl<'a> JobSetView<'a> {
             None => (None, None),
         };
         let suspend = json::opt_bool(spec, "suspend", "spec")?.unwrap_or(false);
+        let managed_by = json::opt_str(spec, "managedBy", "spec")?;
         let coordinator = json::opt_object(spec, "coordinator", "spec")?
             .map(parse_coordinator)
             .transpose()?;
@@ -171,6 +175,8 @@ impl<'a> JobSetView<'a> {
         Ok(JobSetView {
             name,
             annotations,
+            labels,
+            managed_by,
             subdomain,
             enable_dns_hostnames,
             suspend,
@@ -197,6 +203,10 @@ impl<'a> JobSetView<'a> {
 
     pub fn annotation(&self, key: &str) -> Option<&'a str> {
         map_str(self.annotations, key)
+    }
+
+    pub fn label(&self, key: &str) -> Option<&'a str> {
+        map_str(self.labels, key)
     }
 
     /// JobSet v0.9+ defaults `groupName` on every replicated job; older CRDs prune it.

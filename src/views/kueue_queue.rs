@@ -1,10 +1,12 @@
 //! Read-only views over the Kueue objects the queue check reads (SPEC §8 `queueCheck`): a
 //! LocalQueue names its ClusterQueue, a ClusterQueue's resource groups name the flavours that serve
-//! each resource, and a ResourceFlavor carries the node labels of its nodes.
+//! each resource, and a ResourceFlavor carries the node labels of its nodes. A ClusterQueue's
+//! AdmissionChecks say whether MultiKueue dispatches its workloads to other clusters.
 //!
 //! They are read as `kueue.x-k8s.io/v1beta2`, Kueue's API from v0.15 (its storage version from
 //! v0.16, where v1beta1 became deprecated), and as v1beta1 after any v1beta2 failure (a Kueue
 //! before v0.15 serves only it; docs/kueue-gke-xpk.md). The fields read here are the same in both.
+use crate::keys;
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -40,6 +42,33 @@ pub fn flavours_for<'a>(cluster_queue: &'a Value, resource: &str) -> Option<Vec<
     })?;
     let flavours = group.get("flavors")?.as_array()?.iter();
     Some(flavours.filter_map(|f| f.get("name")?.as_str()).collect())
+}
+
+/// The admission checks a ClusterQueue names: v1beta2's
+/// `spec.admissionChecksStrategy.admissionChecks[].name`, and v1beta1's `spec.admissionChecks`,
+/// which only an object stored before v1beta2 still shows.
+pub fn admission_checks(cluster_queue: &Value) -> Vec<&str> {
+    let strategy = cluster_queue.pointer("/spec/admissionChecksStrategy/admissionChecks");
+    let names = strategy.and_then(Value::as_array).into_iter().flatten();
+    let old = cluster_queue.pointer("/spec/admissionChecks");
+    names
+        .filter_map(|c| c.get("name")?.as_str())
+        .chain(
+            old.and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str),
+        )
+        .collect()
+}
+
+/// Whether an AdmissionCheck is MultiKueue's: the manager's Kueue then dispatches the queue's
+/// workloads to worker clusters.
+pub fn is_multikueue(admission_check: &Value) -> bool {
+    admission_check
+        .pointer("/spec/controllerName")
+        .and_then(Value::as_str)
+        == Some(keys::MULTIKUEUE_CONTROLLER)
 }
 
 /// The flavour named `name`, from its ResourceFlavor: `spec.nodeLabels` (none when absent).
@@ -81,6 +110,18 @@ mod tests {
             Some(vec!["v6e-2x4", "v6e-4x4"])
         );
         assert_eq!(flavours_for(&cq, "nvidia.com/gpu"), None);
+        assert_eq!(admission_checks(&cq), Vec::<&str>::new());
+        let checked = json!({"spec": {
+            "admissionChecksStrategy": {"admissionChecks": [{"name": "mk"}, {"name": "prov"}]},
+            "admissionChecks": ["old"]
+        }});
+        assert_eq!(admission_checks(&checked), ["mk", "prov", "old"]);
+        assert!(is_multikueue(
+            &json!({"spec": {"controllerName": "kueue.x-k8s.io/multikueue"}})
+        ));
+        assert!(!is_multikueue(
+            &json!({"spec": {"controllerName": "kueue.x-k8s.io/provisioning-request"}})
+        ));
         let rf = json!({"spec": {"nodeLabels": {"a": "1", "b": 2}}});
         assert_eq!(
             flavour("f", &rf),

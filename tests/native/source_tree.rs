@@ -397,6 +397,7 @@ const LAYERS: [(&str, &[&str]); 6] = [
             "facts::of_job",
             "facts::of_jobset",
             "groups",
+            "multikueue",
             "narrowing",
             "placement",
             "queue_fit",

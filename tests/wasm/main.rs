@@ -11,6 +11,7 @@ mod facts_releases;
 mod jax_processes;
 mod jobs;
 mod label_values;
+mod multikueue;
 mod narrowing;
 mod native_agrees;
 mod operations;

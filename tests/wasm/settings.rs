@@ -14,7 +14,7 @@ use serde_json::{json, Value};
     "topologyLabel": "cloud.google.com/gke-tpu-topology", "requireTpuNodeSelectors": true,
     "requireExclusiveTopology": true, "exclusiveTopologyKeys": ["cloud.google.com/gke-nodepool"],
     "accelerators": {"tpu-v8-example": {"dims": 3, "chipsPerHost": [4], "cubeRule": {"maxCubes": 256, "sorted": true}}},
-    "rejectUnknownAccelerators": false
+    "rejectUnknownAccelerators": false, "multiKueueUsers": ["system:serviceaccount:kueue-system:multikueue"]
 }))]
 // What a YAML 1.1 reader makes of an unquoted `queueCheck: off` (docs/contributing/spec.md §8).
 #[case::queue_check_false(json!({"queueCheck": false}))]
@@ -37,6 +37,7 @@ fn valid_settings_are_accepted(#[case] settings: Value) {
     "accelerators[\"x\"].dims: is 4, use 2 or 3; accelerators[\"x\"].chipsPerHost: list one or more chip counts, each at least 1; accelerators[\"x\"].topologies[0]: \"2x2\" has 2 dimensions, the accelerator has 4")]
 #[case::accelerator_field(json!({"accelerators": {"x": {"dim": 2}}}),
     "accelerators[\"x\"]: unknown field `dim`, expected one of `dims`, `chipsPerHost`, `multiHostChipsPerHost`, `singleHost`, `topologies`, `cubeRule`")]
+#[case::multikueue_users(json!({"multiKueueUsers": "multikueue-manager"}), "multiKueueUsers: invalid type: string \"multikueue-manager\", expected a sequence")]
 #[case::not_json_object(json!("on"), "settings must be an object, found the string \"on\"")]
 // An unquoted `on` or `yes`, as a YAML 1.1 reader parses it.
 #[case::queue_check_true(json!({"queueCheck": true}), "queueCheck: expected one of \"off\", \"warn\", \"refuse\", found the boolean true: write a quoted \"warn\" or \"refuse\" (a YAML 1.1 reader makes true of an unquoted on or yes)")]

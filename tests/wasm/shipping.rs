@@ -661,8 +661,13 @@ fn the_metadata_grants_each_kueue_kind_in_both_versions() {
     let want: Vec<Value> = [API_VERSION, FALLBACK_API_VERSION]
         .iter()
         .flat_map(|version| {
-            ["LocalQueue", "ClusterQueue", "ResourceFlavor"]
-                .map(|kind| json!({"apiVersion": version, "kind": kind}))
+            [
+                "LocalQueue",
+                "ClusterQueue",
+                "ResourceFlavor",
+                "AdmissionCheck",
+            ]
+            .map(|kind| json!({"apiVersion": version, "kind": kind}))
         })
         .collect();
     assert_eq!(granted, json!(want));
