@@ -1,264 +1,225 @@
-//! The facts stamped on each replicated job (SPEC §3, §4): its group keys on JobSets without native
-//! groups, its slice group's count, offset and coordinator, and its JAX group's numbering. Pure
-//! functions of the JobSet plan.
-use crate::error::{checked_add, checked_mul, InputError};
-use crate::facts::{Facts, JaxFacts, OffsetFacts};
-use crate::jobset_plan::{offsets, Group, JobSetPlan};
+//! The groups of a JobSet (SPEC §3), in one plan per request: the replica groups, slice groups and
+//! JAX groups, each found once from the view and holding references to its members, their group
+//! keys (§4.1), and the slice shapes of §4.7, computed when first asked. The rules, the facts, the
+//! CREATE warnings and the resize check all read it. Every step is linear in the replicated jobs.
+use crate::error::{checked_add, InputError};
+use crate::facts::GroupFacts;
 use crate::keys;
-use crate::names;
-use crate::pods::place::tpu_order;
-use crate::views::container_env;
-use crate::views::jobset_view::{CoordinatorRef, ReplicatedJob};
+use crate::narrowing::{self, ShapePlan};
+use crate::settings::{JaxEnv, Settings};
+use crate::views::jobset_view::{CoordinatorRef, JobSetView, ReplicatedJob};
+use std::cell::OnceCell;
+use std::collections::BTreeMap;
 
-fn pods_of(rjob: &ReplicatedJob) -> Result<u32, InputError> {
-    u32::try_from(rjob.pods()).map_err(|_| InputError::Overflow {
-        path: rjob.at.field("replicas"),
-        limit: u32::MAX,
-    })
+/// A group of replicated jobs, members in spec order.
+#[derive(Debug, Clone)]
+pub struct Group<'v, 'a> {
+    pub name: &'a str,
+    pub members: Vec<&'v ReplicatedJob<'a>>,
 }
 
-/// The group's first member that has pods: a replicated job may have `replicas: 0`, and its pods
-/// never exist (SPEC §3). The first member when none has any (no pod needs a coordinator).
-fn first_with_pods<'v, 'a>(group: &Group<'v, 'a>) -> &'v ReplicatedJob<'a> {
-    group
-        .members
-        .iter()
-        .find(|r| r.replicas > 0)
-        .unwrap_or(&group.members[0])
-}
+impl Group<'_, '_> {
+    /// The group's Jobs, numbered in spec order: how many there are, and each member's first.
+    /// A slice group's Jobs are its slices (SLICE_ID, SPEC §4.2); a replica group's are what its
+    /// group keys count (§4.1).
+    pub fn jobs(&self) -> Result<(u32, Vec<u32>), InputError> {
+        offsets(&self.members, |r| Ok(r.replicas))
+    }
 
-/// `<rjob>-<jobIndex>-<podIndex>` of the slice group's coordinator: `spec.coordinator`
-/// wherever it is (Pathways puts it on a CPU head), else pod 0 of job 0 of the group's first
-/// member with replicas > 0. Never each member's own job 0, which would give each replicated
-/// job its own coordinator.
-fn coordinator(running: Option<&CoordinatorRef>, group: &Group) -> String {
-    match running {
-        Some(c) => c.pod(),
-        None => names::rjob_pod(first_with_pods(group).name, 0, 0),
+    /// Whether the slice group is a multislice: more than one slice. Past `u32::MAX` it is.
+    pub fn is_multislice(&self) -> bool {
+        self.jobs().map_or(true, |(slices, _)| slices > 1)
     }
 }
 
-/// The JAX group's process 0 (SPEC §4.4): `spec.coordinator` when it names a pod of the group, with
-/// the id the numbering gives it (`starts` are the members' pod offsets); else pod 0 of job 0 of
-/// the first member that has pods, id 0. `None` when no member has pods.
-fn jax_coordinator(
-    running: Option<&CoordinatorRef>,
-    group: &Group,
-    starts: &[u32],
-) -> Result<Option<(String, u32)>, InputError> {
-    if let Some(c) = running {
-        let named = group
-            .members
-            .iter()
-            .zip(starts)
-            .find(|(m, _)| m.name == c.replicated_job);
-        if let Some((rjob, &start)) = named {
-            let path = "spec.coordinator";
-            let earlier_pods = checked_mul(c.job_index, rjob.parallelism, path)?;
-            let id = checked_add(checked_add(start, earlier_pods, path)?, c.pod_index, path)?;
-            return Ok(Some((c.pod(), id)));
+pub struct JobSetPlan<'v, 'a> {
+    pub view: &'v JobSetView<'a>,
+    pub settings: &'v Settings,
+    /// Whether the JAX distributed env is on for this JobSet (SPEC §4.4).
+    pub jax_enabled: bool,
+    /// Whether it is on by the JobSet's own opt-in annotation: then P1–P3 judge its JAX
+    /// groups, where `jaxEnv: always` alone leaves a member that breaks them out.
+    pub jax_opted_in: bool,
+    /// `spec.coordinator`, unless it names a replicated job that others wait for to complete: its
+    /// pods are gone by the time theirs start (SPEC §3).
+    pub coordinator: Option<&'v CoordinatorRef<'a>>,
+    /// Replica groups in order of first appearance.
+    pub groups: Vec<Group<'v, 'a>>,
+    /// The members of each group that run together: the groups without the replicated jobs that
+    /// others wait for to complete (SPEC §3), groups left empty left out.
+    pub running_groups: Vec<Group<'v, 'a>>,
+    /// The TPU members of each running group, groups without any left out. Non-TPU replicated
+    /// jobs of a group (a CPU driver in `default`) are not slices.
+    pub slice_groups: Vec<Group<'v, 'a>>,
+    /// The JAX groups when the JAX env is on (SPEC §4.4): the slice groups in a TPU JobSet,
+    /// otherwise the running groups, each without its batch jobs beside the JAX run. Empty when
+    /// it is off.
+    pub jax_groups: Vec<Group<'v, 'a>>,
+    /// The members of a JAX group taken for batch jobs beside the JAX run (P1–P3): they get no
+    /// JAX env, and the numbering of the others leaves them out.
+    pub batch_beside_jax: Vec<&'v ReplicatedJob<'a>>,
+    /// Each replicated job's group keys (SPEC §4.1), in spec order, which the facts and the
+    /// CREATE warnings read. A total past `u32::MAX` is kept as the error, for the reader that
+    /// needs the keys to report: a JobSet that needs none is not refused for them.
+    pub group_keys: Result<Vec<GroupFacts>, InputError>,
+    shapes: OnceCell<ShapePlan>,
+}
+
+impl<'v, 'a> JobSetPlan<'v, 'a> {
+    pub fn new(view: &'v JobSetView<'a>, settings: &'v Settings) -> Self {
+        let mut groups: Vec<Group> = Vec::new();
+        let mut by_name: BTreeMap<&str, usize> = BTreeMap::new();
+        for rjob in &view.replicated_jobs {
+            // The field, else the annotation (how users of JobSet before v0.9 name groups).
+            let name = rjob
+                .group_field
+                .or(rjob.group_annotation)
+                .unwrap_or(keys::DEFAULT_GROUP);
+            let at = *by_name.entry(name).or_insert_with(|| {
+                groups.push(Group {
+                    name,
+                    members: Vec::new(),
+                });
+                groups.len().saturating_sub(1)
+            });
+            groups[at].members.push(rjob);
+        }
+        let running_groups = subgroups(&groups, |r| !r.runs_first);
+        let slice_groups = subgroups(&running_groups, |r| r.is_tpu());
+        let jax_opted_in =
+            settings.jax_env != JaxEnv::Never && view.annotation(keys::JAX_OPT_IN) == Some("true");
+        let jax_enabled = jax_opted_in || settings.jax_env == JaxEnv::Always;
+        let coordinator = view.coordinator.as_ref().filter(|c| {
+            view.replicated_job(c.replicated_job)
+                .is_none_or(|r| !r.runs_first)
+        });
+        // The slice groups in a TPU JobSet (a CPU driver beside the slices is not a JAX
+        // process of the job), otherwise the running groups.
+        let candidates: &[Group] = match (jax_enabled, slice_groups.is_empty()) {
+            (false, _) => &[],
+            (true, true) => &running_groups,
+            (true, false) => &slice_groups,
+        };
+        let batch_beside_jax = batch_beside_jax(candidates, coordinator, jax_opted_in);
+        let mut batch = vec![false; view.replicated_jobs.len()];
+        for r in &batch_beside_jax {
+            batch[r.index] = true;
+        }
+        let jax_groups = subgroups(candidates, |r| !batch[r.index]);
+        let group_keys = group_keys(&groups, view.replicated_jobs.len());
+        JobSetPlan {
+            view,
+            settings,
+            jax_enabled,
+            jax_opted_in,
+            coordinator,
+            groups,
+            running_groups,
+            slice_groups,
+            jax_groups,
+            batch_beside_jax,
+            group_keys,
+            shapes: OnceCell::new(),
         }
     }
-    let first = group
-        .members
-        .iter()
-        .find(|r| r.replicas > 0 && r.parallelism > 0);
-    Ok(first.map(|r| (names::rjob_pod(r.name, 0, 0), 0)))
-}
 
-/// The `MEGASCALE_PORT` that the first TPU container of the slice group's coordinator sets itself,
-/// for the coordinator address (SPEC §4.2). One that admission cannot read is left to the default,
-/// and a warning says so.
-fn coordinator_port(
-    running: Option<&CoordinatorRef>,
-    group: &Group,
-    warnings: &mut Vec<String>,
-) -> Option<u32> {
-    let rjob = match running {
-        // Outside the group, the coordinator runs no TPU container.
-        Some(c) => group.members.iter().find(|m| m.name == c.replicated_job)?,
-        None => first_with_pods(group),
-    };
-    let containers = &rjob.template.containers;
-    let first = &containers[*tpu_order(containers).first()?];
-    // A malformed env is reported at pod admission.
-    let entries = first.user_entries().ok()?;
-    let value = container_env::own_value(&entries, keys::ENV_MEGASCALE_PORT, &|_| None)?;
-    match value.as_deref().map(str::parse::<u16>) {
-        Some(Ok(port)) if port > 0 => Some(u32::from(port)),
-        _ => {
-            warnings.push(format!(
-                "container {:?} ({}): its MEGASCALE_PORT is not a port admission can read, so the coordinator address of slice group {:?} names the default port",
-                first.name,
-                first.path(),
-                group.name
-            ));
-            None
-        }
+    /// Slice groups with more than one member.
+    pub fn multi_member_slice_groups(&self) -> impl Iterator<Item = &Group<'v, 'a>> {
+        self.slice_groups.iter().filter(|g| g.members.len() > 1)
+    }
+
+    /// The slice shapes of §4.7, computed once.
+    pub fn shapes(&self) -> &ShapePlan {
+        self.shapes.get_or_init(|| {
+            let members = self.slice_groups.iter().map(|g| g.members.as_slice());
+            narrowing::plan(self.view, members, self.settings)
+        })
     }
 }
 
-/// The facts for each replicated job, in spec order, and the warnings found on the way.
-pub fn facts(plan: &JobSetPlan, warnings: &mut Vec<String>) -> Result<Vec<Facts>, InputError> {
-    let view = plan.view;
-    let mut facts = vec![Facts::default(); view.replicated_jobs.len()];
-
-    if !view.has_native_groups() {
-        for (f, keys) in facts.iter_mut().zip(plan.group_keys()?) {
-            f.group = Some(keys);
-        }
-    }
-
-    for group in &plan.slice_groups {
-        let (total, starts) = offsets(&group.members, |r| Ok(r.replicas))?;
-        let outside = plan
-            .coordinator
-            .is_some_and(|c| !group.members.iter().any(|m| m.name == c.replicated_job));
-        let coordinator = coordinator(plan.coordinator, group);
-        let port = (total > 1)
-            .then(|| coordinator_port(plan.coordinator, group, warnings))
-            .flatten();
+/// Each replicated job's group as its pods' group keys say (SPEC §4.1), in spec order: the group's
+/// name, its replicas, and the job-group-index of the replicated job's job 0.
+fn group_keys(groups: &[Group], rjobs: usize) -> Result<Vec<GroupFacts>, InputError> {
+    let mut out = vec![None; rjobs];
+    for group in groups {
+        let (replicas, starts) = group.jobs()?;
         for (rjob, offset) in group.members.iter().zip(starts) {
-            let f = &mut facts[rjob.index];
-            f.slice = Some(OffsetFacts { total, offset });
-            f.coordinator = Some(coordinator.clone());
-            f.coordinator_outside = outside;
-            f.coordinator_port = port;
-        }
-    }
-
-    for group in plan.jax_groups() {
-        let (total, starts) = offsets(&group.members, pods_of)?;
-        let process_0 = jax_coordinator(plan.coordinator, group, &starts)?;
-        for (rjob, offset) in group.members.iter().zip(starts) {
-            facts[rjob.index].jax = Some(JaxFacts {
-                total,
+            out[rjob.index] = Some(GroupFacts {
+                name: group.name.to_string(),
+                replicas,
                 offset,
-                coordinator: process_0.as_ref().map(|(host, _)| host.clone()),
-                coordinator_id: process_0.as_ref().map_or(0, |(_, id)| *id),
             });
         }
     }
-
-    for (f, rjob) in facts.iter_mut().zip(&view.replicated_jobs) {
-        // Its pods take no env of the ones that wait for it, and must not fall back to the
-        // guess made for pods without facts.
-        f.runs_first = rjob.runs_first && rjob.is_tpu();
-        if f.coordinator.is_some() || f.jax.is_some() || f.runs_first {
-            f.subdomain = view.subdomain.map(str::to_string);
-            f.pods_per_job = Some(rjob.parallelism);
-        }
-    }
-    Ok(facts)
+    // Every replicated job is in exactly one group.
+    Ok(out.into_iter().flatten().collect())
 }
 
-#[cfg(test)]
-mod tests {
-    //! These also run compiled to wasm32-wasip1 (`make test`), where `usize` is 32 bits.
-    use super::*;
-    use crate::settings::{JaxEnv, Settings};
-    use crate::views::jobset_view::JobSetView;
-    use serde_json::{json, Value};
+/// Whether a member of a JAX group numbers its processes 0..N-1 with the rest (P1–P3): it is
+/// Indexed, runs every pod at once, and `spec.coordinator`, where it names one of its pods,
+/// is below its parallelism. A member without pods numbers none, and keeps them.
+pub fn keeps_process_ids(rjob: &ReplicatedJob, coordinator: Option<&CoordinatorRef>) -> bool {
+    rjob.replicas == 0
+        || (rjob.is_indexed()
+            && rjob.runs_all_at_once()
+            && coordinator
+                .is_none_or(|c| c.replicated_job != rjob.name || c.pod_index < rjob.parallelism))
+}
 
-    fn rjob(name: &str, replicas: u32, parallelism: u32, tpu: bool) -> Value {
-        let resources = if tpu {
-            json!({"limits": {"google.com/tpu": "4"}})
-        } else {
-            json!({})
-        };
-        json!({"name": name, "replicas": replicas, "template": {"spec": {
-            "parallelism": parallelism, "completions": parallelism,
-            "template": {"spec": {"containers": [{"name": "c", "resources": resources}]}}
-        }}})
-    }
-
-    fn plan_of(rjobs: Vec<Value>, settings: &Settings) -> Result<Vec<Facts>, InputError> {
-        let js = json!({"metadata": {"name": "js"}, "spec": {"replicatedJobs": rjobs}});
-        let view = JobSetView::parse(&js, "google.com/tpu")?;
-        facts(&JobSetPlan::new(&view, settings), &mut Vec::new())
-    }
-
-    fn slice(total: u32, offset: u32) -> Option<OffsetFacts> {
-        Some(OffsetFacts { total, offset })
-    }
-
-    #[test]
-    fn replicas_times_parallelism_beyond_u32_is_an_error_not_a_wrap() {
-        let settings = Settings {
-            jax_env: JaxEnv::Always,
-            ..Settings::default()
-        };
-        let err = plan_of(vec![rjob("cpu", i32::MAX as u32, 4, false)], &settings).unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "spec.replicatedJobs[0].replicas: the total over its group is larger than 4294967295"
+/// The members of the JAX groups `candidates` taken for batch jobs beside the JAX run
+/// (docs/rules.md, P1–P3): the non-TPU members that break P1–P3, under `jaxEnv: always`
+/// without the JobSet's own opt-in every one, and with it those alone in their group (no other
+/// member has pods) while another group is a JAX group whose members keep P1–P3. The rest is
+/// refused; TPU members are T1's and T2's.
+fn batch_beside_jax<'v, 'a>(
+    candidates: &[Group<'v, 'a>],
+    coordinator: Option<&CoordinatorRef>,
+    opted_in: bool,
+) -> Vec<&'v ReplicatedJob<'a>> {
+    let keeps = |r: &ReplicatedJob| keeps_process_ids(r, coordinator);
+    // The group of a member that breaks them has that member with pods, so it is not one of
+    // these: any of them is another group.
+    let a_group_keeps = candidates
+        .iter()
+        .any(|g| g.members.iter().any(|r| r.replicas > 0) && g.members.iter().all(|r| keeps(r)));
+    let mut out = Vec::new();
+    for g in candidates {
+        let alone = g.members.iter().filter(|r| r.replicas > 0).count() == 1;
+        out.extend(
+            g.members
+                .iter()
+                .copied()
+                .filter(|r| !r.is_tpu() && !keeps(r) && (!opted_in || (alone && a_group_keeps))),
         );
     }
+    out
+}
 
-    #[test]
-    fn slice_sums_over_many_replicated_jobs_overflow_cleanly() {
-        let rjobs = (0..3)
-            .map(|i| rjob(&format!("s{i}"), i32::MAX as u32, 1, true))
-            .collect();
-        let err = plan_of(rjobs, &Settings::default()).unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "spec.replicatedJobs[2].replicas: the total over its group is larger than 4294967295"
-        );
-    }
+/// The members of each group that `keep` keeps, in order; groups left empty are left out.
+fn subgroups<'v, 'a>(
+    groups: &[Group<'v, 'a>],
+    keep: impl Fn(&ReplicatedJob) -> bool,
+) -> Vec<Group<'v, 'a>> {
+    groups
+        .iter()
+        .map(|g| Group {
+            name: g.name,
+            members: g.members.iter().copied().filter(|r| keep(r)).collect(),
+        })
+        .filter(|g| !g.members.is_empty())
+        .collect()
+}
 
-    #[test]
-    fn sums_up_to_u32_max_are_exact() {
-        let rjobs = vec![
-            rjob("a", i32::MAX as u32, 1, true),
-            rjob("b", i32::MAX as u32, 1, true),
-            rjob("c", 1, 1, true),
-        ];
-        let facts = plan_of(rjobs, &Settings::default()).unwrap();
-        assert_eq!(facts[2].slice, slice(u32::MAX, u32::MAX - 1));
+/// The running offset of each member and the total, weighting each member by `weight`.
+pub fn offsets(
+    members: &[&ReplicatedJob],
+    weight: impl Fn(&ReplicatedJob) -> Result<u32, InputError>,
+) -> Result<(u32, Vec<u32>), InputError> {
+    let mut total = 0u32;
+    let mut starts = Vec::with_capacity(members.len());
+    for rjob in members {
+        starts.push(total);
+        total = checked_add(total, weight(rjob)?, &rjob.at.field("replicas"))?;
     }
-
-    #[test]
-    fn a_thousand_replicated_jobs_sum_in_order() {
-        let rjobs = (0..1000)
-            .map(|i| rjob(&format!("s{i}"), 3, 2, true))
-            .collect();
-        let facts = plan_of(rjobs, &Settings::default()).unwrap();
-        assert_eq!(facts[999].slice, slice(3000, 2997));
-        assert_eq!(facts[999].group.as_ref().map(|g| g.replicas), Some(3000));
-        assert_eq!(facts[999].coordinator.as_deref(), Some("s0-0-0"));
-    }
-
-    #[test]
-    fn a_cpu_driver_is_in_the_group_but_not_a_slice() {
-        let facts = plan_of(
-            vec![rjob("driver", 1, 1, false), rjob("workers", 4, 2, true)],
-            &Settings::default(),
-        )
-        .unwrap();
-        assert_eq!(facts[0].slice, None);
-        assert_eq!(facts[1].slice, slice(4, 0));
-        assert_eq!(
-            facts[1].group.as_ref().map(|g| (g.replicas, g.offset)),
-            Some((5, 1))
-        );
-        assert_eq!(facts[1].coordinator.as_deref(), Some("workers-0-0"));
-    }
-
-    #[test]
-    fn the_coordinator_is_in_the_first_member_with_pods() {
-        let facts = plan_of(
-            vec![
-                rjob("spare", 0, 2, true),
-                rjob("main", 2, 2, true),
-                rjob("more", 1, 2, true),
-            ],
-            &Settings::default(),
-        )
-        .unwrap();
-        for f in &facts {
-            assert_eq!(f.coordinator.as_deref(), Some("main-0-0"));
-        }
-        assert_eq!(facts[1].slice, slice(3, 0));
-    }
+    Ok((total, starts))
 }

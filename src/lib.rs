@@ -30,12 +30,11 @@ pub mod topology;
 // Views: read-only, typed views over the raw JobSet, Job, pod and pod spec.
 pub mod views;
 
-// Plans: pure functions of the views. One plan per JobSet request (its groups) and the facts for
-// its pods, and an opted-in Job's; node placement, and the slice shapes a queued JobSet is narrowed
-// to; the validation rules and their violations; each pod's env and metadata.
+// Plans: pure functions of the views. One plan per JobSet request (its groups), from which
+// `facts::of_jobset` computes the facts for its pods (`facts::of_job` an opted-in Job's); node
+// placement, and the slice shapes a queued JobSet is narrowed to; the validation rules and their
+// violations; each pod's env and metadata.
 pub mod groups;
-pub mod job_plan;
-pub mod jobset_plan;
 pub mod multikueue;
 pub mod narrowing;
 pub mod placement;

@@ -1,5 +1,14 @@
-//! Where a field sits in the object the policy admits: typed places and the JSON paths they
-//! name. The paths of a replicated job and of a pod template are spelled here and nowhere else.
+//! Where a field sits in the object the policy admits: typed places, the JSON paths they name
+//! in messages, and the keys that lead to them for writing. The paths of a replicated job, of a
+//! pod template and of its required node-selector terms are spelled here and nowhere else.
+
+/// The keys from a pod spec down to its required node-selector terms.
+pub const REQUIRED_TERMS: [&str; 4] = [
+    "affinity",
+    "nodeAffinity",
+    "requiredDuringSchedulingIgnoredDuringExecution",
+    "nodeSelectorTerms",
+];
 
 /// `spec.replicatedJobs[i]` of a JobSet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,6 +78,27 @@ impl TemplateAt {
     pub fn annotation(self, key: &str) -> String {
         format!("{}.template.metadata.annotations[{key:?}]", self.job_spec())
     }
+
+    /// The keys from the object down to the template, and on to `below`.
+    pub fn keys(self, below: &[&str]) -> Vec<String> {
+        let index;
+        let mut keys = match self {
+            TemplateAt::ReplicatedJob(i) => {
+                index = i.to_string();
+                vec![
+                    "spec",
+                    "replicatedJobs",
+                    &index,
+                    "template",
+                    "spec",
+                    "template",
+                ]
+            }
+            TemplateAt::Job => vec!["spec", "template"],
+        };
+        keys.extend(below);
+        keys.into_iter().map(str::to_string).collect()
+    }
 }
 
 /// Where a pod spec sits: a pod's own `spec`, or a template's.
@@ -93,6 +123,11 @@ impl SpecAt {
 
     pub fn field(self, name: &str) -> String {
         format!("{}.{name}", self.path())
+    }
+
+    /// Its required node-selector terms.
+    pub fn required_terms(self) -> String {
+        self.field(&REQUIRED_TERMS.join("."))
     }
 }
 

@@ -5,7 +5,7 @@
 //! fit it has the flavour's accelerator and topology.
 use crate::accelerators;
 use crate::affinity_mark::Pairs;
-use crate::jobset_plan::JobSetPlan;
+use crate::groups::JobSetPlan;
 use crate::narrowing::{self, Shapes};
 use crate::views::jobset_view::ReplicatedJob;
 use crate::views::kueue_queue::Flavour;
@@ -68,7 +68,7 @@ fn fits(f: &Flavour, pairs: &Pairs, keys: (&str, &str), acc_carried: bool) -> bo
 }
 
 /// The findings for a queued TPU JobSet and its queue.
-pub fn judge(plan: &JobSetPlan, queue: &Queue) -> QueueFindings {
+pub fn judge_flavours(plan: &JobSetPlan, queue: &Queue) -> QueueFindings {
     let settings = plan.settings;
     let mut out = QueueFindings::default();
     let named = format!(
@@ -214,7 +214,7 @@ mod tests {
             flavours,
             multikueue_check: None,
         };
-        judge(&plan, &queue)
+        judge_flavours(&plan, &queue)
     }
 
     #[test]

@@ -8,7 +8,7 @@
 //! each job differs) already differs.
 use crate::error::{checked_add, InputError};
 use crate::facts::{Facts, GroupFacts, JobFacts};
-use crate::jobset_plan::{offsets, JobSetPlan};
+use crate::groups::{offsets, JobSetPlan};
 use crate::json;
 use crate::keys;
 use crate::names;
@@ -34,8 +34,8 @@ pub fn warnings(plan: &JobSetPlan, facts: &[Facts]) -> Result<Vec<String>, Input
     // The pods' global-replicas, and each replicated job's job-global-index of its job 0.
     let rjobs: Vec<&ReplicatedJob> = view.replicated_jobs.iter().collect();
     let (global_replicas, starts) = offsets(&rjobs, |r| Ok(r.replicas))?;
-    let group_keys = plan.group_keys()?;
-    let each = rjobs.into_iter().zip(facts).zip(&group_keys).zip(starts);
+    let group_keys = plan.group_keys.as_deref().map_err(Clone::clone)?;
+    let each = rjobs.into_iter().zip(facts).zip(group_keys).zip(starts);
     for (((rjob, f), group), start) in each {
         if (f.slice.is_none() && f.jax.is_none()) || !sets_any(&rjob.template) {
             continue;

@@ -4,7 +4,7 @@ use super::heads::LabelsHead;
 use super::references;
 use super::verdict::{rejection, Verdict};
 use crate::error::InputError;
-use crate::job_plan;
+use crate::facts::of_job;
 use crate::mutate;
 use crate::rules;
 use crate::settings::{JaxEnv, Settings};
@@ -67,7 +67,7 @@ pub(super) fn admit_create(mut object: Value, settings: &Settings) -> Result<Ver
         if settings.jax_env == JaxEnv::Never {
             return Ok(Verdict::with(None, references));
         }
-        let job = job_plan::job_facts(&view);
+        let job = of_job::job_facts(&view);
         let mut warnings = if settings.role.validates() {
             contradictions::job_warnings(&view, &job, settings)?
         } else {
@@ -77,7 +77,7 @@ pub(super) fn admit_create(mut object: Value, settings: &Settings) -> Result<Ver
         if !settings.role.mutates() {
             return Ok(Verdict::with(None, warnings));
         }
-        let facts = job_plan::facts(&view, job);
+        let facts = of_job::facts(&view, job);
         (mutate::stamp_job::change(&view, &facts), warnings)
     };
     let Some(annotation) = annotation else {

@@ -1,135 +1,74 @@
 //! JobSets (SPEC §5, §6): JobSet CREATE is judged and stamped; JobSet UPDATE is judged on what it
 //! changed.
 use super::contradictions;
-use super::queue_lookup::{self, ClusterReader};
+use super::queue_lookup::{self, Cluster};
 use super::references;
 use super::verdict::{rejection, Verdict};
 use crate::error::InputError;
-use crate::groups;
-use crate::jobset_plan::JobSetPlan;
+use crate::facts::of_jobset;
+use crate::groups::JobSetPlan;
 use crate::multikueue;
-use crate::mutate;
-use crate::narrowing;
-use crate::queue_fit;
+use crate::mutate::jobset_patch::JobSetPatch;
 use crate::rules::{self, Findings, Moment};
-use crate::settings::{QueueCheck, Settings};
+use crate::settings::Settings;
 use crate::views::jobset_view::JobSetView;
 use crate::violation::Violation;
 use serde_json::Value;
 use std::collections::HashSet;
 
-/// JobSet CREATE: the rules, then the facts each replicated job's pods need, stamped on its pod
-/// template, with the warnings about templates that contradict them; and a TPU replicated job that
-/// leaves its slice shape to Kueue narrowed to the shapes that fit (SPEC §4.7), with a warning that
-/// says so. The role decides which half runs (SPEC §5): `mutate` stamps and judges nothing,
-/// `validate` judges and stamps nothing, `both` does both.
+/// JobSet CREATE, in the steps of SPEC §5: validate (roles `validate` and `both`): the rules, the
+/// queue of a JobSet that waits in one for a flavour, and the references; then mutate (`mutate`
+/// and `both`). The facts each replicated job's pods need are computed in every role, warned
+/// about where the templates contradict them, and stamped on the pod templates, with a TPU
+/// replicated job that leaves its slice shape to Kueue narrowed to the shapes that fit (§4.7).
 pub(super) fn admit_create(
     mut object: Value,
     settings: &Settings,
     cluster: &Cluster,
 ) -> Result<Verdict, InputError> {
-    let role = settings.role;
-    let (stamps, narrowings, warnings) = {
-        let view = JobSetView::parse(&object, &settings.tpu_resource)?;
-        let plan = JobSetPlan::new(&view, settings);
-        let copy = multikueue::is_copy_created(&view, cluster.requester, settings);
-        let findings = if role.validates() {
-            let mut findings = rules::judge(&plan, Moment::Create)?;
-            check_queue(&plan, cluster, &mut findings);
-            if copy {
-                let violations = std::mem::take(&mut findings.violations);
-                findings
-                    .warnings
-                    .extend(violations.iter().map(multikueue::copy_warning));
-            }
-            findings
-        } else {
-            rules::check_input(&plan)?;
-            Findings::default()
-        };
-        // Every parsed JobSet, judged or not: an empty value is as empty on a CPU pod.
-        let references = if role.validates() {
-            references::jobset_warnings(&view)
-        } else {
-            Vec::new()
-        };
-        let mut warnings = findings.warnings;
-        if !findings.violations.is_empty() {
-            warnings.extend(references);
-            return Ok(rejection(&findings.violations, warnings));
-        }
-        let mut about_facts = Vec::new();
-        let facts = groups::facts(&plan, &mut about_facts)?;
-        // The judging half speaks, so that the pair gives each warning once.
-        if role.validates() {
-            warnings.extend(about_facts);
-            warnings.extend(contradictions::warnings(&plan, &facts)?);
-        }
-        warnings.extend(references);
-        if !role.mutates() {
-            return Ok(Verdict::with(None, warnings));
-        }
-        let mut narrowings =
-            mutate::affinity::changes(&view, narrowing::marks(plan.shapes(), settings));
-        let mut stamps = mutate::stamp_jobset::changes(&view, &facts);
-        if copy {
-            narrowings.retain(|n| !multikueue::narrowed_in_the_manager(&view, n.index));
-            stamps = multikueue::keep_stamped_facts(&view, stamps, &mut warnings);
-        }
-        warnings.extend(
-            narrowings
-                .iter()
-                .map(|n| narrowing::warning(&view.replicated_jobs[n.index], &n.mark)),
-        );
-        (stamps, narrowings, warnings)
+    let view = JobSetView::parse(&object, &settings.tpu_resource)?;
+    let plan = JobSetPlan::new(&view, settings);
+    let copy = multikueue::is_copy_created(&view, cluster.requester, settings);
+    let mut findings = rules::judge_create(&plan)?;
+    if findings.waits_for_a_flavour {
+        let queue = queue_lookup::check_queue(&plan, cluster);
+        findings.violations.extend(queue.violations);
+        findings.warnings.extend(queue.warnings);
+    }
+    if copy {
+        let violations = std::mem::take(&mut findings.violations);
+        findings
+            .warnings
+            .extend(violations.iter().map(multikueue::copy_warning));
+    }
+    // Every parsed JobSet, judged or not: an empty value is as empty on a CPU pod.
+    let references = if settings.role.validates() {
+        references::jobset_warnings(&view)
+    } else {
+        Vec::new()
     };
-    if stamps.is_empty() && narrowings.is_empty() {
+    let mut warnings = findings.warnings;
+    if !findings.violations.is_empty() {
+        warnings.extend(references);
+        return Ok(rejection(&findings.violations, warnings));
+    }
+    let mut about_facts = Vec::new();
+    let facts = of_jobset::facts(&plan, &mut about_facts)?;
+    // The judging half speaks, so that the pair gives each warning once.
+    if settings.role.validates() {
+        warnings.extend(about_facts);
+        warnings.extend(contradictions::warnings(&plan, &facts)?);
+    }
+    warnings.extend(references);
+    if !settings.role.mutates() {
         return Ok(Verdict::with(None, warnings));
     }
-    mutate::stamp_jobset::apply(&mut object, stamps);
-    mutate::affinity::apply(&mut object, narrowings);
+    let patch = JobSetPatch::new(&plan, &facts, copy, &mut warnings);
+    if patch.is_empty() {
+        return Ok(Verdict::with(None, warnings));
+    }
+    patch.apply(&mut object);
     Ok(Verdict::with(Some(object), warnings))
-}
-
-/// Where the request's JobSet lives, how to read the cluster's objects, and who asks.
-pub(super) struct Cluster<'a> {
-    pub namespace: &'a str,
-    pub reader: &'a dyn ClusterReader,
-    pub requester: &'a str,
-}
-
-/// The queue check (SPEC §8 `queueCheck`), where it applies: at CREATE of a TPU JobSet the policy
-/// judges, that names a queue and waits in it. A running JobSet is never looked up.
-fn check_queue(plan: &JobSetPlan, cluster: &Cluster, findings: &mut Findings) {
-    let settings = plan.settings;
-    let Some(queue) = plan.view.queue else { return };
-    if settings.queue_check == QueueCheck::Off || !findings.waits_for_a_flavour {
-        return;
-    }
-    let found = queue_lookup::look_up(
-        cluster.reader,
-        cluster.namespace,
-        queue.name,
-        &settings.tpu_resource,
-    );
-    let judged = match found {
-        Ok(q) => queue_fit::judge(plan, &q),
-        Err(why) => {
-            findings.warnings.push(format!(
-                "{}: queue {:?} was not checked: {why}",
-                queue.path(),
-                format!("{}/{}", cluster.namespace, queue.name)
-            ));
-            return;
-        }
-    };
-    findings.warnings.extend(judged.warnings);
-    match settings.queue_check {
-        QueueCheck::Refuse => findings.violations.extend(judged.violations),
-        _ => findings
-            .warnings
-            .extend(judged.violations.iter().map(ToString::to_string)),
-    }
 }
 
 fn findings_of(

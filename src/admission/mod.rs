@@ -135,7 +135,7 @@ pub fn evaluate_with(payload: &[u8], reader: &dyn ClusterReader) -> Verdict {
     let result = match route {
         Route::PodCreate => pod::admit(object, &settings),
         Route::JobSetCreate => {
-            let cluster = jobset::Cluster {
+            let cluster = queue_lookup::Cluster {
                 namespace: &request.namespace,
                 reader,
                 requester: &request.user_info.username,

@@ -2,8 +2,10 @@
 use super::heads::LabelsHead;
 use super::verdict::Verdict;
 use crate::error::InputError;
+use crate::keys;
 use crate::mutate::pod_patch;
-use crate::pods;
+use crate::pods::pod_plan::PodPlan;
+use crate::pods::{job_pod, jobset_pod};
 use crate::settings::Settings;
 use crate::views::pod_view::PodView;
 use serde::de::IgnoredAny;
@@ -46,11 +48,15 @@ pub(super) fn is_served(raw: &RawValue) -> bool {
     }
 }
 
-/// Admits a pod the policy serves, editing it in place when something is missing.
+/// Admits a pod the policy serves, editing it in place when something is missing: a JobSet pod,
+/// or a pod of an opted-in plain Job (the policy's facts on a pod outside any JobSet). Anything
+/// else gets nothing.
 pub(super) fn admit(mut object: Value, settings: &Settings) -> Result<Verdict, InputError> {
-    let plan = {
-        let pod = PodView::parse(&object, &settings.tpu_resource)?;
-        pods::plan(&pod, settings)?
+    let pod = PodView::parse(&object, &settings.tpu_resource)?;
+    let plan = match (pod.controller_value(keys::JOBSET_NAME), &pod.facts.job) {
+        (Some(jobset), _) => jobset_pod::plan(&pod, jobset, settings)?,
+        (None, Some(job)) => job_pod::plan(&pod, job, settings)?,
+        (None, None) => PodPlan::default(),
     };
     if plan.is_empty() {
         return Ok(Verdict::with(None, plan.warnings));

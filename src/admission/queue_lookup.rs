@@ -1,5 +1,6 @@
-//! The lookup of the queue check (SPEC §8 `queueCheck`): the JobSet's LocalQueue, its ClusterQueue,
-//! each AdmissionCheck it names until a MultiKueue one, then each ResourceFlavor of the resource group that covers the TPU resource, read through
+//! The queue check (SPEC §8 `queueCheck`) and its lookup: the JobSet's LocalQueue, its ClusterQueue,
+//! each AdmissionCheck it names until a MultiKueue one, then each ResourceFlavor of the resource
+//! group that covers the TPU resource, read through
 //! Kubewarden's `kubernetes.get_resource` host capability. One call per object, in that order,
 //! never a list: a recorded session (kwctl's record and replay) answers them in order. Any error is
 //! the reason the queue was not checked, never a refusal or a trap; a hung API server is the
@@ -12,11 +13,60 @@
 //! quoted up to its first line: with `RUST_BACKTRACE=1` in the host's environment,
 //! policy-evaluator's error (an `anyhow` error printed with `{:?}`) carries a stack backtrace
 //! after it.
-use crate::queue_fit::Queue;
+use crate::groups::JobSetPlan;
+use crate::queue_fit::{self, Queue, QueueFindings};
+use crate::settings::QueueCheck;
 use crate::views::kueue_queue::{self, API_VERSION, FALLBACK_API_VERSION};
 /// The SDK's request for one object, re-exported for the hosts that answer the module natively.
 pub use kubewarden_policy_sdk::host_capabilities::kubernetes::GetResourceRequest;
 use serde_json::Value;
+
+/// Where the request's JobSet lives, how to read the cluster's objects, and who asks.
+pub struct Cluster<'a> {
+    pub namespace: &'a str,
+    pub reader: &'a dyn ClusterReader,
+    pub requester: &'a str,
+}
+
+/// The queue check, asked of a TPU JobSet the policy judges at CREATE, that waits in its queue for
+/// a flavour. A running JobSet is never looked up. Under `warn`, what `refuse` refuses is a
+/// warning.
+pub(super) fn check_queue(plan: &JobSetPlan, cluster: &Cluster) -> QueueFindings {
+    let settings = plan.settings;
+    let Some(queue) = plan.view.queue else {
+        return QueueFindings::default();
+    };
+    if settings.queue_check == QueueCheck::Off {
+        return QueueFindings::default();
+    }
+    let found = look_up(
+        cluster.reader,
+        cluster.namespace,
+        queue.name,
+        &settings.tpu_resource,
+    );
+    let mut judged = match found {
+        Ok(q) => queue_fit::judge_flavours(plan, &q),
+        Err(why) => {
+            let warning = format!(
+                "{}: queue {:?} was not checked: {why}",
+                queue.path(),
+                format!("{}/{}", cluster.namespace, queue.name)
+            );
+            return QueueFindings {
+                warnings: vec![warning],
+                ..QueueFindings::default()
+            };
+        }
+    };
+    if settings.queue_check != QueueCheck::Refuse {
+        let refusals = std::mem::take(&mut judged.violations);
+        judged
+            .warnings
+            .extend(refusals.iter().map(ToString::to_string));
+    }
+    judged
+}
 
 /// Where cluster objects are read from: the host's capability in the module, a fake in tests.
 pub trait ClusterReader {

@@ -1,18 +1,18 @@
 //! Mutation: stamping JobSets, and merging env into containers. Each function computes what
 //! is wanted first and returns `None` when the object already has it, so an object that is
 //! already right gets no patch (idempotence), as kubewarden's pod-ndots policy does.
-pub mod affinity;
+pub mod jobset_patch;
 pub mod pod_patch;
 pub mod stamp_job;
-pub mod stamp_jobset;
 
 use crate::json::Object;
 use serde_json::{Map, Value};
 
-/// Walks `keys` down from `root`, creating objects on the way; an array step takes an index.
-pub fn object_at<'a>(root: &'a mut Value, keys: &[&str]) -> Option<&'a mut Object> {
+/// The object at `keys` below `root`, made where it is missing; an array step takes an index.
+/// The view has checked every step of the paths the patches write, so they resolve.
+pub fn object_at<'a>(root: &'a mut Value, keys: &[impl AsRef<str>]) -> Option<&'a mut Object> {
     let mut current = root;
-    for key in keys {
+    for key in keys.iter().map(AsRef::as_ref) {
         current = match current {
             Value::Object(m) => {
                 let slot = m
@@ -28,24 +28,4 @@ pub fn object_at<'a>(root: &'a mut Value, keys: &[&str]) -> Option<&'a mut Objec
         };
     }
     current.as_object_mut()
-}
-
-/// The object at `below` in replicated job `index`'s pod template. The view has checked every
-/// step of these paths, so they resolve.
-pub fn in_pod_template<'a>(
-    object: &'a mut Value,
-    index: usize,
-    below: &[&str],
-) -> Option<&'a mut Object> {
-    let index = index.to_string();
-    let mut path = vec![
-        "spec",
-        "replicatedJobs",
-        &index,
-        "template",
-        "spec",
-        "template",
-    ];
-    path.extend(below);
-    object_at(object, &path)
 }

@@ -1,9 +1,10 @@
 //! Job CREATE: stamp an opted-in plain Indexed Job's pod template with its [`Facts`] (SPEC §4.6),
-//! which `job_plan` computes.
+//! which `facts::of_job` computes.
 use super::object_at;
 use crate::facts::Facts;
 use crate::json::map_str;
 use crate::keys;
+use crate::paths::TemplateAt;
 use crate::views::job_view::JobView;
 use serde_json::Value;
 
@@ -13,9 +14,9 @@ pub fn change(job: &JobView, facts: &Facts) -> Option<String> {
     (map_str(job.template.annotations, keys::FACTS) != Some(wanted.as_str())).then_some(wanted)
 }
 
-/// Writes the facts into the Job in place. The view has checked every step of the path.
+/// Writes the facts into the Job in place.
 pub fn apply(object: &mut Value, annotation: String) {
-    let path = ["spec", "template", "metadata", "annotations"];
+    let path = TemplateAt::Job.keys(&["metadata", "annotations"]);
     if let Some(annotations) = object_at(object, &path) {
         annotations.insert(keys::FACTS.to_string(), Value::String(annotation));
     }

@@ -4,7 +4,7 @@
 //! warnings both ask it.
 use super::jax;
 use super::multislice;
-use super::place::{tpu_order, PodPlace};
+use super::place::PodPlace;
 use super::tpu_host;
 use crate::error::{checked_add, checked_mul, InputError};
 use crate::facts::Facts;
@@ -13,7 +13,7 @@ use crate::keys;
 use crate::paths::SpecAt;
 use crate::settings::{JaxEnv, Settings};
 use crate::views::container_env::{self, WantedVar};
-use crate::views::pod_spec::ContainerView;
+use crate::views::pod_spec::{tpu_order, ContainerView};
 
 /// A pod (or a pod template, at JobSet admission) whose env is computed.
 pub struct PodEnv<'a> {

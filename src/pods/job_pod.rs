@@ -2,7 +2,6 @@
 //! numbered by completion index, so §4.4's numbering ([`super::jax`]) applies unchanged with the
 //! coordinator at index 0: no swap.
 use super::jax::{self, JaxGroup, Processes};
-use super::place::tpu_order;
 use super::pod_plan::{env_changes, field_ref, PodPlan};
 use crate::error::InputError;
 use crate::facts::JobFacts;
@@ -11,7 +10,7 @@ use crate::names;
 use crate::paths::SpecAt;
 use crate::settings::{JaxEnv, Settings};
 use crate::views::container_env::WantedVar;
-use crate::views::pod_spec::ContainerView;
+use crate::views::pod_spec::{tpu_order, ContainerView};
 use crate::views::pod_view::PodView;
 
 /// Where the Job controller puts a pod of the Job.

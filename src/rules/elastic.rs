@@ -2,7 +2,7 @@
 //! `parallelism` and `completions`, but the facts stamped at CREATE (process counts and ids, worker
 //! hostnames) would then be stale for pods whose values depend on them.
 use crate::facts::JobFacts;
-use crate::jobset_plan::JobSetPlan;
+use crate::groups::JobSetPlan;
 use crate::views::job_view::JobView;
 use crate::views::jobset_view::{JobSetView, ReplicatedJob};
 use crate::violation::{Rule, Violation};
@@ -39,7 +39,7 @@ fn show(n: Option<u32>) -> String {
 pub fn stale_resizes(old: &JobSetPlan, new: &JobSetView) -> Vec<Violation> {
     let mut out = Vec::new();
     let mut in_jax = vec![false; old.view.replicated_jobs.len()];
-    for r in old.jax_groups().iter().flat_map(|g| &g.members) {
+    for r in old.jax_groups.iter().flat_map(|g| &g.members) {
         in_jax[r.index] = true;
     }
     let pairs = old.view.replicated_jobs.iter().zip(&new.replicated_jobs);

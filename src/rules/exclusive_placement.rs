@@ -1,5 +1,5 @@
 //! X1–X4: exclusive placement, resolved as JobSet resolves it.
-use crate::jobset_plan::JobSetPlan;
+use crate::groups::JobSetPlan;
 use crate::keys;
 use crate::placement::{exclusive_placement, pinned, placed_as_slice, Exclusive};
 use crate::violation::{Rule, Violation};

@@ -5,7 +5,7 @@
 //! exactly 0..N-1. A TPU member's mode and counts are T1's and T2's, so P1 and P2 leave them
 //! alone; P3 judges a field no T rule does. The members the plan takes for batch jobs beside
 //! the JAX run are not judged: they get no JAX env, and a warning says so.
-use crate::jobset_plan::JobSetPlan;
+use crate::groups::JobSetPlan;
 use crate::views::jobset_view::{CoordinatorRef, ReplicatedJob};
 use crate::violation::{Rule, Violation};
 
@@ -104,7 +104,7 @@ fn p3<'a>(r: &ReplicatedJob<'a>, coordinator: Option<&CoordinatorRef>) -> Option
 fn jax_members<'p, 'v, 'a>(
     plan: &'p JobSetPlan<'v, 'a>,
 ) -> impl Iterator<Item = &'v ReplicatedJob<'a>> + 'p {
-    plan.jax_groups()
+    plan.jax_groups
         .iter()
         .filter(|_| plan.jax_opted_in)
         .flat_map(|g| g.members.iter().copied())

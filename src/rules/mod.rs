@@ -9,7 +9,7 @@ pub mod replica_groups;
 pub mod tpu;
 
 use crate::error::InputError;
-use crate::jobset_plan::JobSetPlan;
+use crate::groups::JobSetPlan;
 use crate::multikueue;
 use crate::settings::Role;
 use crate::views::jobset_view::JobSetView;
@@ -25,7 +25,10 @@ pub struct Findings {
     pub waits_for_a_flavour: bool,
 }
 
-type RuleFn = fn(&JobSetPlan) -> Vec<Violation>;
+/// A check of the tables: a rule finds violations, a warning finds warnings.
+type Check<T> = fn(&JobSetPlan) -> Vec<T>;
+type RuleFn = Check<Violation>;
+type WarningFn = Check<String>;
 
 /// When the object is judged: at CREATE (and in background audit), or at an UPDATE.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,6 +89,29 @@ const RULES: [(RuleFn, When); 20] = [
     rule(jax_processes::p3_coordinator_runs_from_the_start),
 ];
 
+/// Every warning about a JobSet the policy judges (suspicious but valid), in the order a response
+/// lists them.
+const WARNINGS: [(WarningFn, When); 4] = [
+    (exclusive_placement::single_slice_by_hostname, When::Always),
+    (jax_processes::batch_jobs_beside_jax, When::Always),
+    (replica_groups::coordinator_without_tpus, When::Always),
+    (tpu::unknown_accelerators, When::Unsuspended(None)),
+];
+
+/// What the checks of `table` that apply find, in the table's order.
+fn found<T>(
+    table: &[(Check<T>, When)],
+    plan: &JobSetPlan,
+    deferred: bool,
+    moment: Moment,
+) -> Vec<T> {
+    table
+        .iter()
+        .filter(|(_, when)| when.applies(deferred, moment))
+        .flat_map(|(check, _)| check(plan))
+        .collect()
+}
+
 impl When {
     fn applies(self, deferred: bool, moment: Moment) -> bool {
         match self {
@@ -117,9 +143,61 @@ pub fn deferred(view: &JobSetView, moment: Moment, role: Role) -> bool {
 /// refuses them, since the plan of the env reads the coordinator.
 pub fn check_input(plan: &JobSetPlan) -> Result<(), InputError> {
     if in_scope(plan) {
-        plan.view.check_coordinator()?;
+        check_coordinator(plan.view)?;
     }
     Ok(())
+}
+
+/// The coordinator must be a pod that will exist, or every process waits on a ghost. Only asked
+/// of JobSets the policy judges (SPEC §6); JobSet's own webhook checks the others. `podIndex`
+/// is bounded by completions, as JobSet bounds it.
+fn check_coordinator(view: &JobSetView) -> Result<(), InputError> {
+    let Some(c) = &view.coordinator else {
+        return Ok(());
+    };
+    let Some(rjob) = view.replicated_job(c.replicated_job) else {
+        return Err(InputError::Invalid {
+            path: "spec.coordinator.replicatedJob".into(),
+            reason: format!("no replicated job is named {:?}", c.replicated_job),
+        });
+    };
+    if c.job_index >= rjob.replicas {
+        return Err(InputError::Invalid {
+            path: "spec.coordinator.jobIndex".into(),
+            reason: format!(
+                "is {} but replicated job {:?} has {} replicas; use 0 to {}",
+                c.job_index,
+                rjob.name,
+                rjob.replicas,
+                rjob.replicas.saturating_sub(1)
+            ),
+        });
+    }
+    // The completions the Job controller runs: the field, else parallelism (the API server
+    // refuses an Indexed Job without it, which T2 reports).
+    let pods = rjob.completions.unwrap_or(rjob.parallelism);
+    if c.pod_index >= pods {
+        return Err(InputError::Invalid {
+            path: "spec.coordinator.podIndex".into(),
+            reason: format!(
+                "is {} but replicated job {:?} runs {pods} pods per job; use 0 to {}",
+                c.pod_index,
+                rjob.name,
+                pods.saturating_sub(1)
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// The findings at JobSet CREATE (SPEC §5): the verdict where the role judges; in the role
+/// `mutate`, which judges nothing, only the input errors.
+pub fn judge_create(plan: &JobSetPlan) -> Result<Findings, InputError> {
+    if !plan.settings.role.validates() {
+        check_input(plan)?;
+        return Ok(Findings::default());
+    }
+    judge(plan, Moment::Create)
 }
 
 /// The verdict on a JobSet the policy judges; for one it does not, only the warnings about
@@ -133,20 +211,9 @@ pub fn judge(plan: &JobSetPlan, moment: Moment) -> Result<Findings, InputError> 
         });
     }
     let deferred = deferred(plan.view, moment, plan.settings.role);
-    let violations: Vec<Violation> = RULES
-        .iter()
-        .filter(|(_, when)| when.applies(deferred, moment))
-        .flat_map(|(check, _)| check(plan))
-        .collect();
-    let mut warnings = exclusive_placement::single_slice_by_hostname(plan);
-    warnings.extend(jax_processes::batch_jobs_beside_jax(plan));
-    warnings.extend(replica_groups::coordinator_without_tpus(plan));
-    if !deferred {
-        warnings.extend(tpu::unknown_accelerators(plan));
-    }
     Ok(Findings {
-        violations,
-        warnings,
+        violations: found(&RULES, plan, deferred, moment),
+        warnings: found(&WARNINGS, plan, deferred, moment),
         waits_for_a_flavour: deferred && plan.view.tpu_jobs().next().is_some(),
     })
 }

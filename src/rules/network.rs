@@ -1,32 +1,25 @@
 //! N1 and N2: the pods of a multi-host or multi-slice TPU JobSet, or of a JAX group of several
 //! processes, find each other by hostname, so those hostnames must exist (N1) and the pods
 //! must be able to resolve them (N2).
-use crate::jobset_plan::{Group, JobSetPlan};
+use crate::groups::{Group, JobSetPlan};
 use crate::paths::SpecAt;
-use crate::views::jobset_view::ReplicatedJob;
 use crate::violation::{Rule, Violation};
 
 /// Why the JobSet's pods dial each other by hostname, in the words of N1's message; `None`
 /// when they do not (a single single-host slice, one JAX process).
 fn needs_hostnames(plan: &JobSetPlan) -> Option<&'static str> {
-    let sum = |group: &Group, weight: &dyn Fn(&ReplicatedJob) -> u64| {
-        // Saturating: only "more than one" matters, and u32 × u32 terms can add past u64.
-        group
-            .members
-            .iter()
-            .fold(0u64, |total, r| total.saturating_add(weight(r)))
-    };
-    let replicas = |r: &ReplicatedJob| u64::from(r.replicas);
     let multi_host = plan.view.tpu_jobs().any(|(_, r)| r.parallelism > 1);
-    let multi_slice = plan.slice_groups.iter().any(|g| sum(g, &replicas) > 1);
-    if multi_host || multi_slice {
+    if multi_host || plan.slice_groups.iter().any(Group::is_multislice) {
         return Some("multi-host TPU JobSet");
     }
-    // Every JAX process dials the coordinator by its hostname.
-    let multi_process = plan
-        .jax_groups()
-        .iter()
-        .any(|g| sum(g, &|r: &ReplicatedJob| r.pods()) > 1);
+    // Every JAX process dials the coordinator by its hostname. Saturating: only "more than one"
+    // matters, and u32 × u32 terms can add past u64.
+    let pods = |g: &Group| {
+        g.members
+            .iter()
+            .fold(0u64, |total, r| total.saturating_add(r.pods()))
+    };
+    let multi_process = plan.jax_groups.iter().any(|g| pods(g) > 1);
     multi_process.then_some("JAX JobSet of several processes")
 }
 

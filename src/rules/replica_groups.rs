@@ -1,5 +1,5 @@
 //! G1–G5: replica groups and slice groups.
-use crate::jobset_plan::JobSetPlan;
+use crate::groups::JobSetPlan;
 use crate::keys;
 use crate::names;
 use crate::narrowing;
@@ -278,7 +278,7 @@ pub fn coordinator_without_tpus(plan: &JobSetPlan) -> Vec<String> {
     };
     plan.slice_groups
         .iter()
-        .filter(|g| g.members.iter().map(|r| u64::from(r.replicas)).sum::<u64>() > 1)
+        .filter(|g| g.is_multislice())
         .filter(|g| !g.members.iter().all(|r| sets_its_own(r)))
         .map(|g| {
             format!(

@@ -1,6 +1,6 @@
 //! T1–T4: what a TPU replicated job needs to be scheduled as a slice.
 use crate::accelerators::{self, Accelerator, Topology};
-use crate::jobset_plan::JobSetPlan;
+use crate::groups::JobSetPlan;
 use crate::narrowing::Shapes;
 use crate::placement::{pinned, slice_topology};
 use crate::settings::Settings;

@@ -193,11 +193,6 @@ impl<'a> JobSetView<'a> {
             .filter(|(_, r)| r.is_tpu())
     }
 
-    /// The replicated jobs' names, in order (for messages).
-    pub fn rjob_names(&self) -> Vec<&'a str> {
-        self.replicated_jobs.iter().map(|r| r.name).collect()
-    }
-
     pub fn queued(&self) -> bool {
         self.queue.is_some()
     }
@@ -218,48 +213,6 @@ impl<'a> JobSetView<'a> {
     pub fn has_native_groups(&self) -> bool {
         !self.replicated_jobs.is_empty()
             && self.replicated_jobs.iter().all(|r| r.group_field.is_some())
-    }
-
-    /// The coordinator must be a pod that will exist, or every process waits on a ghost. Only asked
-    /// of JobSets the policy judges (SPEC §6); JobSet's own webhook checks the others. `podIndex`
-    /// is bounded by completions, as JobSet bounds it.
-    pub fn check_coordinator(&self) -> Result<(), InputError> {
-        let Some(c) = &self.coordinator else {
-            return Ok(());
-        };
-        let Some(rjob) = self.replicated_job(c.replicated_job) else {
-            return Err(InputError::Invalid {
-                path: "spec.coordinator.replicatedJob".into(),
-                reason: format!("no replicated job is named {:?}", c.replicated_job),
-            });
-        };
-        if c.job_index >= rjob.replicas {
-            return Err(InputError::Invalid {
-                path: "spec.coordinator.jobIndex".into(),
-                reason: format!(
-                    "is {} but replicated job {:?} has {} replicas; use 0 to {}",
-                    c.job_index,
-                    rjob.name,
-                    rjob.replicas,
-                    rjob.replicas.saturating_sub(1)
-                ),
-            });
-        }
-        // The completions the Job controller runs: the field, else parallelism (the API server
-        // refuses an Indexed Job without it, which T2 reports).
-        let pods = rjob.completions.unwrap_or(rjob.parallelism);
-        if c.pod_index >= pods {
-            return Err(InputError::Invalid {
-                path: "spec.coordinator.podIndex".into(),
-                reason: format!(
-                    "is {} but replicated job {:?} runs {pods} pods per job; use 0 to {}",
-                    c.pod_index,
-                    rjob.name,
-                    pods.saturating_sub(1)
-                ),
-            });
-        }
-        Ok(())
     }
 }
 

@@ -4,13 +4,9 @@ use crate::affinity_mark::AffinityMark;
 use crate::error::InputError;
 use crate::json::{self, Object};
 use crate::keys;
-use crate::paths::SpecAt;
+use crate::paths::{SpecAt, REQUIRED_TERMS};
 use serde_json::Value;
 use std::collections::BTreeSet;
-
-const REQUIRED: &str = "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution";
-const TERMS: &str =
-    "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms";
 
 /// A node label a pod template pins to one value.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,9 +31,10 @@ impl Pin<'_> {
     pub fn path(&self, pod_spec_path: &str) -> String {
         match self.source {
             PinSource::NodeSelector => format!("{pod_spec_path}.nodeSelector[{:?}]", self.key),
-            PinSource::Affinity(i) => {
-                format!("{pod_spec_path}.{TERMS}[0].matchExpressions[{i}]")
-            }
+            PinSource::Affinity(i) => format!(
+                "{pod_spec_path}.{}[0].matchExpressions[{i}]",
+                REQUIRED_TERMS.join(".")
+            ),
             PinSource::SliceTopologyAnnotation => format!(
                 "{}.metadata.annotations[{:?}]",
                 pod_spec_path.strip_suffix(".spec").unwrap_or(pod_spec_path),
@@ -86,7 +83,7 @@ pub fn selection<'a>(
         }
     }
     let terms = required_terms(pod_spec, at)?;
-    let t_path = |i: usize| json::index(&at.field(TERMS), i);
+    let t_path = |i: usize| json::index(&at.required_terms(), i);
     let mut stored = Vec::with_capacity(terms.len());
     for (i, term) in terms.iter().enumerate() {
         let path = t_path(i);
@@ -127,23 +124,17 @@ pub fn selection<'a>(
     })
 }
 
-/// `affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms`.
+/// The required node-selector terms ([`REQUIRED_TERMS`]), none where a step is missing.
 fn required_terms(pod_spec: &Object, at: SpecAt) -> Result<&[Value], InputError> {
-    let Some(affinity) = json::opt_object(pod_spec, "affinity", &at.path())? else {
-        return Ok(&[]);
-    };
-    let Some(node) = json::opt_object(affinity, "nodeAffinity", &at.field("affinity"))? else {
-        return Ok(&[]);
-    };
-    let required_key = "requiredDuringSchedulingIgnoredDuringExecution";
-    let p = at.field("affinity.nodeAffinity");
-    let Some(required) = json::opt_object(node, required_key, &p)? else {
-        return Ok(&[]);
-    };
-    Ok(
-        json::opt_array(required, "nodeSelectorTerms", &at.field(REQUIRED))?
-            .map_or(&[][..], Vec::as_slice),
-    )
+    let [objects @ .., terms] = REQUIRED_TERMS;
+    let (mut object, mut path) = (pod_spec, at.path());
+    for key in objects {
+        let Some(inner) = json::opt_object(object, key, &path)? else {
+            return Ok(&[]);
+        };
+        (object, path) = (inner, json::join(&path, key));
+    }
+    Ok(json::opt_array(object, terms, &path)?.map_or(&[][..], Vec::as_slice))
 }
 
 /// The author's terms, when the stored ones are exactly what the policy makes of them with

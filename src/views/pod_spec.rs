@@ -162,10 +162,38 @@ fn quantity_value(v: &Value, path: &str) -> Result<u32, InputError> {
     })
 }
 
+/// The pod's TPU containers numbered k = 0..n-1 (SPEC §3), as indexes into `containers`: the
+/// regular containers in spec order, then the init containers in spec order (LeaderWorkerSet's
+/// order, so that worker ids and ports agree with what its TPU webhook gives).
+pub fn tpu_order(containers: &[ContainerView]) -> Vec<usize> {
+    let of = |list: &'static str| {
+        containers
+            .iter()
+            .enumerate()
+            .filter(move |(_, c)| c.list == list && c.is_tpu())
+            .map(|(i, _)| i)
+    };
+    of("containers").chain(of("initContainers")).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn regular_containers_come_before_init_containers() {
+        // CONTAINER_LISTS puts init containers first; TPU numbering puts them last.
+        let c = ContainerView::for_test;
+        let cs = [
+            c("initContainers", 0, 4),
+            c("initContainers", 1, 0),
+            c("containers", 0, 0),
+            c("containers", 1, 2),
+            c("containers", 2, 2),
+        ];
+        assert_eq!(tpu_order(&cs), vec![3, 4, 0]);
+    }
 
     fn chips(spec: Value) -> Result<Vec<u32>, InputError> {
         let spec = spec.as_object().unwrap().clone();

@@ -368,7 +368,9 @@ fn the_host_lists_the_same_env_names_as_the_policy() {
 }
 
 /// The layers of `src/`, lowest first (CONTRIBUTING.md "Source map", and the comments of `src/lib.rs`):
-/// a module may name modules of its own layer and of the layers below, never above.
+/// a module may name modules of its own layer and of the layers below, never above. A module is in
+/// the layer of the longest entry that names it or a module above it (`facts` is a foundation, and
+/// `facts::of_jobset`, which computes them from the groups, a plan).
 const LAYERS: [(&str, &[&str]); 6] = [
     (
         "foundations",
@@ -392,9 +394,9 @@ const LAYERS: [(&str, &[&str]); 6] = [
     (
         "plans",
         &[
+            "facts::of_job",
+            "facts::of_jobset",
             "groups",
-            "job_plan",
-            "jobset_plan",
             "multikueue",
             "narrowing",
             "placement",
@@ -409,8 +411,14 @@ const LAYERS: [(&str, &[&str]); 6] = [
 ];
 
 fn layer_of(module: &str) -> Option<usize> {
-    let top = module.split("::").next()?;
-    LAYERS.iter().position(|(_, mods)| mods.contains(&top))
+    let within = |entry: &str| module == entry || module.starts_with(&format!("{entry}::"));
+    LAYERS
+        .iter()
+        .enumerate()
+        .flat_map(|(layer, (_, mods))| mods.iter().map(move |m| (layer, m)))
+        .filter(|(_, m)| within(m))
+        .max_by_key(|(_, m)| m.len())
+        .map(|(layer, _)| layer)
 }
 
 /// The imports of `src/` that climb from a lower layer to a higher one, as "from → to".

@@ -8,6 +8,13 @@
 //! added (each optional, its absence read as the release before it wrote it), and a change that
 //! cannot be read so bumps [`VERSION`], written in an annotation of its own, which a reader of an
 //! older version refuses with one message.
+//!
+//! What the facts are is said here, for every reader (the views read them); how they are computed
+//! is said beside the plans: [`of_jobset`] for each replicated job of a JobSet, [`of_job`] for an
+//! opted-in plain Job.
+pub mod of_job;
+pub mod of_jobset;
+
 use crate::error::InputError;
 use crate::json::{map_str, Object};
 use crate::keys;

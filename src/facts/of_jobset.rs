@@ -1,0 +1,267 @@
+//! A JobSet's facts, stamped on each replicated job (SPEC §3, §4): its group keys on JobSets
+//! without native groups, its slice group's count, offset and coordinator, and its JAX group's
+//! numbering. Pure functions of the JobSet's groups.
+use super::{Facts, JaxFacts, OffsetFacts};
+use crate::error::{checked_add, checked_mul, InputError};
+use crate::groups::{offsets, Group, JobSetPlan};
+use crate::keys;
+use crate::names;
+use crate::views::container_env;
+use crate::views::jobset_view::{CoordinatorRef, ReplicatedJob};
+use crate::views::pod_spec::tpu_order;
+
+fn pods_of(rjob: &ReplicatedJob) -> Result<u32, InputError> {
+    u32::try_from(rjob.pods()).map_err(|_| InputError::Overflow {
+        path: rjob.at.field("replicas"),
+        limit: u32::MAX,
+    })
+}
+
+/// The group's first member that has pods: a replicated job may have `replicas: 0`, and its pods
+/// never exist (SPEC §3). The first member when none has any (no pod needs a coordinator).
+fn first_with_pods<'v, 'a>(group: &Group<'v, 'a>) -> &'v ReplicatedJob<'a> {
+    group
+        .members
+        .iter()
+        .find(|r| r.replicas > 0)
+        .unwrap_or(&group.members[0])
+}
+
+/// `<rjob>-<jobIndex>-<podIndex>` of the slice group's coordinator: `spec.coordinator`
+/// wherever it is (Pathways puts it on a CPU head), else pod 0 of job 0 of the group's first
+/// member with replicas > 0. Never each member's own job 0, which would give each replicated
+/// job its own coordinator.
+fn coordinator(running: Option<&CoordinatorRef>, group: &Group) -> String {
+    match running {
+        Some(c) => c.pod(),
+        None => names::rjob_pod(first_with_pods(group).name, 0, 0),
+    }
+}
+
+/// The JAX group's process 0 (SPEC §4.4): `spec.coordinator` when it names a pod of the group, with
+/// the id the numbering gives it (`starts` are the members' pod offsets); else pod 0 of job 0 of
+/// the first member that has pods, id 0. `None` when no member has pods.
+fn jax_coordinator(
+    running: Option<&CoordinatorRef>,
+    group: &Group,
+    starts: &[u32],
+) -> Result<Option<(String, u32)>, InputError> {
+    if let Some(c) = running {
+        let named = group
+            .members
+            .iter()
+            .zip(starts)
+            .find(|(m, _)| m.name == c.replicated_job);
+        if let Some((rjob, &start)) = named {
+            let path = "spec.coordinator";
+            let earlier_pods = checked_mul(c.job_index, rjob.parallelism, path)?;
+            let id = checked_add(checked_add(start, earlier_pods, path)?, c.pod_index, path)?;
+            return Ok(Some((c.pod(), id)));
+        }
+    }
+    let first = group
+        .members
+        .iter()
+        .find(|r| r.replicas > 0 && r.parallelism > 0);
+    Ok(first.map(|r| (names::rjob_pod(r.name, 0, 0), 0)))
+}
+
+/// The `MEGASCALE_PORT` that the first TPU container of the slice group's coordinator sets itself,
+/// for the coordinator address (SPEC §4.2). One that admission cannot read is left to the default,
+/// and a warning says so.
+fn coordinator_port(
+    running: Option<&CoordinatorRef>,
+    group: &Group,
+    warnings: &mut Vec<String>,
+) -> Option<u32> {
+    let rjob = match running {
+        // Outside the group, the coordinator runs no TPU container.
+        Some(c) => group.members.iter().find(|m| m.name == c.replicated_job)?,
+        None => first_with_pods(group),
+    };
+    let containers = &rjob.template.containers;
+    let first = &containers[*tpu_order(containers).first()?];
+    // A malformed env is reported at pod admission.
+    let entries = first.user_entries().ok()?;
+    let value = container_env::own_value(&entries, keys::ENV_MEGASCALE_PORT, &|_| None)?;
+    match value.as_deref().map(str::parse::<u16>) {
+        Some(Ok(port)) if port > 0 => Some(u32::from(port)),
+        _ => {
+            warnings.push(format!(
+                "container {:?} ({}): its MEGASCALE_PORT is not a port admission can read, so the coordinator address of slice group {:?} names the default port",
+                first.name,
+                first.path(),
+                group.name
+            ));
+            None
+        }
+    }
+}
+
+/// The facts for each replicated job, in spec order, and the warnings found on the way.
+pub fn facts(plan: &JobSetPlan, warnings: &mut Vec<String>) -> Result<Vec<Facts>, InputError> {
+    let view = plan.view;
+    let mut facts = vec![Facts::default(); view.replicated_jobs.len()];
+
+    if !view.has_native_groups() {
+        for (f, keys) in facts
+            .iter_mut()
+            .zip(plan.group_keys.as_deref().map_err(Clone::clone)?)
+        {
+            f.group = Some(keys.clone());
+        }
+    }
+
+    for group in &plan.slice_groups {
+        let (total, starts) = group.jobs()?;
+        let outside = plan
+            .coordinator
+            .is_some_and(|c| !group.members.iter().any(|m| m.name == c.replicated_job));
+        let coordinator = coordinator(plan.coordinator, group);
+        let port = (total > 1)
+            .then(|| coordinator_port(plan.coordinator, group, warnings))
+            .flatten();
+        for (rjob, offset) in group.members.iter().zip(starts) {
+            let f = &mut facts[rjob.index];
+            f.slice = Some(OffsetFacts { total, offset });
+            f.coordinator = Some(coordinator.clone());
+            f.coordinator_outside = outside;
+            f.coordinator_port = port;
+        }
+    }
+
+    for group in &plan.jax_groups {
+        let (total, starts) = offsets(&group.members, pods_of)?;
+        let process_0 = jax_coordinator(plan.coordinator, group, &starts)?;
+        for (rjob, offset) in group.members.iter().zip(starts) {
+            facts[rjob.index].jax = Some(JaxFacts {
+                total,
+                offset,
+                coordinator: process_0.as_ref().map(|(host, _)| host.clone()),
+                coordinator_id: process_0.as_ref().map_or(0, |(_, id)| *id),
+            });
+        }
+    }
+
+    for (f, rjob) in facts.iter_mut().zip(&view.replicated_jobs) {
+        // Its pods take no env of the ones that wait for it, and must not fall back to the
+        // guess made for pods without facts.
+        f.runs_first = rjob.runs_first && rjob.is_tpu();
+        if f.coordinator.is_some() || f.jax.is_some() || f.runs_first {
+            f.subdomain = view.subdomain.map(str::to_string);
+            f.pods_per_job = Some(rjob.parallelism);
+        }
+    }
+    Ok(facts)
+}
+
+#[cfg(test)]
+mod tests {
+    //! These also run compiled to wasm32-wasip1 (`make test`), where `usize` is 32 bits.
+    use super::*;
+    use crate::settings::{JaxEnv, Settings};
+    use crate::views::jobset_view::JobSetView;
+    use serde_json::{json, Value};
+
+    fn rjob(name: &str, replicas: u32, parallelism: u32, tpu: bool) -> Value {
+        let resources = if tpu {
+            json!({"limits": {"google.com/tpu": "4"}})
+        } else {
+            json!({})
+        };
+        json!({"name": name, "replicas": replicas, "template": {"spec": {
+            "parallelism": parallelism, "completions": parallelism,
+            "template": {"spec": {"containers": [{"name": "c", "resources": resources}]}}
+        }}})
+    }
+
+    fn plan_of(rjobs: Vec<Value>, settings: &Settings) -> Result<Vec<Facts>, InputError> {
+        let js = json!({"metadata": {"name": "js"}, "spec": {"replicatedJobs": rjobs}});
+        let view = JobSetView::parse(&js, "google.com/tpu")?;
+        facts(&JobSetPlan::new(&view, settings), &mut Vec::new())
+    }
+
+    fn slice(total: u32, offset: u32) -> Option<OffsetFacts> {
+        Some(OffsetFacts { total, offset })
+    }
+
+    #[test]
+    fn replicas_times_parallelism_beyond_u32_is_an_error_not_a_wrap() {
+        let settings = Settings {
+            jax_env: JaxEnv::Always,
+            ..Settings::default()
+        };
+        let err = plan_of(vec![rjob("cpu", i32::MAX as u32, 4, false)], &settings).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "spec.replicatedJobs[0].replicas: the total over its group is larger than 4294967295"
+        );
+    }
+
+    #[test]
+    fn slice_sums_over_many_replicated_jobs_overflow_cleanly() {
+        let rjobs = (0..3)
+            .map(|i| rjob(&format!("s{i}"), i32::MAX as u32, 1, true))
+            .collect();
+        let err = plan_of(rjobs, &Settings::default()).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "spec.replicatedJobs[2].replicas: the total over its group is larger than 4294967295"
+        );
+    }
+
+    #[test]
+    fn sums_up_to_u32_max_are_exact() {
+        let rjobs = vec![
+            rjob("a", i32::MAX as u32, 1, true),
+            rjob("b", i32::MAX as u32, 1, true),
+            rjob("c", 1, 1, true),
+        ];
+        let facts = plan_of(rjobs, &Settings::default()).unwrap();
+        assert_eq!(facts[2].slice, slice(u32::MAX, u32::MAX - 1));
+    }
+
+    #[test]
+    fn a_thousand_replicated_jobs_sum_in_order() {
+        let rjobs = (0..1000)
+            .map(|i| rjob(&format!("s{i}"), 3, 2, true))
+            .collect();
+        let facts = plan_of(rjobs, &Settings::default()).unwrap();
+        assert_eq!(facts[999].slice, slice(3000, 2997));
+        assert_eq!(facts[999].group.as_ref().map(|g| g.replicas), Some(3000));
+        assert_eq!(facts[999].coordinator.as_deref(), Some("s0-0-0"));
+    }
+
+    #[test]
+    fn a_cpu_driver_is_in_the_group_but_not_a_slice() {
+        let facts = plan_of(
+            vec![rjob("driver", 1, 1, false), rjob("workers", 4, 2, true)],
+            &Settings::default(),
+        )
+        .unwrap();
+        assert_eq!(facts[0].slice, None);
+        assert_eq!(facts[1].slice, slice(4, 0));
+        assert_eq!(
+            facts[1].group.as_ref().map(|g| (g.replicas, g.offset)),
+            Some((5, 1))
+        );
+        assert_eq!(facts[1].coordinator.as_deref(), Some("workers-0-0"));
+    }
+
+    #[test]
+    fn the_coordinator_is_in_the_first_member_with_pods() {
+        let facts = plan_of(
+            vec![
+                rjob("spare", 0, 2, true),
+                rjob("main", 2, 2, true),
+                rjob("more", 1, 2, true),
+            ],
+            &Settings::default(),
+        )
+        .unwrap();
+        for f in &facts {
+            assert_eq!(f.coordinator.as_deref(), Some("main-0-0"));
+        }
+        assert_eq!(facts[1].slice, slice(3, 0));
+    }
+}
