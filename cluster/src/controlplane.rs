@@ -27,6 +27,12 @@ pub struct Options {
     /// when `None`; a large cluster's is higher): `make cluster-bench` lifts it, so that the
     /// Job controller's own rate does not hide what admission costs.
     pub controller_qps: Option<u32>,
+    /// The etcd to keep this API server's objects in: its own (started with it) when `None`,
+    /// else the client URL of another control plane's, shared under `etcd_prefix` (two API
+    /// servers on one etcd, as the MultiKueue cases run a manager and a worker).
+    pub etcd: Option<String>,
+    /// The API server's `--etcd-prefix` (its default, `/registry`, when `None`).
+    pub etcd_prefix: Option<String>,
 }
 
 impl Default for Options {
@@ -37,6 +43,8 @@ impl Default for Options {
             webhook: true,
             kueue: false,
             controller_qps: None,
+            etcd: None,
+            etcd_prefix: None,
         }
     }
 }
@@ -47,7 +55,11 @@ impl ControlPlane {
     /// then Kueue (JobSet's CRD exists by then, so its JobSet integration starts at once).
     pub async fn start(binaries: &Binaries, options: Options) -> Result<ControlPlane> {
         let mut plane = ControlPlane::new(options.lifetime).await?;
-        kubernetes::start_api_server(&mut plane, binaries).await?;
+        let storage = kubernetes::Storage {
+            etcd: options.etcd.as_deref(),
+            prefix: options.etcd_prefix.as_deref(),
+        };
+        kubernetes::start_api_server(&mut plane, binaries, storage).await?;
         jobset::start(&mut plane, binaries).await?;
         kubernetes::start_controllers(&mut plane, binaries, options.controller_qps)?;
         if options.webhook {

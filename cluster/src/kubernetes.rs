@@ -1,4 +1,5 @@
-//! Kubernetes itself: etcd and kube-apiserver (dialling Services through the kube-proxy shim),
+//! Kubernetes itself: etcd (its own, or another control plane's under a prefix of its own) and
+//! kube-apiserver (dialling Services through the kube-proxy shim),
 //! with what the fixtures name (PriorityClasses) and Kubewarden's namespace; then kube-controller-manager (the Job, Deployment and ReplicaSet
 //! controllers, the garbage collector) and kube-scheduler.
 use crate::kube_proxy::KubeProxy;
@@ -12,25 +13,24 @@ use serde_json::json;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-/// etcd and the API server, ready, with the objects everything else expects.
-pub(crate) async fn start_api_server(plane: &mut ControlPlane, binaries: &Binaries) -> Result<()> {
-    let (etcd_port, peer_port) = (free_port()?, free_port()?);
-    plane.spawn(
-        "etcd",
-        binaries.get("etcd")?,
-        &args(&[
-            "--name=default",
-            &format!("--data-dir={}", plane.dir.join("etcd").display()),
-            &format!("--listen-client-urls=http://127.0.0.1:{etcd_port}"),
-            &format!("--advertise-client-urls=http://127.0.0.1:{etcd_port}"),
-            &format!("--listen-peer-urls=http://127.0.0.1:{peer_port}"),
-            &format!("--initial-advertise-peer-urls=http://127.0.0.1:{peer_port}"),
-            &format!("--initial-cluster=default=http://127.0.0.1:{peer_port}"),
-            "--unsafe-no-fsync",
-            "--log-level=warn",
-        ]),
-        &[],
-    )?;
+/// Where an API server keeps its objects: an etcd of its own when `etcd` is `None`, else the
+/// etcd at that client URL; under `prefix` (`/registry` when `None`).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Storage<'a> {
+    pub(crate) etcd: Option<&'a str>,
+    pub(crate) prefix: Option<&'a str>,
+}
+
+/// etcd (unless shared) and the API server, ready, with the objects everything else expects.
+pub(crate) async fn start_api_server(
+    plane: &mut ControlPlane,
+    binaries: &Binaries,
+    storage: Storage<'_>,
+) -> Result<()> {
+    plane.etcd_url = match storage.etcd {
+        Some(url) => url.to_string(),
+        None => start_etcd(plane, binaries)?,
+    };
     let proxy = KubeProxy::start(
         &plane.dir.join("kube-proxy.sock"),
         &plane.reviews,
@@ -40,7 +40,10 @@ pub(crate) async fn start_api_server(plane: &mut ControlPlane, binaries: &Binari
     let egress = plane.dir.join("egress-selector.yaml");
     std::fs::write(&egress, proxy.egress_selector_configuration())?;
     plane.proxy = Some(proxy);
-    let mut apiserver_args = apiserver_args(&plane.pki, etcd_port, plane.api_port);
+    let mut apiserver_args = apiserver_args(&plane.pki, &plane.etcd_url, plane.api_port);
+    if let Some(prefix) = storage.prefix {
+        apiserver_args.push(format!("--etcd-prefix={prefix}"));
+    }
     // Webhooks that name a Service (Kubewarden's) are dialled through the kube-proxy shim.
     apiserver_args.push(format!(
         "--egress-selector-config-file={}",
@@ -69,6 +72,28 @@ pub(crate) async fn start_api_server(plane: &mut ControlPlane, binaries: &Binari
                        "metadata": {"name": KUBEWARDEN_NAMESPACE}}))
         .await?;
     Ok(())
+}
+
+/// One etcd member on free ports; returns its client URL.
+fn start_etcd(plane: &mut ControlPlane, binaries: &Binaries) -> Result<String> {
+    let (etcd_port, peer_port) = (free_port()?, free_port()?);
+    plane.spawn(
+        "etcd",
+        binaries.get("etcd")?,
+        &args(&[
+            "--name=default",
+            &format!("--data-dir={}", plane.dir.join("etcd").display()),
+            &format!("--listen-client-urls=http://127.0.0.1:{etcd_port}"),
+            &format!("--advertise-client-urls=http://127.0.0.1:{etcd_port}"),
+            &format!("--listen-peer-urls=http://127.0.0.1:{peer_port}"),
+            &format!("--initial-advertise-peer-urls=http://127.0.0.1:{peer_port}"),
+            &format!("--initial-cluster=default=http://127.0.0.1:{peer_port}"),
+            "--unsafe-no-fsync",
+            "--log-level=warn",
+        ]),
+        &[],
+    )?;
+    Ok(format!("http://127.0.0.1:{etcd_port}"))
 }
 
 /// kube-controller-manager with the controllers the tests need, and kube-scheduler.
@@ -126,10 +151,10 @@ async fn wait_ready(plane: &mut ControlPlane) -> Result<()> {
     }
 }
 
-fn apiserver_args(pki: &Pki, etcd_port: u16, port: u16) -> Vec<String> {
+fn apiserver_args(pki: &Pki, etcd: &str, port: u16) -> Vec<String> {
     let p = |path: PathBuf| path.display().to_string();
     args(&[
-        &format!("--etcd-servers=http://127.0.0.1:{etcd_port}"),
+        &format!("--etcd-servers={etcd}"),
         "--bind-address=127.0.0.1",
         "--advertise-address=127.0.0.1",
         &format!("--secure-port={port}"),

@@ -247,6 +247,25 @@ fn certificates(dir: &Path, service_name: &str) -> Result<()> {
 }
 
 impl ControlPlane {
+    /// Stops Kubewarden's controller once its work here is done (every policy served), and
+    /// returns once its port is free: a second control plane's controller needs the port (the
+    /// MultiKueue cases run two). What it made stays and works: the policies' webhook
+    /// configurations, policy-server's Deployment and the host serving it. Only a change to a
+    /// policy would now go unanswered (its own webhooks fail closed).
+    pub async fn stop_kubewarden_controller(&mut self) -> Result<()> {
+        self.stop("kubewarden-controller")?;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while TcpStream::connect((Ipv4Addr::LOCALHOST, WEBHOOK_PORT)).is_ok() {
+            if Instant::now() > deadline {
+                bail!(
+                    "port {WEBHOOK_PORT} still answers 30 s after Kubewarden's controller stopped"
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        Ok(())
+    }
+
     /// `kubewarden-ca`'s certificate, base64, as the chart puts it in a `caBundle`.
     pub(crate) fn kubewarden_ca_bundle(&self) -> Result<String> {
         use base64::Engine as _;

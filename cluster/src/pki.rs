@@ -41,6 +41,19 @@ impl Pki {
         Ok(base64::engine::general_purpose::STANDARD.encode(std::fs::read(self.ca_cert())?))
     }
 
+    /// A client certificate of this CA for `subject` (`/CN=<user>[/O=<group>]`), made once as
+    /// `<name>.crt` and `<name>.key`: an identity of its own, distinct from `admin`.
+    pub fn client(&self, name: &str, subject: &str) -> Result<(PathBuf, PathBuf)> {
+        let (crt, key) = (
+            self.dir.join(format!("{name}.crt")),
+            self.dir.join(format!("{name}.key")),
+        );
+        if !crt.is_file() {
+            signed(&self.dir, name, subject, "client.ext")?;
+        }
+        Ok((crt, key))
+    }
+
     /// Makes every key and certificate in `dir`.
     pub fn create(dir: &Path) -> Result<Pki> {
         std::fs::create_dir_all(dir)?;

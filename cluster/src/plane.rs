@@ -22,6 +22,8 @@ pub struct ControlPlane {
     pub kubeconfig: PathBuf,
     /// The API server's port on 127.0.0.1 (the kubeconfig names it).
     pub(crate) api_port: u16,
+    /// The client URL of the etcd the API server keeps its objects in (its own, or shared).
+    pub etcd_url: String,
     /// The webhook whose verdicts a namespace of the deployment sees: the validating policy's
     /// of the pair, or the single policy's.
     pub webhook_name: String,
@@ -76,6 +78,7 @@ impl ControlPlane {
             cluster,
             kubeconfig,
             api_port,
+            etcd_url: String::new(),
             webhook_name: String::new(),
             settings: json!({}),
             deployment: Deployment::Pair,
@@ -126,6 +129,36 @@ impl ControlPlane {
         self.proxy
             .as_ref()
             .ok_or_else(|| anyhow::anyhow!("the kube-proxy shim is not running"))
+    }
+
+    /// Stops the process started as `name` (SIGTERM, then reaped), which then no longer counts
+    /// for [`Self::check_alive`].
+    pub(crate) fn stop(&mut self, name: &str) -> Result<()> {
+        let at = self
+            .processes
+            .iter()
+            .position(|p| p.name == name)
+            .ok_or_else(|| anyhow::anyhow!("no process {name} runs here"))?;
+        drop(self.processes.remove(at));
+        Ok(())
+    }
+
+    /// A kubeconfig of this API server for `user`, with every certificate and key embedded
+    /// (`certificate-authority-data`, `client-certificate-data`, `client-key-data`) rather than
+    /// named by path: what a kubeconfig in a Secret must be, since the reader (Kueue's
+    /// MultiKueue) has none of these files, and refuses a CA path outright.
+    pub fn embedded_kubeconfig(&self, user: &str, cert: &Path, key: &Path) -> Result<String> {
+        use base64::Engine as _;
+        let data = |path: &Path| -> Result<String> {
+            Ok(base64::engine::general_purpose::STANDARD.encode(std::fs::read(path)?))
+        };
+        Ok(kubeconfig_text(
+            self.api_port,
+            &format!("certificate-authority-data: {}", data(&self.pki.ca_cert())?),
+            user,
+            &format!("client-certificate-data: {}", data(cert)?),
+            &format!("client-key-data: {}", data(key)?),
+        ))
     }
 
     /// Keeps `thing` until every process has stopped.
@@ -204,10 +237,19 @@ impl Drop for ControlPlane {
 }
 
 fn kubeconfig_yaml(pki: &Pki, port: u16) -> String {
+    kubeconfig_text(
+        port,
+        &format!("certificate-authority: {}", pki.ca_cert().display()),
+        "admin",
+        &format!("client-certificate: {}", pki.admin_cert().display()),
+        &format!("client-key: {}", pki.admin_key().display()),
+    )
+}
+
+/// A kubeconfig of the API server on 127.0.0.1:`port`, each credential line (`key: value`)
+/// as given.
+fn kubeconfig_text(port: u16, ca: &str, user: &str, cert: &str, key: &str) -> String {
     format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: local\n  cluster:\n    server: https://127.0.0.1:{port}\n    certificate-authority: {ca}\nusers:\n- name: admin\n  user:\n    client-certificate: {cert}\n    client-key: {key}\ncontexts:\n- name: local\n  context:\n    cluster: local\n    user: admin\ncurrent-context: local\n",
-        ca = pki.ca_cert().display(),
-        cert = pki.admin_cert().display(),
-        key = pki.admin_key().display(),
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: local\n  cluster:\n    server: https://127.0.0.1:{port}\n    {ca}\nusers:\n- name: {user}\n  user:\n    {cert}\n    {key}\ncontexts:\n- name: local\n  context:\n    cluster: local\n    user: {user}\ncurrent-context: local\n",
     )
 }

@@ -358,8 +358,9 @@ pub struct Answer {
     pub patch: Value,
 }
 
-/// One line of the reviews log: the policy, what the API server asked and what it was
-/// answered. One write per line: a host killed mid-run leaves whole lines behind.
+/// One line of the reviews log: the policy, what the API server asked (and for whom:
+/// `userInfo`, which tells a MultiKueue copy's requester from the worker's own Kueue) and what
+/// it was answered. One write per line: a host killed mid-run leaves whole lines behind.
 pub fn review_log_line(policy: &str, request: &Value, answer: Answer) -> String {
     let mut text = json!({
         "policy": policy,
@@ -367,6 +368,7 @@ pub fn review_log_line(policy: &str, request: &Value, answer: Answer) -> String 
         "operation": request.get("operation"),
         "namespace": request.get("namespace"),
         "name": request.get("name"),
+        "userInfo": request.get("userInfo"),
         "object": request.get("object"),
         "oldObject": request.get("oldObject"),
         "allowed": answer.allowed,

@@ -83,6 +83,10 @@ pub fn configuration(
     // Our CA signs its serving certificate; it must not make and inject its own.
     config["internalCertManagement"] = json!({"enable": false});
     config["integrations"]["frameworks"] = json!(FRAMEWORKS);
+    // Said, not left to the default: Kueue defaults it from a pod's service-account namespace
+    // file where there is one (CI may run in a pod), and MultiKueue reads its kubeconfig
+    // Secrets from this namespace.
+    config["namespace"] = json!(KUEUE_NAMESPACE);
     // Its visibility API server would listen on every address; nothing here reads it.
     config["featureGates"] = json!({"VisibilityOnDemand": false});
     Ok(config)

@@ -11,8 +11,8 @@ mod namespaced;
 mod queue_check;
 mod quota;
 mod releases;
-mod runs;
-mod shared;
+pub(crate) mod runs;
+pub(crate) mod shared;
 mod topology;
 
 use crate::common::{part, Report};

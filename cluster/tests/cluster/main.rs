@@ -11,6 +11,7 @@ mod kubewarden;
 mod kueue;
 mod labels;
 mod match_conditions;
+mod multikueue;
 mod node_selector;
 mod outage;
 mod placement;
@@ -66,6 +67,11 @@ pub(crate) async fn main_async() -> anyhow::Result<bool> {
     {
         if let Err(e) = kueue::cases(&binaries, &mut report).await {
             report.record("the Kueue cases", Err(e));
+        }
+    }
+    if part("multikueue") {
+        if let Err(e) = multikueue::cases(&binaries, &mut report).await {
+            report.record("the MultiKueue cases", Err(e));
         }
     }
     if part("kueue") || part("preview-queue-check") {
