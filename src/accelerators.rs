@@ -119,27 +119,29 @@ const TPU7: &[Cow<'static, str>] = &[
     t("4x8x8"),
 ];
 
-/// SPEC §7, where the sources of each row are listed. Every multi-host slice runs 4 chips per
-/// host.
+/// A built-in row whose multi-host slices run 4 chips per host, as every built-in one does.
+const fn multi_host(
+    name: &'static str,
+    dims: u8,
+    chips_per_host: &'static [u32],
+    topologies: &'static [Cow<'static, str>],
+    cube_rule: Option<CubeRule>,
+) -> Accelerator {
+    Accelerator {
+        name: Cow::Borrowed(name),
+        dims,
+        chips_per_host: Cow::Borrowed(chips_per_host),
+        multi_host_chips_per_host: Some(4),
+        single_host: false,
+        topologies: Cow::Borrowed(topologies),
+        cube_rule,
+    }
+}
+
+/// SPEC §7, where the sources of each row are listed.
 pub const BUILT_IN: &[Accelerator] = &[
-    Accelerator {
-        name: Cow::Borrowed("tpu-v4-podslice"),
-        dims: 3,
-        chips_per_host: Cow::Borrowed(&[4]),
-        multi_host_chips_per_host: Some(4),
-        single_host: false,
-        topologies: Cow::Borrowed(SMALL_3D),
-        cube_rule: cubes(64, false),
-    },
-    Accelerator {
-        name: Cow::Borrowed("tpu-v5p-slice"),
-        dims: 3,
-        chips_per_host: Cow::Borrowed(&[4]),
-        multi_host_chips_per_host: Some(4),
-        single_host: false,
-        topologies: Cow::Borrowed(SMALL_3D),
-        cube_rule: cubes(140, true),
-    },
+    multi_host("tpu-v4-podslice", 3, &[4], SMALL_3D, cubes(64, false)),
+    multi_host("tpu-v5p-slice", 3, &[4], SMALL_3D, cubes(140, true)),
     Accelerator {
         name: Cow::Borrowed("tpu-v5-lite-device"),
         dims: 2,
@@ -149,42 +151,10 @@ pub const BUILT_IN: &[Accelerator] = &[
         topologies: Cow::Borrowed(V5E_DEVICE),
         cube_rule: None,
     },
-    Accelerator {
-        name: Cow::Borrowed("tpu-v5-lite-podslice"),
-        dims: 2,
-        chips_per_host: Cow::Borrowed(&[1, 4, 8]),
-        multi_host_chips_per_host: Some(4),
-        single_host: false,
-        topologies: Cow::Borrowed(LITE_2D),
-        cube_rule: None,
-    },
-    Accelerator {
-        name: Cow::Borrowed("tpu-v6e-slice"),
-        dims: 2,
-        chips_per_host: Cow::Borrowed(&[1, 4, 8]),
-        multi_host_chips_per_host: Some(4),
-        single_host: false,
-        topologies: Cow::Borrowed(LITE_2D),
-        cube_rule: None,
-    },
-    Accelerator {
-        name: Cow::Borrowed("tpu7x"),
-        dims: 3,
-        chips_per_host: Cow::Borrowed(&[1, 4]),
-        multi_host_chips_per_host: Some(4),
-        single_host: false,
-        topologies: Cow::Borrowed(TPU7X),
-        cube_rule: cubes(144, true),
-    },
-    Accelerator {
-        name: Cow::Borrowed("tpu7"),
-        dims: 3,
-        chips_per_host: Cow::Borrowed(&[1, 4]),
-        multi_host_chips_per_host: Some(4),
-        single_host: false,
-        topologies: Cow::Borrowed(TPU7),
-        cube_rule: None,
-    },
+    multi_host("tpu-v5-lite-podslice", 2, &[1, 4, 8], LITE_2D, None),
+    multi_host("tpu-v6e-slice", 2, &[1, 4, 8], LITE_2D, None),
+    multi_host("tpu7x", 3, &[1, 4], TPU7X, cubes(144, true)),
+    multi_host("tpu7", 3, &[1, 4], TPU7, None),
 ];
 
 /// The row named `name`: the `accelerators` setting overrides the built-in table.

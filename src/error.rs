@@ -78,14 +78,14 @@ impl std::error::Error for InputError {}
 
 /// Adds two counts, or reports the field whose total overflowed. `u32` on purpose: Kubernetes
 /// counts are int32, and wasm's `usize` is 32 bits, so nothing here may rely on a wider type.
-pub fn checked_add(a: u32, b: u32, path: &str) -> Result<u32, InputError> {
+pub fn add_at(a: u32, b: u32, path: &str) -> Result<u32, InputError> {
     a.checked_add(b).ok_or_else(|| InputError::Overflow {
         path: path.to_string(),
         limit: u32::MAX,
     })
 }
 
-pub fn checked_mul(a: u32, b: u32, path: &str) -> Result<u32, InputError> {
+pub fn mul_at(a: u32, b: u32, path: &str) -> Result<u32, InputError> {
     a.checked_mul(b).ok_or_else(|| InputError::Overflow {
         path: path.to_string(),
         limit: u32::MAX,

@@ -2,7 +2,7 @@
 //! JAX groups, each found once from the view and holding references to its members, their group
 //! keys (§4.1), and the slice shapes of §4.7, computed when first asked. The rules, the facts, the
 //! CREATE warnings and the resize check all read it. Every step is linear in the replicated jobs.
-use crate::error::{checked_add, InputError};
+use crate::error::{add_at, InputError};
 use crate::facts::GroupFacts;
 use crate::keys;
 use crate::narrowing::{self, ShapePlan};
@@ -219,7 +219,7 @@ pub fn offsets(
     let mut starts = Vec::with_capacity(members.len());
     for rjob in members {
         starts.push(total);
-        total = checked_add(total, weight(rjob)?, &rjob.at.field("replicas"))?;
+        total = add_at(total, weight(rjob)?, &rjob.at.field("replicas"))?;
     }
     Ok((total, starts))
 }

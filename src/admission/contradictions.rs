@@ -6,7 +6,7 @@
 //! last job indexes and completion indexes, where every hand-written pattern that goes wrong (a
 //! count that includes a CPU job, an index that ignores earlier replicated jobs, a literal where
 //! each job differs) already differs.
-use crate::error::{checked_add, InputError};
+use crate::error::InputError;
 use crate::facts::{Facts, GroupFacts, JobFacts};
 use crate::groups::{offsets, JobSetPlan};
 use crate::json;
@@ -50,7 +50,7 @@ pub fn warnings(plan: &JobSetPlan, facts: &[Facts]) -> Result<Vec<String>, Input
         };
         let mut seen = BTreeSet::new();
         for place in sampled_places(&subject) {
-            compare_sampled(&subject, &place?, settings, &mut seen, &mut out)?;
+            compare_sampled(&subject, &place, settings, &mut seen, &mut out)?;
         }
     }
     Ok(out)
@@ -68,23 +68,20 @@ struct Subject<'v, 'a> {
 }
 
 /// The places of the sampled pods of `s`: the first two and the last job indexes, each with
-/// the first two and the last completion indexes.
-fn sampled_places<'s>(
-    s: &'s Subject<'s, 's>,
-) -> impl Iterator<Item = Result<PodPlace<'s>, InputError>> + 's {
+/// the first two and the last completion indexes. A job index is below the replicated job's
+/// replicas, so its job-global-index is below `global_replicas`, whose sum did not overflow.
+fn sampled_places<'s>(s: &'s Subject<'s, 's>) -> impl Iterator<Item = PodPlace<'s>> + 's {
     let (view, r) = (s.view, s.rjob);
     samples(r.replicas).into_iter().flat_map(move |j| {
-        samples(r.parallelism).into_iter().map(move |c| {
-            Ok(PodPlace {
-                jobset: view.name,
-                replicated_job: r.name,
-                replicated_job_replicas: r.replicas,
-                job_index: j,
-                job_global_index: checked_add(s.start, j, &r.at.path())?,
-                global_replicas: s.global_replicas,
-                completion_index: Some(c),
-                subdomain: view.subdomain.unwrap_or(view.name),
-            })
+        samples(r.parallelism).into_iter().map(move |c| PodPlace {
+            jobset: view.name,
+            replicated_job: r.name,
+            replicated_job_replicas: r.replicas,
+            job_index: j,
+            job_global_index: s.start + j,
+            global_replicas: s.global_replicas,
+            completion_index: Some(c),
+            subdomain: view.subdomain.unwrap_or(view.name),
         })
     })
 }

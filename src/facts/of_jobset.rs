@@ -2,7 +2,7 @@
 //! without native groups, its slice group's count, offset and coordinator, and its JAX group's
 //! numbering. Pure functions of the JobSet's groups.
 use super::{Facts, JaxFacts, OffsetFacts};
-use crate::error::{checked_add, checked_mul, InputError};
+use crate::error::{add_at, mul_at, InputError};
 use crate::groups::{offsets, Group, JobSetPlan};
 use crate::keys;
 use crate::names;
@@ -54,8 +54,8 @@ fn jax_coordinator(
             .find(|(m, _)| m.name == c.replicated_job);
         if let Some((rjob, &start)) = named {
             let path = "spec.coordinator";
-            let earlier_pods = checked_mul(c.job_index, rjob.parallelism, path)?;
-            let id = checked_add(checked_add(start, earlier_pods, path)?, c.pod_index, path)?;
+            let earlier_pods = mul_at(c.job_index, rjob.parallelism, path)?;
+            let id = add_at(add_at(start, earlier_pods, path)?, c.pod_index, path)?;
             return Ok(Some((c.pod(), id)));
         }
     }

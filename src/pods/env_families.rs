@@ -6,7 +6,7 @@ use super::jax;
 use super::multislice;
 use super::place::PodPlace;
 use super::tpu_host;
-use crate::error::{checked_add, checked_mul, InputError};
+use crate::error::{add_at, mul_at, InputError};
 use crate::facts::Facts;
 use crate::json::Object;
 use crate::keys;
@@ -163,9 +163,9 @@ fn jax_vars(
         return Ok(None);
     };
     let path = "metadata.annotations";
-    let earlier_pods = checked_mul(place.job_index, per_job, path)?;
-    let job_start = checked_add(group.offset, earlier_pods, path)?;
-    let pod_number = checked_add(job_start, completion_index, path)?;
+    let earlier_pods = mul_at(place.job_index, per_job, path)?;
+    let job_start = add_at(group.offset, earlier_pods, path)?;
+    let pod_number = add_at(job_start, completion_index, path)?;
     let address = place.address(coordinator);
     let jax_group = jax::JaxGroup {
         pods: group.total,

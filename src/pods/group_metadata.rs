@@ -3,7 +3,7 @@
 //! it writes is one the API server takes.
 use super::place::PodPlace;
 use super::pod_plan::MetadataAdd;
-use crate::error::{checked_add, InputError};
+use crate::error::{add_at, InputError};
 use crate::json::{map_str, Object};
 use crate::keys;
 use crate::names;
@@ -25,7 +25,7 @@ pub fn missing(
         [
             g.name.clone(),
             g.replicas.to_string(),
-            checked_add(g.offset, place.job_index, "metadata.labels")?.to_string(),
+            add_at(g.offset, place.job_index, "metadata.labels")?.to_string(),
         ]
     } else if let (Some(name), Some(replicas), Some(index)) = (
         existing(keys::GROUP_NAME),

@@ -1,7 +1,7 @@
 //! JAX distributed env (SPEC §4.4), as a pure function of the group's layout, the pod's number in
 //! it, its TPU containers and the port. Nothing here knows about JobSets, so that a plain Indexed
 //! Job (§4.6) numbers its pods the same way.
-use crate::error::{checked_add, checked_mul, InputError};
+use crate::error::{add_at, mul_at, InputError};
 use crate::keys;
 use crate::views::container_env::WantedVar;
 
@@ -58,10 +58,10 @@ pub fn vars(
     match processes {
         Processes::PerPod => Ok(vec![one(group.pods, id)]),
         Processes::PerTpuContainer(n) => {
-            let count = checked_mul(group.pods, n, path)?;
-            let base = checked_mul(id, n, path)?;
+            let count = mul_at(group.pods, n, path)?;
+            let base = mul_at(id, n, path)?;
             (0..n)
-                .map(|k| Ok(one(count, checked_add(base, k, path)?)))
+                .map(|k| Ok(one(count, add_at(base, k, path)?)))
                 .collect()
         }
     }

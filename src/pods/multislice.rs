@@ -1,7 +1,7 @@
 //! TPU multislice env (SPEC §4.2): the slice count, the pod's slice id and the slice group's
 //! coordinator, and with several TPU containers in a pod, a DCN port per container.
 use super::place::PodPlace;
-use crate::error::{checked_add, InputError};
+use crate::error::{add_at, InputError};
 use crate::facts::Facts;
 use crate::json::{map_str, Object};
 use crate::keys;
@@ -62,7 +62,7 @@ pub fn vars(
             if several {
                 let port = match own {
                     Some(port) => port.clone(),
-                    None => checked_add(BASE_PORT, k, "spec.containers")?.to_string(),
+                    None => add_at(BASE_PORT, k, "spec.containers")?.to_string(),
                 };
                 out.push(WantedVar::new(keys::ENV_MEGASCALE_PORT, port));
             }
@@ -87,7 +87,7 @@ fn from_facts(facts: &Facts, place: &PodPlace) -> Result<Option<Slice>, InputErr
     };
     Ok(Some(Slice {
         count: slice.total,
-        id: checked_add(slice.offset, place.job_index, "metadata.labels")?,
+        id: add_at(slice.offset, place.job_index, "metadata.labels")?,
         coordinator: place.address(coordinator),
         coordinator_outside: facts.coordinator_outside,
     }))

@@ -2,7 +2,7 @@
 //! own Job as the slice. Container k of n in the pod with completion index c is worker c·n + k,
 //! each host is listed n times, and each container has its own process port.
 use super::place::PodPlace;
-use crate::error::{checked_add, checked_mul, InputError};
+use crate::error::{add_at, mul_at, InputError};
 use crate::keys;
 use crate::views::container_env::WantedVar;
 
@@ -11,7 +11,7 @@ pub const BASE_PORT: u32 = 8476;
 
 /// The default `TPU_PROCESS_PORT` of TPU container k.
 pub fn default_port(k: u32) -> Result<String, InputError> {
-    Ok(checked_add(BASE_PORT, k, "spec.containers")?.to_string())
+    Ok(add_at(BASE_PORT, k, "spec.containers")?.to_string())
 }
 
 /// The variables of each TPU container k, given every container's process port (`ports[k]`,
@@ -39,12 +39,12 @@ pub fn vars(
     let addresses = addresses.join(",");
     let job_name = place.job_name();
     let path = "metadata.annotations";
-    let base = checked_mul(completion_index, n, path)?;
+    let base = mul_at(completion_index, n, path)?;
     (0u32..)
         .zip(ports)
         .map(|(k, port)| {
             Ok(vec![
-                WantedVar::new(keys::ENV_TPU_WORKER_ID, checked_add(base, k, path)?),
+                WantedVar::new(keys::ENV_TPU_WORKER_ID, add_at(base, k, path)?),
                 WantedVar::new(keys::ENV_TPU_WORKER_HOSTNAMES, &hostnames),
                 WantedVar::new(keys::ENV_TPU_PROCESS_PORT, port),
                 WantedVar::new(keys::ENV_TPU_PROCESS_ADDRESSES, &addresses),

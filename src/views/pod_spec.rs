@@ -112,9 +112,7 @@ pub fn chips_per_pod(containers: &[ContainerView], at: SpecAt) -> Result<u32, In
         .iter()
         .filter(|c| c.list == "containers")
         .filter_map(|c| c.tpu_chips.as_ref().ok())
-        .try_fold(0u32, |sum, chips| {
-            crate::error::checked_add(sum, *chips, &path)
-        })
+        .try_fold(0u32, |sum, chips| crate::error::add_at(sum, *chips, &path))
 }
 
 /// The chips a container asks for. The outer error is a malformed `resources` (bad input);
