@@ -23,7 +23,9 @@ use crate::views::pod_template::PodTemplateView;
 use std::collections::BTreeSet;
 
 /// The warnings for a JobSet about to be admitted with `facts`: each replicated job whose
-/// pods get the policy's env and whose template sets some of it, compared on its sampled pods.
+/// pods get the policy's env and whose template sets some of it, compared on its sampled pods:
+/// the first two and the last job indexes, each with the first two and the last completion
+/// indexes.
 pub fn warnings(plan: &JobSetPlan, facts: &[Facts]) -> Result<Vec<String>, InputError> {
     let (view, settings) = (plan.view, plan.settings);
     let mut out = Vec::new();
@@ -40,89 +42,45 @@ pub fn warnings(plan: &JobSetPlan, facts: &[Facts]) -> Result<Vec<String>, Input
         if (f.slice.is_none() && f.jax.is_none()) || !sets_any(&rjob.template) {
             continue;
         }
-        let subject = Subject {
-            view,
-            rjob,
-            facts: f,
-            group,
-            start,
-            global_replicas,
-        };
         let mut seen = BTreeSet::new();
-        for place in sampled_places(&subject) {
-            compare_sampled(&subject, &place, settings, &mut seen, &mut out)?;
+        for (j, c) in samples(rjob.replicas)
+            .into_iter()
+            .flat_map(|j| samples(rjob.parallelism).into_iter().map(move |c| (j, c)))
+        {
+            // `j` is below the replicas, so `start + j` is below `global_replicas`, whose sum
+            // did not overflow.
+            let place = PodPlace {
+                jobset: view.name,
+                replicated_job: rjob.name,
+                replicated_job_replicas: rjob.replicas,
+                job_index: j,
+                job_global_index: start + j,
+                global_replicas,
+                completion_index: Some(c),
+                subdomain: view.subdomain.unwrap_or(view.name),
+            };
+            let lookup = |path: &str| predicted(view, group, &place, path);
+            let pod = PodEnv {
+                spec: rjob.template.spec_at(),
+                containers: &rjob.template.containers,
+                facts: f,
+                place: &place,
+                annotations: None,
+            };
+            let wanted = wanted_env(&pod, settings, &lookup, &mut Vec::new())?;
+            let host = names::rjob_pod(rjob.name, j, c);
+            let sample = Sample {
+                pod: match view.name {
+                    "" => format!("pod {host}"),
+                    jobset => format!("pod {}", names::in_jobset(jobset, &host)),
+                },
+                name_known: !view.name.is_empty(),
+                lookup: &lookup,
+            };
+            compare(&rjob.template, &wanted, &sample, &mut seen, &mut out)?;
         }
     }
     Ok(out)
-}
-
-/// A replicated job whose template is compared, with what its pods will be told.
-struct Subject<'v, 'a> {
-    view: &'v JobSetView<'a>,
-    rjob: &'v ReplicatedJob<'a>,
-    facts: &'v Facts,
-    group: &'v GroupFacts,
-    /// The job-global-index of its job 0.
-    start: u32,
-    global_replicas: u32,
-}
-
-/// The places of the sampled pods of `s`: the first two and the last job indexes, each with
-/// the first two and the last completion indexes. A job index is below the replicated job's
-/// replicas, so its job-global-index is below `global_replicas`, whose sum did not overflow.
-fn sampled_places<'s>(s: &'s Subject<'s, 's>) -> impl Iterator<Item = PodPlace<'s>> + 's {
-    let (view, r) = (s.view, s.rjob);
-    samples(r.replicas).into_iter().flat_map(move |j| {
-        samples(r.parallelism).into_iter().map(move |c| PodPlace {
-            jobset: view.name,
-            replicated_job: r.name,
-            replicated_job_replicas: r.replicas,
-            job_index: j,
-            job_global_index: s.start + j,
-            global_replicas: s.global_replicas,
-            completion_index: Some(c),
-            subdomain: view.subdomain.unwrap_or(view.name),
-        })
-    })
-}
-
-/// The warnings for one predicted pod of a replicated job: what the policy would give it,
-/// against what its template sets.
-fn compare_sampled(
-    subject: &Subject,
-    place: &PodPlace,
-    settings: &Settings,
-    seen: &mut BTreeSet<(usize, &'static str)>,
-    out: &mut Vec<String>,
-) -> Result<(), InputError> {
-    let Subject {
-        view, rjob, group, ..
-    } = subject;
-    let lookup = |path: &str| predicted(view, group, place, path);
-    let pod = PodEnv {
-        spec: rjob.template.spec_at(),
-        containers: &rjob.template.containers,
-        facts: subject.facts,
-        place,
-        annotations: None,
-    };
-    let wanted = wanted_env(&pod, settings, &lookup, &mut Vec::new())?;
-    let host = names::rjob_pod(
-        rjob.name,
-        place.job_index,
-        place.completion_index.unwrap_or(0),
-    );
-    let pod_name = if view.name.is_empty() {
-        host
-    } else {
-        names::in_jobset(view.name, &host)
-    };
-    let sample = Sample {
-        pod: format!("pod {pod_name}"),
-        name_known: !view.name.is_empty(),
-        lookup: &lookup,
-    };
-    compare(&rjob.template, &wanted, &sample, seen, out)
 }
 
 /// The warnings for an opted-in plain Job about to be admitted (SPEC §4.6), on the pods with the

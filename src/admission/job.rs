@@ -58,29 +58,23 @@ pub(super) fn is_opted_in(raw: &RawValue) -> bool {
 /// that can never resolve are about the pods, whoever sets their env. The role decides which half
 /// runs (SPEC §5).
 pub(super) fn admit_create(mut object: Value, settings: &Settings) -> Result<Verdict, InputError> {
-    let (annotation, warnings) = {
-        let view = JobView::parse(&object, &settings.tpu_resource)?;
-        let (violations, references) = judge(&view, settings);
-        if !violations.is_empty() {
-            return Ok(rejection(&violations, references));
-        }
-        if settings.jax_env == JaxEnv::Never {
-            return Ok(Verdict::with(None, references));
-        }
-        let job = of_job::job_facts(&view);
-        let mut warnings = if settings.role.validates() {
-            contradictions::job_warnings(&view, &job, settings)?
-        } else {
-            Vec::new()
-        };
-        warnings.extend(references);
-        if !settings.role.mutates() {
-            return Ok(Verdict::with(None, warnings));
-        }
-        let facts = of_job::facts(&view, job);
-        (mutate::stamp_job::change(&view, &facts), warnings)
+    let view = JobView::parse(&object, &settings.tpu_resource)?;
+    let (violations, references) = judge(&view, settings);
+    if !violations.is_empty() {
+        return Ok(rejection(&violations, references));
+    }
+    if settings.jax_env == JaxEnv::Never {
+        return Ok(Verdict::with(None, references));
+    }
+    let job = of_job::job_facts(&view);
+    let mut warnings = if settings.role.validates() {
+        contradictions::job_warnings(&view, &job, settings)?
+    } else {
+        Vec::new()
     };
-    let Some(annotation) = annotation else {
+    warnings.extend(references);
+    let stamp = settings.role.mutates().then(|| of_job::facts(&view, job));
+    let Some(annotation) = stamp.and_then(|facts| mutate::stamp_job::change(&view, &facts)) else {
         return Ok(Verdict::with(None, warnings));
     };
     mutate::stamp_job::apply(&mut object, annotation);

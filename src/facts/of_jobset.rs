@@ -2,7 +2,7 @@
 //! without native groups, its slice group's count, offset and coordinator, and its JAX group's
 //! numbering. Pure functions of the JobSet's groups.
 use super::{Facts, JaxFacts, OffsetFacts};
-use crate::error::{add_at, mul_at, InputError};
+use crate::error::{add_at, count_at, mul_at, InputError};
 use crate::groups::{offsets, Group, JobSetPlan};
 use crate::keys;
 use crate::names;
@@ -11,10 +11,7 @@ use crate::views::jobset_view::{CoordinatorRef, ReplicatedJob};
 use crate::views::pod_spec::tpu_order;
 
 fn pods_of(rjob: &ReplicatedJob) -> Result<u32, InputError> {
-    u32::try_from(rjob.pods()).map_err(|_| InputError::Overflow {
-        path: rjob.at.field("replicas"),
-        limit: u32::MAX,
-    })
+    count_at(rjob.pods(), &rjob.at.field("replicas"))
 }
 
 /// The group's first member that has pods: a replicated job may have `replicas: 0`, and its pods

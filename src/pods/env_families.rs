@@ -6,7 +6,7 @@ use super::jax;
 use super::multislice;
 use super::place::PodPlace;
 use super::tpu_host;
-use crate::error::{add_at, mul_at, InputError};
+use crate::error::{add_at, count_at, mul_at, InputError};
 use crate::facts::Facts;
 use crate::json::Object;
 use crate::keys;
@@ -42,10 +42,7 @@ pub fn wanted_env(
     } = pod;
     let mut out: Vec<Vec<WantedVar>> = vec![Vec::new(); containers.len()];
     let order = tpu_order(containers);
-    let n = u32::try_from(order.len()).map_err(|_| InputError::Overflow {
-        path: pod.spec.field("containers"),
-        limit: u32::MAX,
-    })?;
+    let n = count_at(order.len(), &pod.spec.field("containers"))?;
     let mut give = |per_k: Vec<Vec<WantedVar>>| {
         for (&i, vars) in order.iter().zip(per_k) {
             out[i].extend(vars);

@@ -3,7 +3,7 @@
 //! coordinator at index 0: no swap.
 use super::jax::{self, JaxGroup, Processes};
 use super::pod_plan::{env_changes, field_ref, PodPlan};
-use crate::error::InputError;
+use crate::error::{count_at, InputError};
 use crate::facts::JobFacts;
 use crate::keys;
 use crate::names;
@@ -39,10 +39,7 @@ pub fn wanted_env(
     spec: SpecAt,
 ) -> Result<Vec<Vec<WantedVar>>, InputError> {
     let order = tpu_order(containers);
-    let n = u32::try_from(order.len()).map_err(|_| InputError::Overflow {
-        path: spec.field("containers"),
-        limit: u32::MAX,
-    })?;
+    let n = count_at(order.len(), &spec.field("containers"))?;
     let coordinator = place.coordinator();
     let group = JaxGroup {
         pods: job.completions,

@@ -2,7 +2,7 @@
 //! own Job as the slice. Container k of n in the pod with completion index c is worker c·n + k,
 //! each host is listed n times, and each container has its own process port.
 use super::place::PodPlace;
-use crate::error::{add_at, mul_at, InputError};
+use crate::error::{add_at, count_at, mul_at, InputError};
 use crate::keys;
 use crate::views::container_env::WantedVar;
 
@@ -22,10 +22,7 @@ pub fn vars(
     pods_per_job: u32,
     ports: &[String],
 ) -> Result<Vec<Vec<WantedVar>>, InputError> {
-    let n = u32::try_from(ports.len()).map_err(|_| InputError::Overflow {
-        path: "spec.containers".into(),
-        limit: u32::MAX,
-    })?;
+    let n = count_at(ports.len(), "spec.containers")?;
     let mut hostnames = Vec::new();
     let mut addresses = Vec::new();
     for i in 0..pods_per_job {
