@@ -12,9 +12,9 @@ use crate::mutate::jobset_patch::JobSetPatch;
 use crate::rules::{self, Findings, Moment};
 use crate::settings::Settings;
 use crate::views::jobset_view::JobSetView;
-use crate::violation::Violation;
 use serde_json::Value;
 use std::collections::HashSet;
+use std::hash::Hash;
 
 /// JobSet CREATE, in the steps of SPEC §5: validate (roles `validate` and `both`): the rules, the
 /// queue of a JobSet that waits in one for a flavour, and the references; then mutate (`mutate`
@@ -93,35 +93,29 @@ pub(super) fn admit_update(object: &Value, old: Option<&Value>, settings: &Setti
         Err(e) => return e.into(),
     };
     let old_findings = before.and_then(Result::ok).unwrap_or_default();
-    // Looked up, not scanned: a JobSet of many replicated jobs may have as many findings.
-    let old_violations: HashSet<&Violation> = old_findings.violations.iter().collect();
-    let old_warnings: HashSet<&String> = old_findings.warnings.iter().collect();
-    let mut new_violations: Vec<Violation> = after
-        .violations
-        .into_iter()
-        .filter(|v| !old_violations.contains(v))
-        .collect();
-    let new_warnings: Vec<String> = after
-        .warnings
-        .into_iter()
-        .filter(|w| !old_warnings.contains(w))
-        .collect();
+    let mut new_violations = not_in(after.violations, &old_findings.violations);
+    let new_warnings = not_in(after.warnings, &old_findings.warnings);
     // ElasticJobSet resizes that would leave stamped values stale (SPEC §5, E1). Objects that
     // cannot be read have no sizes to compare; their problem is reported by the findings.
     if let (Some(Ok(old)), Ok(new)) = (&old_view, &new_view) {
         let old = JobSetPlan::new(old, settings);
         new_violations.extend(rules::elastic::stale_resizes(&old, new));
     }
-    if let Some(Ok(old)) = &old_view {
-        if multikueue::is_copy(old) {
-            let mut warnings = new_warnings;
-            warnings.extend(new_violations.iter().map(multikueue::copy_warning));
-            return Verdict::with(None, warnings);
-        }
+    if matches!(&old_view, Some(Ok(old)) if multikueue::is_copy(old)) {
+        let mut warnings = new_warnings;
+        warnings.extend(new_violations.iter().map(multikueue::copy_warning));
+        return Verdict::with(None, warnings);
     }
     if new_violations.is_empty() {
         Verdict::with(None, new_warnings)
     } else {
         rejection(&new_violations, new_warnings)
     }
+}
+
+/// The items of `after` that `before` does not hold; looked up, not scanned: a JobSet of many
+/// replicated jobs may have as many findings.
+fn not_in<T: Eq + Hash>(after: Vec<T>, before: &[T]) -> Vec<T> {
+    let before: HashSet<&T> = before.iter().collect();
+    after.into_iter().filter(|x| !before.contains(x)).collect()
 }
