@@ -127,11 +127,7 @@ impl Settings {
             }
         }
         errors.extend(s.semantic_errors());
-        if errors.is_empty() {
-            Ok(s)
-        } else {
-            Err(errors)
-        }
+        errors.is_empty().then_some(s).ok_or(errors)
     }
 
     fn semantic_errors(&self) -> Vec<String> {

@@ -33,12 +33,9 @@ pub struct Cluster<'a> {
 /// warning.
 pub(super) fn check_queue(plan: &JobSetPlan, cluster: &Cluster) -> QueueFindings {
     let settings = plan.settings;
-    let Some(queue) = plan.view.queue else {
+    let (Some(queue), false) = (plan.view.queue, settings.queue_check == QueueCheck::Off) else {
         return QueueFindings::default();
     };
-    if settings.queue_check == QueueCheck::Off {
-        return QueueFindings::default();
-    }
     let found = look_up(
         cluster.reader,
         cluster.namespace,
@@ -161,12 +158,13 @@ pub fn look_up(
         Some(_) => None,
         None => kueue_queue::flavours_for(&cluster_queue, resource),
     };
+    let read_flavour = |name| Ok(kueue_queue::flavour(name, &read("ResourceFlavor", name)?));
     let flavours = match covering {
         Some(names) => Some(
             names
                 .into_iter()
-                .map(|name| Ok(kueue_queue::flavour(name, &read("ResourceFlavor", name)?)))
-                .collect::<Result<Vec<_>, String>>()?,
+                .map(read_flavour)
+                .collect::<Result<_, String>>()?,
         ),
         None => None,
     };

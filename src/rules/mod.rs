@@ -141,18 +141,12 @@ pub fn deferred(view: &JobSetView, moment: Moment, role: Role) -> bool {
 
 /// The input errors of a JobSet the policy serves: a coordinator that names no pod. Every role
 /// refuses them, since the plan of the env reads the coordinator.
-pub fn check_input(plan: &JobSetPlan) -> Result<(), InputError> {
-    if in_scope(plan) {
-        check_coordinator(plan.view)?;
-    }
-    Ok(())
-}
-
 /// The coordinator must be a pod that will exist, or every process waits on a ghost. Only asked
 /// of JobSets the policy judges (SPEC §6); JobSet's own webhook checks the others. `podIndex`
 /// is bounded by completions, as JobSet bounds it.
-fn check_coordinator(view: &JobSetView) -> Result<(), InputError> {
-    let Some(c) = &view.coordinator else {
+pub fn check_input(plan: &JobSetPlan) -> Result<(), InputError> {
+    let view = plan.view;
+    let Some(c) = view.coordinator.as_ref().filter(|_| in_scope(plan)) else {
         return Ok(());
     };
     let Some(rjob) = view.replicated_job(c.replicated_job) else {
