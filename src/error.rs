@@ -30,6 +30,17 @@ pub enum InputError {
 }
 
 impl InputError {
+    pub fn missing(path: impl Into<String>) -> Self {
+        InputError::Missing { path: path.into() }
+    }
+
+    pub fn invalid(path: impl Into<String>, reason: impl Into<String>) -> Self {
+        InputError::Invalid {
+            path: path.into(),
+            reason: reason.into(),
+        }
+    }
+
     /// What is wrong, without the path: a rule that reports the error as a violation puts the
     /// two apart.
     pub fn problem(&self) -> String {

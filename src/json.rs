@@ -131,10 +131,10 @@ pub fn map_str<'a>(map: Option<&'a Object>, key: &str) -> Option<&'a str> {
 pub fn parse_count(s: &str, path: &str) -> Result<u32, InputError> {
     let valid = !s.is_empty() && s.len() <= 10 && s.bytes().all(|b| b.is_ascii_digit());
     let parsed = valid.then(|| s.parse::<u32>().ok()).flatten();
-    parsed
-        .filter(|n| *n <= i32::MAX as u32)
-        .ok_or_else(|| InputError::Invalid {
-            path: path.to_string(),
-            reason: format!("{s:?} is not a whole number from 0 to 2147483647"),
-        })
+    parsed.filter(|n| *n <= i32::MAX as u32).ok_or_else(|| {
+        InputError::invalid(
+            path,
+            format!("{s:?} is not a whole number from 0 to 2147483647"),
+        )
+    })
 }

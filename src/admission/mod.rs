@@ -102,10 +102,7 @@ pub fn evaluate_with(payload: &[u8], reader: &dyn ClusterReader) -> Verdict {
         return Verdict::accept();
     };
     let Some(raw_object) = request.object else {
-        return InputError::Missing {
-            path: "request.object".into(),
-        }
-        .into();
+        return InputError::missing("request.object").into();
     };
     if !route.serves(raw_object, request.old_object) {
         return Verdict::accept();

@@ -121,11 +121,11 @@ impl Facts {
     }
 
     pub fn from_annotation(text: &str, path: &str) -> Result<Facts, InputError> {
-        serde_json::from_str(text).map_err(|e| InputError::Invalid {
-            path: format!("{path}[{:?}]", keys::FACTS),
-            reason: format!(
-                "is not what this policy writes ({e}); remove it and let the policy stamp the JobSet"
-            ),
+        serde_json::from_str(text).map_err(|e| {
+            InputError::invalid(
+                format!("{path}[{:?}]", keys::FACTS),
+                format!("is not what this policy writes ({e}); remove it and let the policy stamp the JobSet"),
+            )
         })
     }
 
@@ -147,18 +147,14 @@ fn check_version(version: &str, path: &str) -> Result<(), InputError> {
     let path = format!("{path}[{:?}]", keys::FACTS_VERSION);
     match version.parse::<u32>() {
         Ok(VERSION) => Ok(()),
-        Ok(newer) if newer > VERSION => Err(InputError::Invalid {
+        Ok(newer) if newer > VERSION => Err(InputError::invalid(
             path,
-            reason: format!(
-                "facts version {newer}, written by a newer release of this policy; this release reads version {VERSION}: upgrade the policy (or roll forward) to the release that stamped these facts"
-            ),
-        }),
-        _ => Err(InputError::Invalid {
+            format!("facts version {newer}, written by a newer release of this policy; this release reads version {VERSION}: upgrade the policy (or roll forward) to the release that stamped these facts"),
+        )),
+        _ => Err(InputError::invalid(
             path,
-            reason: format!(
-                "is {version:?}, not a facts version; this release reads version {VERSION}: remove it and let the policy stamp the JobSet"
-            ),
-        }),
+            format!("is {version:?}, not a facts version; this release reads version {VERSION}: remove it and let the policy stamp the JobSet"),
+        )),
     }
 }
 

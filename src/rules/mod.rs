@@ -150,36 +150,36 @@ pub fn check_input(plan: &JobSetPlan) -> Result<(), InputError> {
         return Ok(());
     };
     let Some(rjob) = view.replicated_job(c.replicated_job) else {
-        return Err(InputError::Invalid {
-            path: "spec.coordinator.replicatedJob".into(),
-            reason: format!("no replicated job is named {:?}", c.replicated_job),
-        });
+        return Err(InputError::invalid(
+            "spec.coordinator.replicatedJob",
+            format!("no replicated job is named {:?}", c.replicated_job),
+        ));
     };
     if c.job_index >= rjob.replicas {
-        return Err(InputError::Invalid {
-            path: "spec.coordinator.jobIndex".into(),
-            reason: format!(
+        return Err(InputError::invalid(
+            "spec.coordinator.jobIndex",
+            format!(
                 "is {} but replicated job {:?} has {} replicas; use 0 to {}",
                 c.job_index,
                 rjob.name,
                 rjob.replicas,
                 rjob.replicas.saturating_sub(1)
             ),
-        });
+        ));
     }
     // The completions the Job controller runs: the field, else parallelism (the API server
     // refuses an Indexed Job without it, which T2 reports).
     let pods = rjob.completions.unwrap_or(rjob.parallelism);
     if c.pod_index >= pods {
-        return Err(InputError::Invalid {
-            path: "spec.coordinator.podIndex".into(),
-            reason: format!(
+        return Err(InputError::invalid(
+            "spec.coordinator.podIndex",
+            format!(
                 "is {} but replicated job {:?} runs {pods} pods per job; use 0 to {}",
                 c.pod_index,
                 rjob.name,
                 pods.saturating_sub(1)
             ),
-        });
+        ));
     }
     Ok(())
 }

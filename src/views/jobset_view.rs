@@ -156,10 +156,8 @@ impl<'a> JobSetView<'a> {
         let coordinator = json::opt_object(spec, "coordinator", "spec")?
             .map(parse_coordinator)
             .transpose()?;
-        let items =
-            json::opt_array(spec, "replicatedJobs", "spec")?.ok_or(InputError::Missing {
-                path: "spec.replicatedJobs".into(),
-            })?;
+        let items = json::opt_array(spec, "replicatedJobs", "spec")?
+            .ok_or_else(|| InputError::missing("spec.replicatedJobs"))?;
         let mut replicated_jobs = items
             .iter()
             .enumerate()
@@ -219,9 +217,8 @@ impl<'a> JobSetView<'a> {
 fn parse_coordinator(c: &Object) -> Result<CoordinatorRef<'_>, InputError> {
     let path = "spec.coordinator";
     Ok(CoordinatorRef {
-        replicated_job: json::opt_str(c, "replicatedJob", path)?.ok_or(InputError::Missing {
-            path: join(path, "replicatedJob"),
-        })?,
+        replicated_job: json::opt_str(c, "replicatedJob", path)?
+            .ok_or_else(|| InputError::missing(join(path, "replicatedJob")))?,
         job_index: json::opt_count(c, "jobIndex", path)?.unwrap_or(0),
         pod_index: json::opt_count(c, "podIndex", path)?.unwrap_or(0),
     })
@@ -237,9 +234,7 @@ fn parse_replicated_job<'a>(
     let r = json::as_object(item, &path)?;
     let name = json::opt_str(r, "name", &path)?
         .filter(|n| !n.is_empty())
-        .ok_or_else(|| InputError::Missing {
-            path: at.field("name"),
-        })?;
+        .ok_or_else(|| InputError::missing(at.field("name")))?;
     let replicas = json::opt_count(r, "replicas", &path)?.unwrap_or(1);
     let group_field = json::opt_str(r, "groupName", &path)?;
 

@@ -154,10 +154,7 @@ fn quantity_value(v: &Value, path: &str) -> Result<u32, InputError> {
             })
         }
     };
-    quantity::parse_whole(&text).map_err(|e| InputError::Invalid {
-        path: path.to_string(),
-        reason: format!("{text:?} {e}"),
-    })
+    quantity::parse_whole(&text).map_err(|e| InputError::invalid(path, format!("{text:?} {e}")))
 }
 
 /// The pod's TPU containers numbered k = 0..n-1 (SPEC §3), as indexes into `containers`: the

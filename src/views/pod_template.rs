@@ -69,7 +69,5 @@ impl<'a> PodTemplateView<'a> {
 
 /// `obj[key]`, an object that must be there.
 pub fn required<'a>(obj: &'a Object, key: &str, path: &str) -> Result<&'a Object, InputError> {
-    json::opt_object(obj, key, path)?.ok_or_else(|| InputError::Missing {
-        path: join(path, key),
-    })
+    json::opt_object(obj, key, path)?.ok_or_else(|| InputError::missing(join(path, key)))
 }
