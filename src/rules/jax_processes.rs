@@ -99,52 +99,41 @@ fn p3<'a>(r: &ReplicatedJob<'a>, coordinator: Option<&CoordinatorRef>) -> Option
     })
 }
 
-/// The members P1–P3 judge: those with pods of the JAX groups of a JobSet opted in by its own
-/// annotation (the plan has left out the batch jobs beside the JAX run).
-fn jax_members<'p, 'v, 'a>(
-    plan: &'p JobSetPlan<'v, 'a>,
-) -> impl Iterator<Item = &'v ReplicatedJob<'a>> + 'p {
+/// What `check` finds among the members P1–P3 judge: those with pods of the JAX groups of a
+/// JobSet opted in by its own annotation (the plan has left out the batch jobs beside the JAX
+/// run).
+fn judge_members<'a>(
+    plan: &JobSetPlan<'_, 'a>,
+    check: impl Fn(&ReplicatedJob<'a>) -> Option<Finding<'a>>,
+) -> Vec<Violation> {
     plan.jax_groups
         .iter()
         .filter(|_| plan.jax_opted_in)
         .flat_map(|g| g.members.iter().copied())
         .filter(|r| r.replicas > 0)
-}
-
-fn violation(f: Finding) -> Violation {
-    let v = Violation::new(
-        f.rule,
-        f.path,
-        format!("{}, {}", f.fact, f.consequence),
-        f.fix,
-    );
-    match f.job {
-        Some(name) => v.in_job(name),
-        None => v,
-    }
+        .filter_map(check)
+        .map(|f| Violation {
+            job: f.job.map(str::to_string),
+            ..Violation::new(
+                f.rule,
+                f.path,
+                format!("{}, {}", f.fact, f.consequence),
+                f.fix,
+            )
+        })
+        .collect()
 }
 
 pub fn p1_indexed(plan: &JobSetPlan) -> Vec<Violation> {
-    jax_members(plan)
-        .filter(|r| !r.is_tpu())
-        .filter_map(p1)
-        .map(violation)
-        .collect()
+    judge_members(plan, |r| p1(r).filter(|_| !r.is_tpu()))
 }
 
 pub fn p2_all_processes_at_once(plan: &JobSetPlan) -> Vec<Violation> {
-    jax_members(plan)
-        .filter(|r| !r.is_tpu())
-        .filter_map(p2)
-        .map(violation)
-        .collect()
+    judge_members(plan, |r| p2(r).filter(|_| !r.is_tpu()))
 }
 
 pub fn p3_coordinator_runs_from_the_start(plan: &JobSetPlan) -> Vec<Violation> {
-    jax_members(plan)
-        .filter_map(|r| p3(r, plan.coordinator))
-        .map(violation)
-        .collect()
+    judge_members(plan, |r| p3(r, plan.coordinator))
 }
 
 /// A warning for each batch job beside the JAX run, naming what it breaks first: its pods get
