@@ -29,13 +29,7 @@ pub fn vars(
         Some(slice) => slice,
         None => guessed(place, annotations, warnings),
     };
-    let Slice {
-        count: num_slices,
-        id: slice_id,
-        coordinator,
-        coordinator_outside: outside,
-    } = slice;
-    if num_slices <= 1 {
+    if slice.count <= 1 {
         return Ok(Vec::new());
     }
     // Several TPU processes on one host each take their own DCN port; the coordinator's
@@ -45,14 +39,14 @@ pub fn vars(
     let several = own_ports.len() >= 2;
     let port = facts
         .coordinator_port
-        .or((several && !outside).then_some(BASE_PORT));
+        .or((several && !slice.coordinator_outside).then_some(BASE_PORT));
     let coordinator = match port {
-        Some(port) => format!("{coordinator}:{port}"),
-        None => coordinator,
+        Some(port) => format!("{}:{port}", slice.coordinator),
+        None => slice.coordinator,
     };
     let common = [
-        WantedVar::new(keys::ENV_NUM_SLICES, num_slices),
-        WantedVar::new(keys::ENV_SLICE_ID, slice_id),
+        WantedVar::new(keys::ENV_NUM_SLICES, slice.count),
+        WantedVar::new(keys::ENV_SLICE_ID, slice.id),
         WantedVar::new(keys::ENV_COORDINATOR, coordinator),
     ];
     (0u32..)
