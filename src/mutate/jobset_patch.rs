@@ -3,7 +3,7 @@
 //! author's own terms are kept whole: each is repeated once per term of the mark, with its
 //! expressions appended, so that Kueue, which drops an affinity that a term leaves empty after its
 //! label filter, keeps it.
-use super::object_at;
+use super::{annotate, object_at};
 use crate::affinity_mark::AffinityMark;
 use crate::facts::Facts;
 use crate::groups::JobSetPlan;
@@ -60,22 +60,14 @@ impl JobSetPatch {
 
     /// Writes the patch into the JobSet in place (no copy of a JobSet that may be megabytes).
     pub fn apply(self, object: &mut Value) {
-        let annotations = |i| TemplateAt::ReplicatedJob(i).keys(&["metadata", "annotations"]);
         for (i, value) in self.stamps {
-            if let Some(annotations) = object_at(object, &annotations(i)) {
-                annotations.insert(keys::FACTS.to_string(), Value::String(value));
-            }
+            annotate(object, TemplateAt::ReplicatedJob(i), keys::FACTS, value);
         }
         let [affinity @ .., terms] = REQUIRED_TERMS;
         let required = [&["spec"][..], &affinity].concat();
         for n in self.narrowings {
-            if let Some(annotations) = object_at(object, &annotations(n.index)) {
-                annotations.insert(
-                    keys::AFFINITY_MARK.to_string(),
-                    Value::String(n.mark.to_annotation()),
-                );
-            }
             let at = TemplateAt::ReplicatedJob(n.index);
+            annotate(object, at, keys::AFFINITY_MARK, n.mark.to_annotation());
             if let Some(required) = object_at(object, &at.keys(&required)) {
                 required.insert(terms.into(), Value::Array(n.terms));
             }

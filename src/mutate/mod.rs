@@ -6,7 +6,15 @@ pub mod pod_patch;
 pub mod stamp_job;
 
 use crate::json::Object;
+use crate::paths::TemplateAt;
 use serde_json::{Map, Value};
+
+/// Sets the annotation `key` of the pod template at `at`; the one write of the facts and the mark.
+pub fn annotate(object: &mut Value, at: TemplateAt, key: &str, value: String) {
+    if let Some(annotations) = object_at(object, &at.keys(&["metadata", "annotations"])) {
+        annotations.insert(key.to_string(), Value::String(value));
+    }
+}
 
 /// The object at `keys` below `root`, made where it is missing; an array step takes an index.
 /// The view has checked every step of the paths the patches write, so they resolve.

@@ -1,6 +1,6 @@
 //! Job CREATE: stamp an opted-in plain Indexed Job's pod template with its [`Facts`] (SPEC §4.6),
 //! which `facts::of_job` computes.
-use super::object_at;
+use super::annotate;
 use crate::facts::Facts;
 use crate::json::map_str;
 use crate::keys;
@@ -16,8 +16,5 @@ pub fn change(job: &JobView, facts: &Facts) -> Option<String> {
 
 /// Writes the facts into the Job in place.
 pub fn apply(object: &mut Value, annotation: String) {
-    let path = TemplateAt::Job.keys(&["metadata", "annotations"]);
-    if let Some(annotations) = object_at(object, &path) {
-        annotations.insert(keys::FACTS.to_string(), Value::String(annotation));
-    }
+    annotate(object, TemplateAt::Job, keys::FACTS, annotation);
 }
