@@ -64,7 +64,8 @@ impl Exclusive<'_> {
     }
 }
 
-fn has(annotations: Option<&Object>, key: &str) -> bool {
+/// Whether `annotations` hold `key`, whatever its value (a flag counts by its presence).
+pub fn has(annotations: Option<&Object>, key: &str) -> bool {
     annotations.is_some_and(|a| a.contains_key(key))
 }
 

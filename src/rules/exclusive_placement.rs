@@ -1,7 +1,7 @@
 //! X1–X4: exclusive placement, resolved as JobSet resolves it.
 use crate::groups::JobSetPlan;
 use crate::keys;
-use crate::placement::{exclusive_placement, pinned, placed_as_slice, Exclusive};
+use crate::placement::{exclusive_placement, has, pinned, placed_as_slice, Exclusive};
 use crate::violation::{Rule, Violation};
 
 const HOSTNAME: &str = "kubernetes.io/hostname";
@@ -129,9 +129,6 @@ pub fn x3_node_selector_flag_takes_effect(plan: &JobSetPlan) -> Vec<Violation> {
         return Vec::new();
     }
     let (flag, exclusive) = (keys::NODE_SELECTOR_STRATEGY, keys::EXCLUSIVE_TOPOLOGY);
-    let has = |annotations: Option<&crate::json::Object>, key| {
-        annotations.is_some_and(|a| a.contains_key(key))
-    };
     let mut out = Vec::new();
     if has(view.annotations, flag) && !has(view.annotations, exclusive) {
         out.push(Violation::new(
