@@ -18,7 +18,8 @@ pub fn type_name(v: &Value) -> String {
     }
 }
 
-fn wrong(path: &str, expected: &'static str, v: &Value) -> InputError {
+/// `v`, at `path`, is not `expected`.
+pub fn wrong(path: &str, expected: &'static str, v: &Value) -> InputError {
     InputError::WrongType {
         path: path.to_string(),
         expected,

@@ -101,10 +101,8 @@ pub fn selection<'a>(
             let operator = json::opt_str(e, "operator", &e_path)?.unwrap_or("");
             let values = json::opt_array(e, "values", &e_path)?.map_or(&[][..], Vec::as_slice);
             if let ("In", [value]) = (operator, values) {
-                let value = value.as_str().ok_or_else(|| InputError::WrongType {
-                    path: format!("{e_path}.values[0]"),
-                    expected: "a string",
-                    found: json::type_name(value),
+                let value = value.as_str().ok_or_else(|| {
+                    json::wrong(&format!("{e_path}.values[0]"), "a string", value)
                 })?;
                 // A nodeSelector entry for the same key comes first and wins in messages.
                 if pinned_keys.insert(key) {

@@ -146,13 +146,7 @@ fn quantity_value(v: &Value, path: &str) -> Result<u32, InputError> {
     let text = match v {
         Value::String(s) => Cow::Borrowed(s.as_str()),
         Value::Number(n) => Cow::Owned(n.to_string()),
-        other => {
-            return Err(InputError::WrongType {
-                path: path.to_string(),
-                expected: "a quantity",
-                found: json::type_name(other),
-            })
-        }
+        other => return Err(json::wrong(path, "a quantity", other)),
     };
     quantity::parse_whole(&text).map_err(|e| InputError::invalid(path, format!("{text:?} {e}")))
 }
