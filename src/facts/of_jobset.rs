@@ -10,10 +10,6 @@ use crate::views::container_env;
 use crate::views::jobset_view::{CoordinatorRef, ReplicatedJob};
 use crate::views::pod_spec::tpu_order;
 
-fn pods_of(rjob: &ReplicatedJob) -> Result<u32, InputError> {
-    count_at(rjob.pods(), &rjob.at.field("replicas"))
-}
-
 /// The group's first member that has pods: a replicated job may have `replicas: 0`, and its pods
 /// never exist (SPEC §3). The first member when none has any (no pod needs a coordinator).
 fn first_with_pods<'v, 'a>(group: &Group<'v, 'a>) -> &'v ReplicatedJob<'a> {
@@ -128,6 +124,7 @@ pub fn facts(plan: &JobSetPlan, warnings: &mut Vec<String>) -> Result<Vec<Facts>
     }
 
     for group in &plan.jax_groups {
+        let pods_of = |r: &ReplicatedJob| count_at(r.pods(), &r.at.field("replicas"));
         let (total, starts) = offsets(&group.members, pods_of)?;
         let process_0 = jax_coordinator(plan.coordinator, group, &starts)?;
         for (rjob, offset) in group.members.iter().zip(starts) {
