@@ -79,25 +79,14 @@ impl TemplateAt {
         format!("{}.template.metadata.annotations[{key:?}]", self.job_spec())
     }
 
-    /// The keys from the object down to the template, and on to `below`.
+    /// The keys from the object down to the template (its path, an index a key of its own), and
+    /// on to `below`.
     pub fn keys(self, below: &[&str]) -> Vec<String> {
-        let index;
-        let mut keys = match self {
-            TemplateAt::ReplicatedJob(i) => {
-                index = i.to_string();
-                vec![
-                    "spec",
-                    "replicatedJobs",
-                    &index,
-                    "template",
-                    "spec",
-                    "template",
-                ]
-            }
-            TemplateAt::Job => vec!["spec", "template"],
-        };
-        keys.extend(below);
-        keys.into_iter().map(str::to_string).collect()
+        let path = self.path().replace('[', ".").replace(']', "");
+        path.split('.')
+            .chain(below.iter().copied())
+            .map(str::to_string)
+            .collect()
     }
 }
 
