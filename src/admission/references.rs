@@ -131,11 +131,7 @@ fn scan(template: &PodTemplateView, judge: &dyn Fn(&str) -> Option<Why>) -> Vec<
                 continue;
             };
             let var = entry.name.unwrap_or("");
-            let singular = if map == "labels" {
-                "label"
-            } else {
-                "annotation"
-            };
+            let singular = map.trim_end_matches('s'); // label or annotation
             let path = json::index(&json::join(&c.path(), "env"), e);
             let hint = why.hint().map_or(String::new(), |h| format!("; {h}"));
             out.push(format!(

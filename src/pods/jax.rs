@@ -29,12 +29,10 @@ pub enum Processes {
 
 /// The pod's id after the swap that makes the coordinator pod process 0.
 pub fn pod_id(group: &JaxGroup, pod: u32) -> u32 {
-    if pod == group.coordinator_pod {
-        0
-    } else if pod == 0 {
-        group.coordinator_pod
-    } else {
-        pod
+    match pod {
+        p if p == group.coordinator_pod => 0,
+        0 => group.coordinator_pod,
+        p => p,
     }
 }
 
