@@ -194,13 +194,9 @@ pub fn warning(rjob: &ReplicatedJob, mark: &AffinityMark) -> String {
     } else {
         " (or an unknown accelerator)"
     };
-    let hosts = if rjob.parallelism == 1 {
-        "host"
-    } else {
-        "hosts"
-    };
+    let plural = if rjob.parallelism == 1 { "" } else { "s" };
     format!(
-        "{}: replicated job {:?} leaves its slice shape open, so a required node affinity limits it to slices of {} {hosts} of {} chips{unknown}: {}",
+        "{}: replicated job {:?} leaves its slice shape open, so a required node affinity limits it to slices of {} host{plural} of {} chips{unknown}: {}",
         rjob.at.pod_template().spec_field("affinity"),
         rjob.name,
         rjob.parallelism,

@@ -34,14 +34,9 @@ pub fn wanted_env(
     lookup: &dyn Fn(&str) -> Option<String>,
     warnings: &mut Vec<String>,
 ) -> Result<Vec<Vec<WantedVar>>, InputError> {
-    let PodEnv {
-        facts,
-        place,
-        containers,
-        ..
-    } = pod;
-    let mut out: Vec<Vec<WantedVar>> = vec![Vec::new(); containers.len()];
-    let order = tpu_order(containers);
+    let (facts, place) = (pod.facts, pod.place);
+    let mut out: Vec<Vec<WantedVar>> = vec![Vec::new(); pod.containers.len()];
+    let order = tpu_order(pod.containers);
     let n = count_at(order.len(), &pod.spec.field("containers"))?;
     let mut give = |per_k: Vec<Vec<WantedVar>>| {
         for (&i, vars) in order.iter().zip(per_k) {

@@ -15,12 +15,10 @@ fn depends_on_parallelism(
     rjob: &ReplicatedJob,
 ) -> Option<&'static str> {
     if in_jax[rjob.index] {
-        Some("JAX_NUM_PROCESSES, JAX_PROCESS_ID and the JAX coordinator")
-    } else if plan.settings.tpu_worker_env && rjob.is_tpu() {
-        Some("TPU_WORKER_ID and TPU_WORKER_HOSTNAMES")
-    } else {
-        None
+        return Some("JAX_NUM_PROCESSES, JAX_PROCESS_ID and the JAX coordinator");
     }
+    (plan.settings.tpu_worker_env && rjob.is_tpu())
+        .then_some("TPU_WORKER_ID and TPU_WORKER_HOSTNAMES")
 }
 
 fn counts(r: &ReplicatedJob) -> [(&'static str, Option<u32>); 2] {
