@@ -47,17 +47,14 @@ pub fn wanted_env(
         coordinator_pod: 0,
         port,
     };
+    let index = place.completion_index;
     let mut out = vec![Vec::new(); containers.len()];
     if n >= 2 {
-        let per_k = jax::vars(
-            &group,
-            place.completion_index,
-            Processes::PerTpuContainer(n),
-        )?;
+        let per_k = jax::vars(&group, index, Processes::PerTpuContainer(n))?;
         for (&i, vars) in order.iter().zip(per_k) {
             out[i] = vars;
         }
-    } else if let Some(vars) = jax::vars(&group, place.completion_index, Processes::PerPod)?.pop() {
+    } else if let Some(vars) = jax::vars(&group, index, Processes::PerPod)?.pop() {
         out.fill(vars);
     }
     Ok(out)
