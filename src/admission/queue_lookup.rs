@@ -158,13 +158,12 @@ pub fn look_up(
         Some(_) => None,
         None => kueue_queue::flavours_for(&cluster_queue, resource),
     };
-    let read_flavour = |name| Ok(kueue_queue::flavour(name, &read("ResourceFlavor", name)?));
     let flavours = match covering {
         Some(names) => Some(
             names
                 .into_iter()
-                .map(read_flavour)
-                .collect::<Result<_, String>>()?,
+                .map(|name| Ok(kueue_queue::flavour(name, &read("ResourceFlavor", name)?)))
+                .collect::<Result<Vec<_>, String>>()?,
         ),
         None => None,
     };

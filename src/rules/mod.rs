@@ -140,10 +140,10 @@ pub fn deferred(view: &JobSetView, moment: Moment, role: Role) -> bool {
 }
 
 /// The input errors of a JobSet the policy serves: a coordinator that names no pod. Every role
-/// refuses them, since the plan of the env reads the coordinator.
-/// The coordinator must be a pod that will exist, or every process waits on a ghost. Only asked
-/// of JobSets the policy judges (SPEC §6); JobSet's own webhook checks the others. `podIndex`
-/// is bounded by completions, as JobSet bounds it.
+/// refuses them, since the plan of the env reads the coordinator. The coordinator must be a pod
+/// that will exist, or every process waits on a ghost. Only asked of JobSets the policy judges
+/// (SPEC §6); JobSet's own webhook checks the others. `podIndex` is bounded by completions, as
+/// JobSet bounds it.
 pub fn check_input(plan: &JobSetPlan) -> Result<(), InputError> {
     let view = plan.view;
     let Some(c) = view.coordinator.as_ref().filter(|_| in_scope(plan)) else {
