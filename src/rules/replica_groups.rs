@@ -30,11 +30,8 @@ fn suggest_label(s: &str) -> String {
     let mut out = dashed.trim_start_matches(|c: char| !c.is_ascii_lowercase());
     // Only ASCII is left, so every byte is a character.
     out = out.get(..63).unwrap_or(out).trim_end_matches('-');
-    if out.is_empty() {
-        "group-a".into()
-    } else {
-        out.to_string()
-    }
+    let label = if out.is_empty() { "group-a" } else { out };
+    label.to_string()
 }
 
 /// G1: a group name is a DNS-1035 label of at most 63 characters.
