@@ -164,7 +164,7 @@ pub fn x4_exclusive_key_not_pinned(plan: &JobSetPlan) -> Vec<Violation> {
             Some(
                 Violation::new(
                     Rule::X4,
-                    pin.path(&r.template.spec_path()),
+                    pin.path(r.template.at),
                     format!(
                         "pins {} to {:?}, so only one of the {} slices can ever be scheduled",
                         e.key, pin.value, r.replicas

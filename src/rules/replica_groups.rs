@@ -172,7 +172,7 @@ pub fn g4_identical_slices(plan: &JobSetPlan) -> Vec<Violation> {
                 .filter_map(|(mine, theirs)| mine.zip(theirs));
             for (mine, theirs) in pairs.filter(|(mine, theirs)| mine.value != theirs.value) {
                 differ(
-                    mine.path(&rjob.template.spec_path()),
+                    mine.path(rjob.template.at),
                     format!(
                         "is {:?} but {:?} has {:?}",
                         mine.value, first.name, theirs.value

@@ -188,7 +188,7 @@ pub fn t4_topology_fits_the_slice(plan: &JobSetPlan) -> Vec<Violation> {
             None if settings.reject_unknown_accelerators => out.push(
                 Violation::new(
                     Rule::T4,
-                    accelerator.path(&r.template.spec_path()),
+                    accelerator.path(r.template.at),
                     format!("{:?} is not in the accelerator table", accelerator.value),
                     format!(
                         "use one of {} or add it to the accelerators setting",
@@ -219,12 +219,12 @@ fn check_slice(r: &ReplicatedJob, acc: &Accelerator, topology: &Pin) -> Option<V
     let containers = || r.template.at.spec_field("containers");
     let (path, problem, fix) = match misfit {
         Misfit::Malformed(e) => (
-            topology.path(&r.template.spec_path()),
+            topology.path(r.template.at),
             format!("{:?} {e}", topology.value),
             shapes(),
         ),
         Misfit::NotInTable => (
-            topology.path(&r.template.spec_path()),
+            topology.path(r.template.at),
             format!("{:?} is not a {} topology", topology.value, acc.name),
             shapes(),
         ),
@@ -356,7 +356,7 @@ pub fn unknown_accelerators(plan: &JobSetPlan) -> Vec<String> {
         .map(|(r, pin)| {
             format!(
                 "{}: accelerator {:?} is not in the accelerator table, so its topology was not checked; add it to the accelerators setting",
-                pin.path(&r.template.spec_path()),
+                pin.path(r.template.at),
                 pin.value
             )
         })

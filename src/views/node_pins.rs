@@ -4,7 +4,7 @@ use crate::affinity_mark::AffinityMark;
 use crate::error::InputError;
 use crate::json::{self, Object};
 use crate::keys;
-use crate::paths::{SpecAt, REQUIRED_TERMS};
+use crate::paths::{SpecAt, TemplateAt, REQUIRED_TERMS};
 use serde_json::Value;
 use std::collections::BTreeSet;
 
@@ -16,7 +16,6 @@ pub struct Pin<'a> {
     pub source: PinSource,
 }
 
-/// Where a pin stands in the pod spec.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PinSource {
     NodeSelector,
@@ -27,19 +26,15 @@ pub enum PinSource {
 }
 
 impl Pin<'_> {
-    /// JSON path of the selector entry under `pod_spec_path` (built for messages only).
-    pub fn path(&self, pod_spec_path: &str) -> String {
+    /// The selector entry in the pod template at `at`, for messages.
+    pub fn path(&self, at: TemplateAt) -> String {
         match self.source {
-            PinSource::NodeSelector => format!("{pod_spec_path}.nodeSelector[{:?}]", self.key),
-            PinSource::Affinity(i) => format!(
-                "{pod_spec_path}.{}[0].matchExpressions[{i}]",
-                REQUIRED_TERMS.join(".")
-            ),
-            PinSource::SliceTopologyAnnotation => format!(
-                "{}.metadata.annotations[{:?}]",
-                pod_spec_path.strip_suffix(".spec").unwrap_or(pod_spec_path),
-                keys::SLICE_TOPOLOGY
-            ),
+            PinSource::NodeSelector => format!("{}[{:?}]", at.spec_field("nodeSelector"), self.key),
+            PinSource::Affinity(i) => {
+                let terms = SpecAt::Template(at).required_terms();
+                format!("{terms}[0].matchExpressions[{i}]")
+            }
+            PinSource::SliceTopologyAnnotation => at.annotation(keys::SLICE_TOPOLOGY),
         }
     }
 }
@@ -52,11 +47,11 @@ pub struct OwnTerm<'a> {
     pub expressions: &'a [Value],
 }
 
-/// What a pod spec selects of its own: its pins, and its required node-selector terms.
-#[derive(Debug, Default)]
+/// What a pod spec selects of its own: its pins, and its required node-selector terms (as stored,
+/// and the author's).
+#[derive(Debug)]
 pub struct Selection<'a> {
     pub pins: Vec<Pin<'a>>,
-    /// The required node-selector terms as stored.
     pub terms: &'a [Value],
     pub own_terms: Vec<OwnTerm<'a>>,
 }
@@ -167,7 +162,6 @@ fn strip_mark<'a>(stored: &[OwnTerm<'a>], mark: &AffinityMark) -> Option<Vec<Own
             expressions: prefix,
         });
     }
-    // Terms the policy made with no term of the author's hold nothing else.
     let made_from_none = own
         .iter()
         .all(|t| t.expressions.is_empty() && t.term.len() == 1);

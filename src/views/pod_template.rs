@@ -17,7 +17,6 @@ pub struct PodTemplateView<'a> {
     /// `hostNetwork` and `dnsPolicy` of the pod spec: how its pods resolve names (N2).
     pub host_network: bool,
     pub dns_policy: Option<&'a str>,
-    /// The pod spec's containers, each with its own env.
     pub containers: Vec<ContainerView<'a>>,
 }
 
@@ -52,10 +51,6 @@ impl<'a> PodTemplateView<'a> {
 
     pub fn spec_at(&self) -> SpecAt {
         SpecAt::Template(self.at)
-    }
-
-    pub fn spec_path(&self) -> String {
-        self.at.spec()
     }
 
     pub fn annotation(&self, key: &str) -> Option<&'a str> {
