@@ -46,12 +46,11 @@ impl<'a> ContainerView<'a> {
         !matches!(self.tpu_chips, Ok(0))
     }
 
-    /// The entries as the kubelet reads them; the first malformed one is the error.
     pub fn user_entries(&self) -> Result<Vec<UserEntry<'a>>, InputError> {
         container_env::user_entries(&self.env)
     }
 
-    /// Whether an entry names `name`, as written.
+    /// Whether an entry names one of `names`, as written.
     pub fn names_any(&self, names: &[&str]) -> bool {
         self.env.as_ref().is_ok_and(|env| {
             env.iter()
@@ -65,17 +64,6 @@ impl<'a> ContainerView<'a> {
     }
 }
 
-/// The containers, failing on the first TPU quantity that does not parse (pod admission has no
-/// rule to report it under, so it is a plain bad-input rejection).
-pub fn require_valid_chips(
-    containers: Vec<ContainerView<'_>>,
-) -> Result<Vec<ContainerView<'_>>, InputError> {
-    if let Some(Err(e)) = containers.iter().map(|c| &c.tpu_chips).find(|c| c.is_err()) {
-        return Err(e.clone());
-    }
-    Ok(containers)
-}
-
 pub fn containers<'a>(
     spec: &'a Object,
     at: SpecAt,
@@ -83,21 +71,17 @@ pub fn containers<'a>(
 ) -> Result<Vec<ContainerView<'a>>, InputError> {
     let mut out = Vec::new();
     for list in CONTAINER_LISTS {
-        let Some(items) = json::opt_array(spec, list, &at.path())? else {
-            continue;
-        };
+        let items = json::opt_array(spec, list, &at.path())?.map_or(&[][..], Vec::as_slice);
         for (index, item) in items.iter().enumerate() {
             let c_path = at.container(list, index);
             let c = json::as_object(item, &c_path)?;
-            let name = json::opt_str(c, "name", &c_path)?.unwrap_or("");
-            let tpu_chips = tpu_chips(c, &c_path, tpu_resource)?;
             out.push(ContainerView {
                 list,
                 index,
                 spec: at,
-                name,
+                name: json::opt_str(c, "name", &c_path)?.unwrap_or(""),
+                tpu_chips: tpu_chips(c, &c_path, tpu_resource)?,
                 env: container_env::env_entries(c, &c_path),
-                tpu_chips,
             });
         }
     }
@@ -185,9 +169,8 @@ mod tests {
     }
 
     fn chips(spec: Value) -> Result<Vec<u32>, InputError> {
-        let spec = spec.as_object().unwrap().clone();
-        let cs = require_valid_chips(containers(&spec, SpecAt::Pod, "google.com/tpu")?)?;
-        Ok(cs.iter().map(|c| c.tpu_chips.clone().unwrap()).collect())
+        let cs = containers(spec.as_object().unwrap(), SpecAt::Pod, "google.com/tpu")?;
+        cs.iter().map(|c| c.tpu_chips.clone()).collect()
     }
 
     #[test]
