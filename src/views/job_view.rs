@@ -13,13 +13,10 @@ pub struct JobView<'a> {
     pub name: &'a str,
     /// `metadata.annotations`: the opt-in, and Kueue's partial admission (J4).
     pub annotations: Option<&'a Object>,
-    /// `spec.parallelism`; the Job default is 1.
     pub parallelism: u32,
     pub completions: Option<u32>,
     pub completion_mode: Option<&'a str>,
-    /// `spec.template.spec.subdomain`, when set and not empty.
     pub subdomain: Option<&'a str>,
-    /// `spec.template`: the pod template, with its containers.
     pub template: PodTemplateView<'a>,
 }
 
