@@ -106,9 +106,9 @@ pub fn metadata_key(field_path: &str) -> Option<(&'static str, &str)> {
 /// once, and the resolved text is held to [`expansion_budget`]: the kubelet would double a value
 /// with each `B=$(A)$(A)`, and thousands of entries may read one large annotation, so without it
 /// a request of a few hundred kilobytes could take the module's whole time.
-pub fn resolve_all(
+fn resolve_all(
     entries: &[UserEntry],
-    injected: &[WantedVar],
+    injected: &[&WantedVar],
     lookup: &dyn Fn(&str) -> Option<String>,
 ) -> Vec<Option<String>> {
     let mut fields: BTreeMap<&str, Option<String>> = BTreeMap::new();
@@ -151,10 +151,9 @@ pub struct Disagreement<'w> {
     pub value: String,
 }
 
-/// The `wanted` variables that `entries` set and whose last entry resolves (see
-/// [`resolve_all`]) to another value, in `wanted`'s order. The pod's env warnings and the
-/// CREATE warnings both come from here. The wanted variables the entries do not set go before
-/// them, where the entries' `$(VAR)` references reach them.
+/// The `wanted` variables that `entries` set and whose last entry resolves to another value, in
+/// `wanted`'s order: the pod's env warnings and the CREATE warnings. The wanted variables the
+/// entries do not set go before them, where the entries' `$(VAR)` references reach them.
 pub fn disagreements<'w>(
     entries: &[UserEntry],
     wanted: &'w [WantedVar],
@@ -166,7 +165,6 @@ pub fn disagreements<'w>(
     if kept.is_empty() {
         return Vec::new();
     }
-    let injected: Vec<WantedVar> = injected.into_iter().cloned().collect();
     let resolved = resolve_all(entries, &injected, lookup);
     kept.into_iter()
         .filter_map(|var| {
@@ -197,7 +195,7 @@ pub fn own_value(
 /// references repeat. Only warnings depend on a resolved value, and an unknown one earns none.
 fn expansion_budget(
     entries: &[UserEntry],
-    injected: &[WantedVar],
+    injected: &[&WantedVar],
     fields: &BTreeMap<&str, Option<String>>,
 ) -> usize {
     let given = entries
@@ -250,7 +248,7 @@ mod tests {
     /// What each entry of a container with this `env` resolves to.
     fn resolve(
         env: Value,
-        injected: &[WantedVar],
+        injected: &[&WantedVar],
         lookup: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Vec<Option<String>>, InputError> {
         let c = json!({ "env": env });
@@ -274,7 +272,7 @@ mod tests {
             {"name": "USES_SECRET", "value": "a-$(SECRET)"},
             {"name": "UNCLOSED", "value": "$(ADDR"}
         ]);
-        let injected = [WantedVar::new("MEGASCALE_SLICE_ID", "3")];
+        let injected = [&WantedVar::new("MEGASCALE_SLICE_ID", "3")];
         let lookup = |p: &str| {
             (metadata_key(p) == Some(("annotations", "jobset.sigs.k8s.io/jobset-name")))
                 .then(|| "js".to_string())

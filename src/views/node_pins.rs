@@ -47,8 +47,7 @@ pub struct OwnTerm<'a> {
     pub expressions: &'a [Value],
 }
 
-/// What a pod spec selects of its own: its pins, and its required node-selector terms (as stored,
-/// and the author's).
+/// What a pod spec selects of its own: its pins, and its required node-selector terms.
 #[derive(Debug)]
 pub struct Selection<'a> {
     pub pins: Vec<Pin<'a>>,
@@ -78,7 +77,8 @@ pub fn selection<'a>(
         }
     }
     let terms = required_terms(pod_spec, at)?;
-    let t_path = |i: usize| json::index(&at.required_terms(), i);
+    let terms_path = at.required_terms();
+    let t_path = |i: usize| json::index(&terms_path, i);
     let mut stored = Vec::with_capacity(terms.len());
     for (i, term) in terms.iter().enumerate() {
         let path = t_path(i);

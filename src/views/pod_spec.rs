@@ -116,10 +116,8 @@ fn tpu_chips(
             continue;
         };
         if let Some(q) = field(map, resource) {
-            return Ok(quantity_value(
-                q,
-                &format!("{}[{resource:?}]", join(&r_path, kind)),
-            ));
+            let q_path = format!("{}[{resource:?}]", join(&r_path, kind));
+            return Ok(quantity_value(q, &q_path));
         }
     }
     Ok(Ok(0))
@@ -152,6 +150,7 @@ pub fn tpu_order(containers: &[ContainerView]) -> Vec<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rstest::rstest;
     use serde_json::json;
 
     #[test]
@@ -168,32 +167,25 @@ mod tests {
         assert_eq!(tpu_order(&cs), vec![3, 4, 0]);
     }
 
-    fn chips(spec: Value) -> Result<Vec<u32>, InputError> {
-        let cs = containers(spec.as_object().unwrap(), SpecAt::Pod, "google.com/tpu")?;
-        cs.iter().map(|c| c.tpu_chips.clone()).collect()
-    }
-
-    #[test]
-    fn limit_wins_over_request_and_numbers_count() {
-        let got = chips(json!({
+    #[rstest]
+    #[case::limit_wins_over_request_and_numbers_count(
+        json!({
             "initContainers": [{"name": "i", "resources": {"requests": {"google.com/tpu": "1"}}}],
             "containers": [
                 {"name": "a", "resources": {"limits": {"google.com/tpu": 4}, "requests": {"google.com/tpu": "2"}}},
                 {"name": "b", "resources": {"limits": {"cpu": "1"}}},
                 {"name": "c"}
             ]
-        }));
-        assert_eq!(got, Ok(vec![1, 4, 0, 0]));
-    }
-
-    #[test]
-    fn bad_quantity_names_the_field() {
-        let got = chips(
-            json!({"containers": [{"name": "a", "resources": {"limits": {"google.com/tpu": "-4"}}}]}),
-        );
-        assert_eq!(
-            got.unwrap_err().to_string(),
-            "spec.containers[0].resources.limits[\"google.com/tpu\"]: \"-4\" is negative"
-        );
+        }),
+        Ok(vec![1, 4, 0, 0])
+    )]
+    #[case::bad_quantity_names_the_field(
+        json!({"containers": [{"name": "a", "resources": {"limits": {"google.com/tpu": "-4"}}}]}),
+        Err("spec.containers[0].resources.limits[\"google.com/tpu\"]: \"-4\" is negative")
+    )]
+    fn chips_of_each_container(#[case] spec: Value, #[case] want: Result<Vec<u32>, &str>) {
+        let cs = containers(spec.as_object().unwrap(), SpecAt::Pod, "google.com/tpu").unwrap();
+        let got: Result<Vec<u32>, _> = cs.iter().map(|c| c.tpu_chips.clone()).collect();
+        assert_eq!(got.map_err(|e| e.to_string()), want.map_err(str::to_string));
     }
 }
