@@ -110,12 +110,11 @@ mod tests {
             "admissionChecks": ["old"]
         }});
         assert_eq!(admission_checks(&checked), ["mk", "prov", "old"]);
-        assert!(is_multikueue(
-            &json!({"spec": {"controllerName": "kueue.x-k8s.io/multikueue"}})
-        ));
-        assert!(!is_multikueue(
-            &json!({"spec": {"controllerName": "kueue.x-k8s.io/provisioning-request"}})
-        ));
+        let check = |controller| json!({"spec": {"controllerName": controller}});
+        assert!(is_multikueue(&check("kueue.x-k8s.io/multikueue")));
+        assert!(!is_multikueue(&check(
+            "kueue.x-k8s.io/provisioning-request"
+        )));
         let rf = json!({"spec": {"nodeLabels": {"a": "1", "b": 2}}});
         assert_eq!(
             flavour("f", &rf),

@@ -66,14 +66,15 @@ pub fn selection<'a>(
 ) -> Result<Selection<'a>, InputError> {
     let mut pins = Vec::new();
     let mut pinned_keys = BTreeSet::new();
+    // The first pin of a key (a nodeSelector entry before any expression) wins in messages.
+    let mut pin = |key: &'a str, value: &'a str, source| {
+        if pinned_keys.insert(key) {
+            pins.push(Pin { key, value, source });
+        }
+    };
     if let Some(selector) = json::opt_string_map(pod_spec, "nodeSelector", &at.path())? {
         for (key, value) in selector {
-            pinned_keys.insert(key.as_str());
-            pins.push(Pin {
-                key,
-                value: value.as_str().unwrap_or(""),
-                source: PinSource::NodeSelector,
-            });
+            pin(key, value.as_str().unwrap_or(""), PinSource::NodeSelector);
         }
     }
     let terms = required_terms(pod_spec, at)?;
@@ -99,14 +100,7 @@ pub fn selection<'a>(
                 let value = value.as_str().ok_or_else(|| {
                     json::wrong(&format!("{e_path}.values[0]"), "a string", value)
                 })?;
-                // A nodeSelector entry for the same key comes first and wins in messages.
-                if pinned_keys.insert(key) {
-                    pins.push(Pin {
-                        key,
-                        value,
-                        source: PinSource::Affinity(i),
-                    });
-                }
+                pin(key, value, PinSource::Affinity(i));
             }
         }
     }
