@@ -41,9 +41,9 @@ pub struct UserEntry<'a> {
     pub source: Source<'a>,
 }
 
-/// One entry of a container's `env`, read once when the view is built. The CREATE warnings
-/// read `name` and `valueFrom.fieldRef.fieldPath` where they are strings, even on an entry that
-/// is otherwise malformed; the env merge needs the whole entry (`checked`), or what is wrong with it.
+/// One entry of a container's `env`, read once when the view is built. The CREATE warnings read
+/// `name` and `valueFrom.fieldRef.fieldPath` where they are strings, even on an entry that is
+/// otherwise malformed; the env merge needs the whole entry (`checked`), or what is wrong with it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EnvEntry<'a> {
     pub name: Option<&'a str>,
