@@ -156,11 +156,9 @@ fn strip_mark<'a>(stored: &[OwnTerm<'a>], mark: &AffinityMark) -> Option<Vec<Own
             expressions: prefix,
         });
     }
-    let made_from_none = own
-        .iter()
-        .all(|t| t.expressions.is_empty() && t.term.len() == 1);
-    if made_from_none && own.len() == 1 {
-        return Some(Vec::new());
+    match own.as_slice() {
+        // Made from no term of the author's: the policy's pair alone.
+        [t] if t.expressions.is_empty() && t.term.len() == 1 => Some(Vec::new()),
+        _ => Some(own),
     }
-    Some(own)
 }

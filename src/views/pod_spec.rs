@@ -52,10 +52,9 @@ impl<'a> ContainerView<'a> {
 
     /// Whether an entry names one of `names`, as written.
     pub fn names_any(&self, names: &[&str]) -> bool {
-        self.env.as_ref().is_ok_and(|env| {
-            env.iter()
-                .any(|e| e.name.is_some_and(|n| names.contains(&n)))
-        })
+        let env = self.env.as_deref().unwrap_or_default();
+        env.iter()
+            .any(|e| e.name.is_some_and(|n| names.contains(&n)))
     }
 
     /// `<spec>.<list>[<index>]`, for messages.
