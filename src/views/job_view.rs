@@ -1,5 +1,4 @@
-//! A read-only view over a raw `batch/v1` Job that opted into the JAX env (SPEC §4.6): what rules
-//! J1–J3 and the stamping need, each read naming its JSON path.
+//! A read-only view over a raw `batch/v1` Job that opted into the JAX env (SPEC §4.6).
 use crate::error::InputError;
 use crate::facts::{Facts, JobFacts};
 use crate::json::{self, Object};

@@ -1,5 +1,4 @@
-//! The node labels a pod spec pins to one value, read the way the scheduler reads them. Part
-//! of the JobSet view: it is read once, with the pod template.
+//! The node labels a pod spec pins to one value, read as the scheduler reads them, per template.
 use crate::affinity_mark::AffinityMark;
 use crate::error::InputError;
 use crate::json::{self, Object};

@@ -21,8 +21,7 @@ pub struct PodTemplateView<'a> {
 }
 
 impl<'a> PodTemplateView<'a> {
-    /// Reads the pod template at `at`, under `job_spec["template"]`; returns its pod spec too,
-    /// for what only one kind reads.
+    /// Reads the pod template at `at`, under `job_spec["template"]`, and returns its pod spec too.
     pub fn parse(
         job_spec: &'a Object,
         at: TemplateAt,
