@@ -13,7 +13,6 @@ pub fn x1_exclusive_placement(plan: &JobSetPlan) -> Vec<Violation> {
     if !settings.require_exclusive_topology {
         return Vec::new();
     }
-    let keys_text = settings.exclusive_topology_keys.join(" or ");
     view.tpu_jobs()
         .filter(|(_, r)| r.pods() > 1 && !placed_as_slice(r))
         .filter_map(|(_, r)| match exclusive_placement(view, r) {
@@ -36,7 +35,7 @@ pub fn x1_exclusive_placement(plan: &JobSetPlan) -> Vec<Violation> {
                     Rule::X1,
                     e.path(),
                     format!("is {:?}, which does not keep a slice's hosts together", e.key),
-                    format!("set it to {keys_text}"),
+                    format!("set it to {}", settings.exclusive_topology_keys.join(" or ")),
                 );
                 Some(if e.is_own() { v.in_job(r.name) } else { v })
             }
@@ -120,9 +119,8 @@ pub fn x2_one_placement_per_slice_group(plan: &JobSetPlan) -> Vec<Violation> {
     out
 }
 
-/// X3: a node-selector flag has an effect. Under upstream's precedence (SPEC §2) a JobSet-level
-/// flag reaches a Job only beside a JobSet-level key, and a replicated job's flag only counts where
-/// that Job ends up with a key (its own or the JobSet's). JobSet ignores the rest silently.
+/// X3: a node-selector flag has an effect, under upstream's precedence (SPEC §2), which ignores
+/// the rest silently.
 pub fn x3_node_selector_flag_takes_effect(plan: &JobSetPlan) -> Vec<Violation> {
     let view = plan.view;
     if view.tpu_jobs().next().is_none() {
