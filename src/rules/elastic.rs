@@ -1,14 +1,12 @@
-//! ElasticJobSet UPDATEs (SPEC §5, E1), and elastic Indexed Jobs (§4.6, E2): an UPDATE may change
-//! `parallelism` and `completions`, but the facts stamped at CREATE (process counts and ids, worker
-//! hostnames) would then be stale for pods whose values depend on them.
+//! E1 and E2: resizes of ElasticJobSets (SPEC §5) and elastic Indexed Jobs (§4.6) that would
+//! leave the values stamped at CREATE stale.
 use crate::facts::JobFacts;
 use crate::groups::JobSetPlan;
 use crate::views::job_view::JobView;
 use crate::views::jobset_view::{JobSetView, ReplicatedJob};
 use crate::violation::{Rule, Violation};
 
-/// Why the pods of replicated job `i` depend on its parallelism, if they do: a member of a JAX
-/// group, or a TPU job under `tpuWorkerEnv`.
+/// Which of its pods' values depend on a replicated job's parallelism, if any.
 fn depends_on_parallelism(
     plan: &JobSetPlan,
     in_jax: &[bool],
@@ -63,9 +61,8 @@ pub fn stale_resizes(old: &JobSetPlan, new: &JobSetView) -> Vec<Violation> {
     out
 }
 
-/// E2: an UPDATE of a plain Job whose template carries `stamped` facts (SPEC §4.6) that would leave
-/// its pods' JAX env stale, naming the field; `None` when it would not. The count was stamped at
-/// CREATE, and running JAX processes cannot learn a new one.
+/// E2: an UPDATE of a plain Job whose template carries `stamped` facts (SPEC §4.6) that would
+/// leave its pods' JAX env stale, naming the field.
 pub fn stale_job_resize(stamped: &JobFacts, old: &JobView, new: &JobView) -> Option<Violation> {
     let processes = stamped.completions;
     if new.completions != old.completions {
