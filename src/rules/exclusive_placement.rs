@@ -181,14 +181,13 @@ pub fn x4_exclusive_key_not_pinned(plan: &JobSetPlan) -> Vec<Violation> {
 /// Warning: one multi-host slice placed by hostname keeps one pod per node, but does not
 /// keep the slice's hosts in one node pool.
 pub fn single_slice_by_hostname(plan: &JobSetPlan) -> Vec<String> {
-    let view = plan.view;
     let mut out = Vec::new();
     for group in &plan.slice_groups {
         let [r] = group.members[..] else { continue };
         if r.replicas != 1 || r.parallelism < 2 {
             continue;
         }
-        if let Some(e) = exclusive_placement(view, r).filter(|e| e.key == HOSTNAME) {
+        if let Some(e) = exclusive_placement(plan.view, r).filter(|e| e.key == HOSTNAME) {
             out.push(format!(
                 "{}: by {HOSTNAME} each of the slice's {} pods gets a node of its own, but not one node pool; cloud.google.com/gke-nodepool keeps them in one",
                 e.path(), r.parallelism
