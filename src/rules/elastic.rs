@@ -6,19 +6,6 @@ use crate::views::job_view::JobView;
 use crate::views::jobset_view::{JobSetView, ReplicatedJob};
 use crate::violation::{Rule, Violation};
 
-/// Which of its pods' values depend on a replicated job's parallelism, if any.
-fn depends_on_parallelism(
-    plan: &JobSetPlan,
-    in_jax: &[bool],
-    rjob: &ReplicatedJob,
-) -> Option<&'static str> {
-    if in_jax[rjob.index] {
-        return Some("JAX_NUM_PROCESSES, JAX_PROCESS_ID and the JAX coordinator");
-    }
-    (plan.settings.tpu_worker_env && rjob.is_tpu())
-        .then_some("TPU_WORKER_ID and TPU_WORKER_HOSTNAMES")
-}
-
 fn counts(r: &ReplicatedJob) -> [(&'static str, Option<u32>); 2] {
     [
         ("parallelism", Some(r.parallelism)),
@@ -40,7 +27,12 @@ pub fn stale_resizes(old: &JobSetPlan, new: &JobSetView) -> Vec<Violation> {
     }
     let pairs = old.view.replicated_jobs.iter().zip(&new.replicated_jobs);
     for (before, after) in pairs.filter(|(before, after)| before.name == after.name) {
-        let Some(what) = depends_on_parallelism(old, &in_jax, before) else {
+        // The values of its pods that were computed from its parallelism, if any.
+        let what = if in_jax[before.index] {
+            "JAX_NUM_PROCESSES, JAX_PROCESS_ID and the JAX coordinator"
+        } else if old.settings.tpu_worker_env && before.is_tpu() {
+            "TPU_WORKER_ID and TPU_WORKER_HOSTNAMES"
+        } else {
             continue;
         };
         for ((field, was), (_, is)) in counts(before).into_iter().zip(counts(after)) {
