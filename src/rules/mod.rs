@@ -150,31 +150,23 @@ pub fn check_input(plan: &JobSetPlan) -> Result<(), InputError> {
             format!("no replicated job is named {:?}", c.replicated_job),
         ));
     };
+    // The one error of an index past the `count` things that `rjob` has.
+    let past = |field: &str, index: u32, count: u32, has: String| {
+        let last = count.saturating_sub(1);
+        let name = rjob.name;
+        let reason = format!("is {index} but replicated job {name:?} {has}; use 0 to {last}");
+        Err(InputError::invalid(field, reason))
+    };
     if c.job_index >= rjob.replicas {
-        return Err(InputError::invalid(
-            "spec.coordinator.jobIndex",
-            format!(
-                "is {} but replicated job {:?} has {} replicas; use 0 to {}",
-                c.job_index,
-                rjob.name,
-                rjob.replicas,
-                rjob.replicas.saturating_sub(1)
-            ),
-        ));
+        let has = format!("has {} replicas", rjob.replicas);
+        return past("spec.coordinator.jobIndex", c.job_index, rjob.replicas, has);
     }
     // The completions the Job controller runs: the field, else parallelism (the API server
     // refuses an Indexed Job without it, which T2 reports).
     let pods = rjob.completions.unwrap_or(rjob.parallelism);
     if c.pod_index >= pods {
-        return Err(InputError::invalid(
-            "spec.coordinator.podIndex",
-            format!(
-                "is {} but replicated job {:?} runs {pods} pods per job; use 0 to {}",
-                c.pod_index,
-                rjob.name,
-                pods.saturating_sub(1)
-            ),
-        ));
+        let has = format!("runs {pods} pods per job");
+        return past("spec.coordinator.podIndex", c.pod_index, pods, has);
     }
     Ok(())
 }
