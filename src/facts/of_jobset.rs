@@ -1,6 +1,4 @@
-//! A JobSet's facts, stamped on each replicated job (SPEC §3, §4): its group keys on JobSets
-//! without native groups, its slice group's count, offset and coordinator, and its JAX group's
-//! numbering. Pure functions of the JobSet's groups.
+//! A JobSet's facts for each replicated job (SPEC §3, §4), pure functions of its groups.
 use super::{Facts, JaxFacts, OffsetFacts};
 use crate::error::{add_at, count_at, mul_at, InputError};
 use crate::groups::{offsets, Group, JobSetPlan};
@@ -18,17 +16,6 @@ fn first_with_pods<'v, 'a>(group: &Group<'v, 'a>) -> &'v ReplicatedJob<'a> {
         .iter()
         .find(|r| r.replicas > 0)
         .unwrap_or(&group.members[0])
-}
-
-/// `<rjob>-<jobIndex>-<podIndex>` of the slice group's coordinator: `spec.coordinator`
-/// wherever it is (Pathways puts it on a CPU head), else pod 0 of job 0 of the group's first
-/// member with replicas > 0. Never each member's own job 0, which would give each replicated
-/// job its own coordinator.
-fn coordinator(running: Option<&CoordinatorRef>, group: &Group) -> String {
-    match running {
-        Some(c) => c.pod(),
-        None => names::rjob_pod(first_with_pods(group).name, 0, 0),
-    }
 }
 
 /// The JAX group's process 0 (SPEC §4.4): `spec.coordinator` when it names a pod of the group, with
@@ -110,7 +97,12 @@ pub fn facts(plan: &JobSetPlan, warnings: &mut Vec<String>) -> Result<Vec<Facts>
         let outside = plan
             .coordinator
             .is_some_and(|c| !group.members.iter().any(|m| m.name == c.replicated_job));
-        let coordinator = coordinator(plan.coordinator, group);
+        // `spec.coordinator` wherever it is (Pathways puts it on a CPU head), else one pod of the
+        // group: never each member's own job 0, which would give each its own coordinator.
+        let coordinator = plan.coordinator.map_or_else(
+            || names::rjob_pod(first_with_pods(group).name, 0, 0),
+            CoordinatorRef::pod,
+        );
         let port = (total > 1)
             .then(|| coordinator_port(plan.coordinator, group, warnings))
             .flatten();
