@@ -45,42 +45,6 @@ pub struct Accelerator {
     pub cube_rule: Option<CubeRule>,
 }
 
-impl Accelerator {
-    /// What is wrong with an entry, each prefixed by its field name.
-    pub fn problems(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        if !(2..=3).contains(&self.dims) {
-            out.push(format!("dims: is {}, use 2 or 3", self.dims));
-        }
-        if self.chips_per_host.is_empty() || self.chips_per_host.contains(&0) {
-            out.push("chipsPerHost: list one or more chip counts, each at least 1".into());
-        }
-        if let Some(m) = self.multi_host_chips_per_host {
-            if self.single_host {
-                out.push(format!(
-                    "multiHostChipsPerHost: is {m}, but a singleHost accelerator has no multi-host slices"
-                ));
-            } else if !self.chips_per_host.contains(&m) {
-                out.push(format!(
-                    "multiHostChipsPerHost: {m} is not one of chipsPerHost"
-                ));
-            }
-        }
-        if self.topologies.is_empty() && self.cube_rule.is_none() {
-            out.push("topologies: list the topologies, or give a cubeRule".into());
-        }
-        for (i, t) in self.topologies.iter().enumerate() {
-            if let Err(e) = Topology::parse(t, self.dims) {
-                out.push(format!("topologies[{i}]: {t:?} {e}"));
-            }
-        }
-        if self.cube_rule.is_some() && self.dims != 3 {
-            out.push("cubeRule: only 3D accelerators are built from cubes".into());
-        }
-        out
-    }
-}
-
 /// A listed topology of a built-in row.
 const fn t(shape: &'static str) -> Cow<'static, str> {
     Cow::Borrowed(shape)
@@ -207,6 +171,40 @@ impl Accelerator {
             ));
         }
         text
+    }
+
+    /// What is wrong with an entry, each prefixed by its field name.
+    pub fn problems(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if !(2..=3).contains(&self.dims) {
+            out.push(format!("dims: is {}, use 2 or 3", self.dims));
+        }
+        if self.chips_per_host.is_empty() || self.chips_per_host.contains(&0) {
+            out.push("chipsPerHost: list one or more chip counts, each at least 1".into());
+        }
+        if let Some(m) = self.multi_host_chips_per_host {
+            if self.single_host {
+                out.push(format!(
+                    "multiHostChipsPerHost: is {m}, but a singleHost accelerator has no multi-host slices"
+                ));
+            } else if !self.chips_per_host.contains(&m) {
+                out.push(format!(
+                    "multiHostChipsPerHost: {m} is not one of chipsPerHost"
+                ));
+            }
+        }
+        if self.topologies.is_empty() && self.cube_rule.is_none() {
+            out.push("topologies: list the topologies, or give a cubeRule".into());
+        }
+        for (i, t) in self.topologies.iter().enumerate() {
+            if let Err(e) = Topology::parse(t, self.dims) {
+                out.push(format!("topologies[{i}]: {t:?} {e}"));
+            }
+        }
+        if self.cube_rule.is_some() && self.dims != 3 {
+            out.push("cubeRule: only 3D accelerators are built from cubes".into());
+        }
+        out
     }
 }
 
