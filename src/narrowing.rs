@@ -161,11 +161,7 @@ pub fn marks(shapes: &ShapePlan, settings: &Settings) -> Vec<Option<AffinityMark
                 accelerator: settings.accelerator_label.clone(),
                 topology: settings.topology_label.clone(),
                 pairs,
-                any_accelerator_but: if unknown_open {
-                    known.clone()
-                } else {
-                    Vec::new()
-                },
+                any_accelerator_but: if unknown_open { known.clone() } else { vec![] },
             }),
             _ => None,
         })

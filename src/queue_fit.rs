@@ -53,8 +53,7 @@ fn describe_flavour(f: &Flavour, accelerator: &str, topology: &str) -> String {
 }
 
 /// Whether `rjob`, whose shapes are `pairs`, fits the flavour, on the keys the group carries.
-fn fits(f: &Flavour, pairs: &Pairs, keys: (&str, &str), acc_carried: bool) -> bool {
-    let (acc_key, topo_key) = keys;
+fn fits(f: &Flavour, pairs: &Pairs, acc_key: &str, topo_key: &str, acc_carried: bool) -> bool {
     let Some(topology) = f.labels.get(topo_key) else {
         return false;
     };
@@ -100,10 +99,8 @@ pub fn judge_flavours(plan: &JobSetPlan, queue: &Queue) -> QueueFindings {
         ));
         return out;
     };
-    let (acc_key, topo_key) = (
-        settings.accelerator_label.as_str(),
-        settings.topology_label.as_str(),
-    );
+    let acc_key = settings.accelerator_label.as_str();
+    let topo_key = settings.topology_label.as_str();
     let carried = |key: &str| flavours.iter().any(|f| f.labels.contains_key(key));
     if !carried(topo_key) {
         out.warnings.push(format!(
@@ -134,7 +131,7 @@ pub fn judge_flavours(plan: &JobSetPlan, queue: &Queue) -> QueueFindings {
         };
         let (fit, misfit): (Vec<&Flavour>, Vec<&Flavour>) = flavours
             .iter()
-            .partition(|f| fits(f, pairs, (acc_key, topo_key), acc_carried) || unknown(f));
+            .partition(|f| fits(f, pairs, acc_key, topo_key, acc_carried) || unknown(f));
         if fit.is_empty() {
             out.violations
                 .push(no_flavour_fits(plan, rjob, pairs, &named, &shown(&misfit)));
