@@ -117,7 +117,6 @@ impl<'v, 'a> JobSetPlan<'v, 'a> {
         }
     }
 
-    /// Slice groups with more than one member.
     pub fn multi_member_slice_groups(&self) -> impl Iterator<Item = &Group<'v, 'a>> {
         self.slice_groups.iter().filter(|g| g.members.len() > 1)
     }

@@ -17,8 +17,7 @@ pub struct Queue {
     pub namespace: String,
     pub local_queue: String,
     pub cluster_queue: String,
-    /// The flavours of the resource group that covers the TPU resource; `None` when no group
-    /// covers it.
+    /// The flavours of the resource group that covers the TPU resource, if one does.
     pub flavours: Option<Vec<Flavour>>,
     /// The MultiKueue AdmissionCheck of the ClusterQueue, when it dispatches to other clusters.
     pub multikueue_check: Option<String>,
@@ -70,11 +69,9 @@ fn fits(f: &Flavour, pairs: &Pairs, acc_key: &str, topo_key: &str, acc_carried: 
 pub fn judge_flavours(plan: &JobSetPlan, queue: &Queue) -> QueueFindings {
     let settings = plan.settings;
     let mut out = QueueFindings::default();
-    let named = format!(
-        "queue {:?} (ClusterQueue {:?})",
-        format!("{}/{}", queue.namespace, queue.local_queue),
-        queue.cluster_queue
-    );
+    let local_queue = format!("{}/{}", queue.namespace, queue.local_queue);
+    let cluster_queue = &queue.cluster_queue;
+    let named = format!("queue {local_queue:?} (ClusterQueue {cluster_queue:?})");
     if let Some(check) = &queue.multikueue_check {
         // The worker's Kueue picks the flavour; the manager's goes nowhere (kueue#16010).
         out.warnings.push(format!(

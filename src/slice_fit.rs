@@ -118,8 +118,7 @@ fn hint_shapes(acc: &Accelerator, per_pod: u32, parallelism: u32) -> Vec<String>
     fit
 }
 
-/// The topologies of `acc` that fit a job of `parallelism` hosts with `per_pod` chips each,
-/// quoted for a message (the first few), if any does.
+/// The first few topologies of `acc` that fit, quoted for a message, if any does.
 pub fn fitting_quoted(acc: &Accelerator, per_pod: u32, parallelism: u32) -> Option<String> {
     let fit = hint_shapes(acc, per_pod, parallelism);
     (!fit.is_empty()).then(|| quoted(&fit))

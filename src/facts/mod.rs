@@ -120,8 +120,7 @@ impl Facts {
         })
     }
 
-    /// The facts among `annotations` (at `path`), if there are any, in a version this
-    /// release reads.
+    /// The facts among `annotations` (at `path`), if any, in a version this release reads.
     pub fn read(annotations: Option<&Object>, path: &str) -> Result<Option<Facts>, InputError> {
         let Some(text) = map_str(annotations, keys::FACTS) else {
             return Ok(None);
@@ -177,10 +176,8 @@ mod tests {
 
     #[test]
     fn ignores_fields_a_newer_release_added() {
-        let f = Facts::from_annotation(
-            r#"{"slice":{"total":4,"offset":2,"stride":1},"podsPerJob":4,"hint":[1]}"#,
-            "p",
-        );
+        let newer = r#"{"slice":{"total":4,"offset":2,"stride":1},"podsPerJob":4,"hint":[1]}"#;
+        let f = Facts::from_annotation(newer, "p");
         assert_eq!(
             f.map(|f| f.slice),
             Ok(Some(OffsetFacts {

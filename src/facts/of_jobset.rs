@@ -84,10 +84,8 @@ pub fn facts(plan: &JobSetPlan, warnings: &mut Vec<String>) -> Result<Vec<Facts>
     let mut facts = vec![Facts::default(); view.replicated_jobs.len()];
 
     if !view.has_native_groups() {
-        for (f, keys) in facts
-            .iter_mut()
-            .zip(plan.group_keys.as_deref().map_err(Clone::clone)?)
-        {
+        let group_keys = plan.group_keys.as_deref().map_err(Clone::clone)?;
+        for (f, keys) in facts.iter_mut().zip(group_keys) {
             f.group = Some(keys.clone());
         }
     }
