@@ -28,16 +28,14 @@ pub(super) fn check_queue(plan: &JobSetPlan, cluster: &Cluster) -> QueueFindings
     let (Some(queue), false) = (plan.view.queue, settings.queue_check == QueueCheck::Off) else {
         return QueueFindings::default();
     };
-    let found = look_up(
-        cluster.reader,
-        cluster.namespace,
-        queue.name,
-        &settings.tpu_resource,
-    );
+    let Cluster {
+        reader, namespace, ..
+    } = *cluster;
+    let found = look_up(reader, namespace, queue.name, &settings.tpu_resource);
     let mut judged = match found {
         Ok(q) => queue_fit::judge_flavours(plan, &q),
         Err(why) => {
-            let name = format!("{}/{}", cluster.namespace, queue.name);
+            let name = format!("{namespace}/{}", queue.name);
             let warning = format!("{}: queue {name:?} was not checked: {why}", queue.path());
             return QueueFindings {
                 warnings: vec![warning],
@@ -82,31 +80,25 @@ impl ClusterReader for HostCapabilities {
     }
 }
 
-/// The request for one object of `kind` in `api_version`, namespaced or not (`None`).
-/// policy-server caches answers for 5 seconds: fresh enough for a queue's setup.
-fn request(
-    api_version: &str,
-    kind: &str,
-    name: &str,
-    namespace: Option<&str>,
-) -> GetResourceRequest {
-    GetResourceRequest {
-        api_version: api_version.to_string(),
-        kind: kind.to_string(),
-        name: name.to_string(),
-        namespace: namespace.map(str::to_string),
-        disable_cache: false,
-        field_masks: None,
-    }
-}
-
 /// Reads the queue `queue` of `namespace`, for the TPU resource `resource`.
-pub fn look_up(
+fn look_up(
     reader: &dyn ClusterReader,
     namespace: &str,
     queue: &str,
     resource: &str,
 ) -> Result<Queue, String> {
+    // One object, namespaced or not (`None`). policy-server caches answers for 5 seconds: fresh
+    // enough for a queue's setup.
+    let get = |api_version: &str, kind: &str, name: &str, namespace: Option<&str>| {
+        reader.get(&GetResourceRequest {
+            api_version: api_version.to_string(),
+            kind: kind.to_string(),
+            name: name.to_string(),
+            namespace: namespace.map(str::to_string),
+            disable_cache: false,
+            field_masks: None,
+        })
+    };
     let failed = |kind: &str, name: &str, namespace: Option<&str>, error: &str| {
         // Before any backtrace, or any line a Kubernetes status message carries.
         let why = error.lines().next().unwrap_or_default();
@@ -115,20 +107,17 @@ pub fn look_up(
             None => format!("reading {kind} {name:?} failed: {why}"),
         }
     };
-    let local_queue_in = |api_version| request(api_version, "LocalQueue", queue, Some(namespace));
-    let (api_version, local_queue) = match reader.get(&local_queue_in(API_VERSION)) {
+    let local_queue_in = |api_version| get(api_version, "LocalQueue", queue, Some(namespace));
+    let (api_version, local_queue) = match local_queue_in(API_VERSION) {
         Ok(local_queue) => (API_VERSION, local_queue),
         Err(why) => {
-            let local_queue = reader
-                .get(&local_queue_in(FALLBACK_API_VERSION))
+            let local_queue = local_queue_in(FALLBACK_API_VERSION)
                 .map_err(|_| failed("LocalQueue", queue, Some(namespace), &why))?;
             (FALLBACK_API_VERSION, local_queue)
         }
     };
     let read = |kind: &str, name: &str| {
-        reader
-            .get(&request(api_version, kind, name, None))
-            .map_err(|why| failed(kind, name, None, &why))
+        get(api_version, kind, name, None).map_err(|why| failed(kind, name, None, &why))
     };
     let cluster_queue_name = kueue_queue::cluster_queue_of(&local_queue)
         .map_err(|why| format!("LocalQueue {queue:?} in namespace {namespace:?}: {why}"))?;
