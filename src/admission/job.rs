@@ -27,15 +27,12 @@ struct OptInHead<'a> {
 /// far is not opted in: it has nothing the policy could act on.
 pub(super) fn is_opted_in(raw: &RawValue) -> bool {
     let head = serde_json::from_str::<ObjectHead<OptInHead>>(raw.get()).ok();
-    let Some(metadata) = head.and_then(|h| h.metadata) else {
-        return false;
-    };
-    let opted_in = metadata
-        .annotations
-        .and_then(|a| a.jax_distributed)
-        .is_some_and(|v| v == "true");
-    let jobset_child = metadata.labels.is_some_and(|l| l.jobset_name.is_some());
-    opted_in && !jobset_child
+    head.and_then(|h| h.metadata).is_some_and(|m| {
+        m.annotations
+            .and_then(|a| a.jax_distributed)
+            .is_some_and(|v| v == "true")
+            && !m.labels.is_some_and(|l| l.jobset_name.is_some())
+    })
 }
 
 /// Job CREATE of an opted-in plain Job (SPEC §4.6): J1–J4 and N2, then the facts its pods need.

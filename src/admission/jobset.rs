@@ -88,16 +88,15 @@ pub(super) fn admit_update(object: &Value, old: Option<&Value>, settings: &Setti
     };
     let old_findings = before.and_then(Result::ok).unwrap_or_default();
     let mut new_violations = not_in(after.violations, &old_findings.violations);
-    let new_warnings = not_in(after.warnings, &old_findings.warnings);
+    let mut new_warnings = not_in(after.warnings, &old_findings.warnings);
     // Objects that cannot be read have no sizes to compare; the findings report their problem.
     if let (Some(Ok(old)), Ok(new)) = (&old_view, &new_view) {
         let old = JobSetPlan::new(old, settings);
         new_violations.extend(rules::elastic::stale_resizes(&old, new));
     }
     if matches!(&old_view, Some(Ok(old)) if multikueue::is_copy(old)) {
-        let mut warnings = new_warnings;
-        warnings.extend(new_violations.iter().map(multikueue::copy_warning));
-        return Verdict::with(None, warnings);
+        new_warnings.extend(new_violations.iter().map(multikueue::copy_warning));
+        return Verdict::with(None, new_warnings);
     }
     if new_violations.is_empty() {
         Verdict::with(None, new_warnings)

@@ -119,7 +119,8 @@ mod tests {
     use serde_json::json;
     use serde_json::Value;
 
-    fn jobset(env: Value, coordinator: bool) -> Value {
+    /// The warnings for a JobSet of one container with `env`, with or without a coordinator.
+    fn warned(env: Value, coordinator: bool) -> Vec<String> {
         let mut js = json!({
             "metadata": {"name": "js"},
             "spec": {"replicatedJobs": [{"name": "w", "template": {"spec": {"template": {
@@ -129,11 +130,7 @@ mod tests {
         if coordinator {
             js["spec"]["coordinator"] = json!({"replicatedJob": "w"});
         }
-        js
-    }
-
-    fn warned(js: &Value) -> Vec<String> {
-        jobset_warnings(&JobSetView::parse(js, "google.com/tpu").unwrap())
+        jobset_warnings(&JobSetView::parse(&js, "google.com/tpu").unwrap())
     }
 
     fn reference(map: &str, key: &str) -> Value {
@@ -151,19 +148,18 @@ mod tests {
             {"name": "M", "valueFrom": {"fieldRef": "not an object"}},
             "not an entry"
         ]);
-        let got = warned(&jobset(env.clone(), false));
+        let got = warned(env.clone(), false);
         assert_eq!(got.len(), 2, "{got:?}");
         assert!(got[0].starts_with("spec.replicatedJobs[0].template.spec.template.spec.containers[0].env[2]: V reads the label jobset.sigs.k8s.io/coordinator, which JobSet sets only with spec.coordinator"));
         assert!(got[1].ends_with("; did you mean jobset.sigs.k8s.io/job-global-index?"));
-        let got = warned(&jobset(env, true));
+        let got = warned(env, true);
         assert_eq!(got.len(), 1, "{got:?}");
     }
 
     #[test]
     fn a_coordinator_typo_is_suggested_only_where_it_would_resolve() {
         let env = json!([reference("annotations", "jobset.sigs.k8s.io/coordinater")]);
-        assert!(!warned(&jobset(env.clone(), false))[0].contains("did you mean"));
-        assert!(warned(&jobset(env, true))[0]
-            .ends_with("; did you mean jobset.sigs.k8s.io/coordinator?"));
+        assert!(!warned(env.clone(), false)[0].contains("did you mean"));
+        assert!(warned(env, true)[0].ends_with("; did you mean jobset.sigs.k8s.io/coordinator?"));
     }
 }

@@ -52,7 +52,6 @@ impl Verdict {
 
     pub(super) fn reject(message: String, code: u16) -> Self {
         Verdict {
-            accepted: false,
             message: Some(message),
             code: Some(code),
             ..Verdict::default()
