@@ -114,9 +114,8 @@ pub fn job_warnings(
     Ok(out)
 }
 
-/// Whether any container names a variable the policy may inject; most templates name none,
-/// and this is what every JobSet CREATE pays for them, so it reads the names only. A malformed
-/// env is the pods' problem, reported at pod admission.
+/// Whether any container names a variable the policy may inject: most templates name none, and
+/// every JobSet CREATE pays for this, so it reads the names only.
 fn sets_any(template: &PodTemplateView) -> bool {
     template
         .containers

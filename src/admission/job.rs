@@ -28,10 +28,9 @@ struct OptInHead<'a> {
 pub(super) fn is_opted_in(raw: &RawValue) -> bool {
     let head = serde_json::from_str::<ObjectHead<OptInHead>>(raw.get()).ok();
     head.and_then(|h| h.metadata).is_some_and(|m| {
-        m.annotations
-            .and_then(|a| a.jax_distributed)
-            .is_some_and(|v| v == "true")
-            && !m.labels.is_some_and(|l| l.jobset_name.is_some())
+        let jobset_child = m.labels.is_some_and(|l| l.jobset_name.is_some());
+        let opted_in = m.annotations.and_then(|a| a.jax_distributed);
+        opted_in.is_some_and(|v| v == "true") && !jobset_child
     })
 }
 
@@ -66,9 +65,7 @@ fn judge(view: &JobView, settings: &Settings) -> (Vec<Violation>, Vec<String>) {
         return (Vec::new(), Vec::new());
     }
     let violations = if settings.jax_env == JaxEnv::Never {
-        rules::indexed_job::n2_pods_resolve_cluster_dns(view)
-            .into_iter()
-            .collect()
+        Vec::from_iter(rules::indexed_job::n2_pods_resolve_cluster_dns(view))
     } else {
         rules::indexed_job::check(view)
     };

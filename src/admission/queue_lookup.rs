@@ -20,9 +20,8 @@ pub struct Cluster<'a> {
     pub requester: &'a str,
 }
 
-/// The queue check, asked of a TPU JobSet the policy judges at CREATE, that waits in its queue for
-/// a flavour. A running JobSet is never looked up. Under `warn`, what `refuse` refuses is a
-/// warning.
+/// The queue check of a TPU JobSet judged at CREATE that waits in its queue for a flavour (a
+/// running one is never looked up). Under `warn`, what `refuse` refuses is a warning.
 pub(super) fn check_queue(plan: &JobSetPlan, cluster: &Cluster) -> QueueFindings {
     let settings = plan.settings;
     let (Some(queue), false) = (plan.view.queue, settings.queue_check == QueueCheck::Off) else {

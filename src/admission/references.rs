@@ -24,7 +24,7 @@ type Why = (&'static str, Option<String>);
 /// The warnings for a JobSet about to be admitted, replicated job by replicated job.
 pub fn jobset_warnings(view: &JobSetView) -> Vec<String> {
     let coordinator_set = view.coordinator.is_some();
-    let judge = |key: &str| -> Option<Why> {
+    let judge = once_per_key(move |key: &str| -> Option<Why> {
         if !key.starts_with(keys::JOBSET_PREFIX) || keys::JOBSET_POD_KEYS.contains(&key) {
             return None;
         }
@@ -37,17 +37,14 @@ pub fn jobset_warnings(view: &JobSetView) -> Vec<String> {
             .copied()
             .chain(coordinator_set.then_some(keys::JOBSET_COORDINATOR));
         Some(("which no JobSet release sets", did_you_mean(key, known)))
-    };
-    let judge = once_per_key(judge);
+    });
     view.replicated_jobs
         .iter()
         .flat_map(|r| scan(&r.template, &judge))
         .collect()
 }
 
-/// The warnings for an opted-in plain Job about to be admitted: no JobSet owns it, so every
-/// `jobset.sigs.k8s.io/` key is missing, and of `batch.kubernetes.io/` only the Job
-/// controller's keys are there.
+/// The warnings for an opted-in plain Job about to be admitted, which no JobSet owns.
 pub fn job_warnings(view: &JobView) -> Vec<String> {
     let judge = |key: &str| -> Option<Why> {
         if key.starts_with(keys::JOBSET_PREFIX) {
