@@ -67,21 +67,17 @@ pub(super) fn admit_create(
     Ok(Verdict::with(patch.applied_to(object), warnings))
 }
 
-fn findings_of(
-    view: &Result<JobSetView, InputError>,
-    settings: &Settings,
-) -> Result<Findings, InputError> {
-    let view = view.as_ref().map_err(Clone::clone)?;
-    rules::judge(&JobSetPlan::new(view, settings), Moment::Update)
-}
-
 /// JobSet UPDATE (SPEC §5) judges only what the update changed: a violation the old object
 /// already had is not the update's fault, and blocking an update the user cannot fix helps nobody.
 pub(super) fn admit_update(object: &Value, old: Option<&Value>, settings: &Settings) -> Verdict {
     let parse = |o| JobSetView::parse(o, &settings.tpu_resource);
+    let findings_of = |view: &Result<JobSetView, InputError>| -> Result<Findings, InputError> {
+        let view = view.as_ref().map_err(Clone::clone)?;
+        rules::judge(&JobSetPlan::new(view, settings), Moment::Update)
+    };
     let (old_view, new_view) = (old.map(parse), parse(object));
-    let before = old_view.as_ref().map(|v| findings_of(v, settings));
-    let after = match findings_of(&new_view, settings) {
+    let before = old_view.as_ref().map(findings_of);
+    let after = match findings_of(&new_view) {
         Ok(f) => f,
         Err(e) if matches!(&before, Some(Err(old_e)) if *old_e == e) => return Verdict::accept(),
         Err(e) => return e.into(),

@@ -63,9 +63,9 @@ impl ClusterReader for HostCapabilities {
     #[cfg(target_arch = "wasm32")]
     fn get(&self, request: &GetResourceRequest) -> Result<Value, String> {
         use kubewarden_policy_sdk::host_capabilities::kubernetes::get_resource;
+        use std::error::Error;
         get_resource::<Value>(request).map_err(|e| {
-            let text =
-                std::error::Error::source(&e).map_or_else(|| e.to_string(), |s| s.to_string());
+            let text = e.source().map_or_else(|| e.to_string(), |s| s.to_string());
             text.strip_prefix("Host error: ")
                 .unwrap_or(&text)
                 .to_string()

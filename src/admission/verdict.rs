@@ -44,10 +44,7 @@ pub struct Verdict {
 
 impl Verdict {
     pub fn accept() -> Self {
-        Verdict {
-            accepted: true,
-            ..Verdict::default()
-        }
+        Verdict::with(None, Vec::new())
     }
 
     pub(super) fn reject(message: String, code: u16) -> Self {
