@@ -155,13 +155,10 @@ fn compare(
             if !seen.insert((ci, var.name)) {
                 continue;
             }
+            let path = json::index(&json::join(&c_path, "env"), d.entry);
             out.push(format!(
-                "{}: {} keeps {:?} for {}, not the {:?} the policy computed",
-                json::index(&json::join(&c_path, "env"), d.entry),
-                var.name,
-                d.value,
-                sample.pod,
-                var.value
+                "{path}: {} keeps {:?} for {}, not the {:?} the policy computed",
+                var.name, d.value, sample.pod, var.value
             ));
         }
     }

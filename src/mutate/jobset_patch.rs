@@ -45,11 +45,8 @@ impl JobSetPatch {
             narrowings.retain(|n| !multikueue::narrowed_in_the_manager(view, n.index));
             stamps = multikueue::keep_stamped_facts(view, stamps, warnings);
         }
-        warnings.extend(
-            narrowings
-                .iter()
-                .map(|n| narrowing::warning(&view.replicated_jobs[n.index], &n.mark)),
-        );
+        let warning = |n: &Narrowing| narrowing::warning(&view.replicated_jobs[n.index], &n.mark);
+        warnings.extend(narrowings.iter().map(warning));
         JobSetPatch { stamps, narrowings }
     }
 
