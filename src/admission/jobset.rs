@@ -22,7 +22,7 @@ use std::hash::Hash;
 /// about where the templates contradict them, and stamped on the pod templates, with a TPU
 /// replicated job that leaves its slice shape to Kueue narrowed to the shapes that fit (§4.7).
 pub(super) fn admit_create(
-    mut object: Value,
+    object: Value,
     settings: &Settings,
     cluster: &Cluster,
 ) -> Result<Verdict, InputError> {
@@ -64,47 +64,35 @@ pub(super) fn admit_create(
         return Ok(Verdict::with(None, warnings));
     }
     let patch = JobSetPatch::new(&plan, &facts, copy, &mut warnings);
-    if patch.is_empty() {
-        return Ok(Verdict::with(None, warnings));
-    }
-    patch.apply(&mut object);
-    Ok(Verdict::with(Some(object), warnings))
+    Ok(Verdict::with(patch.applied_to(object), warnings))
 }
 
-fn findings_of(
-    view: &Result<JobSetView, InputError>,
-    settings: &Settings,
-) -> Result<Findings, InputError> {
-    let view = view.as_ref().map_err(Clone::clone)?;
-    rules::judge(&JobSetPlan::new(view, settings), Moment::Update)
-}
-
-/// JobSet UPDATE never mutates (`replicatedJobs` are immutable), and judges only what the
-/// update changed: a violation the old object already had is not the update's fault, and
-/// blocking an update the user cannot fix helps nobody. Unsuspending is a change: T3 and T4
-/// were deferred on the suspended old object, so their violations count as new.
+/// JobSet UPDATE (SPEC §5) judges only what the update changed: a violation the old object
+/// already had is not the update's fault, and blocking an update the user cannot fix helps nobody.
 pub(super) fn admit_update(object: &Value, old: Option<&Value>, settings: &Settings) -> Verdict {
     let parse = |o| JobSetView::parse(o, &settings.tpu_resource);
+    let findings_of = |view: &Result<JobSetView, InputError>| -> Result<Findings, InputError> {
+        let view = view.as_ref().map_err(Clone::clone)?;
+        rules::judge(&JobSetPlan::new(view, settings), Moment::Update)
+    };
     let (old_view, new_view) = (old.map(parse), parse(object));
-    let before = old_view.as_ref().map(|v| findings_of(v, settings));
-    let after = match findings_of(&new_view, settings) {
+    let before = old_view.as_ref().map(findings_of);
+    let after = match findings_of(&new_view) {
         Ok(f) => f,
         Err(e) if matches!(&before, Some(Err(old_e)) if *old_e == e) => return Verdict::accept(),
         Err(e) => return e.into(),
     };
     let old_findings = before.and_then(Result::ok).unwrap_or_default();
     let mut new_violations = not_in(after.violations, &old_findings.violations);
-    let new_warnings = not_in(after.warnings, &old_findings.warnings);
-    // ElasticJobSet resizes that would leave stamped values stale (SPEC §5, E1). Objects that
-    // cannot be read have no sizes to compare; their problem is reported by the findings.
+    let mut new_warnings = not_in(after.warnings, &old_findings.warnings);
+    // Objects that cannot be read have no sizes to compare; the findings report their problem.
     if let (Some(Ok(old)), Ok(new)) = (&old_view, &new_view) {
         let old = JobSetPlan::new(old, settings);
         new_violations.extend(rules::elastic::stale_resizes(&old, new));
     }
     if matches!(&old_view, Some(Ok(old)) if multikueue::is_copy(old)) {
-        let mut warnings = new_warnings;
-        warnings.extend(new_violations.iter().map(multikueue::copy_warning));
-        return Verdict::with(None, warnings);
+        new_warnings.extend(new_violations.iter().map(multikueue::copy_warning));
+        return Verdict::with(None, new_warnings);
     }
     if new_violations.is_empty() {
         Verdict::with(None, new_warnings)

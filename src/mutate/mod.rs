@@ -23,9 +23,7 @@ pub fn object_at<'a>(root: &'a mut Value, keys: &[impl AsRef<str>]) -> Option<&'
     for key in keys.iter().map(AsRef::as_ref) {
         current = match current {
             Value::Object(m) => {
-                let slot = m
-                    .entry(key.to_string())
-                    .or_insert_with(|| Value::Object(Map::new()));
+                let slot = m.entry(key).or_insert(Value::Null);
                 if slot.is_null() {
                     *slot = Value::Object(Map::new());
                 }
