@@ -17,7 +17,7 @@ pub fn is_copy_created(view: &JobSetView, requester: &str, settings: &Settings) 
 
 /// Whether an UPDATE is of a copy: its old object carries the origin label and the prebuilt
 /// Workload's label. The worker's own Kueue makes the unsuspend, not the MultiKueue identity.
-pub fn is_copy(old: &JobSetView) -> bool {
+pub fn is_copy_updated(old: &JobSetView) -> bool {
     old.label(keys::MULTIKUEUE_ORIGIN).is_some() && old.label(keys::PREBUILT_WORKLOAD).is_some()
 }
 
