@@ -47,13 +47,11 @@ pub fn keep_stamped_facts(
             .is_none_or(|a| !a.contains_key(keys::FACTS))
     });
     warnings.extend(kept.into_iter().map(|(i, _)| {
+        let template = view.replicated_jobs[i].at.pod_template();
         format!(
             "{}: MultiKueue copy: kept the facts the manager stamped, which this policy would \
              stamp differently; its pods get the manager's",
-            view.replicated_jobs[i]
-                .at
-                .pod_template()
-                .annotation(keys::FACTS)
+            template.annotation(keys::FACTS)
         )
     }));
     unstamped
