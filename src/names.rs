@@ -73,6 +73,7 @@ pub fn no_label_value(value: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rstest::rstest;
 
     #[test]
     fn label_values_are_what_the_api_server_takes() {
@@ -84,21 +85,18 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_pod_of_a_replicated_job_is_named_exactly() {
-        assert!(is_pod_of("js-w-0-0.js", "js", "w"));
-        assert!(is_pod_of("js-w-12-3.sub.ns.svc", "js", "w"));
-        for other in [
-            "js-w-head-0-0.js",
-            "js-w-1-0-0.js",
-            "js-w-0-x.js",
-            "js-w-0-0",
-            "js-w-0.js",
-            "js-x-0-0.js",
-            "js-w--0.js",
-        ] {
-            assert!(!is_pod_of(other, "js", "w"), "{other}");
-        }
+    #[rstest]
+    #[case::the_first_pod("js-w-0-0.js", true)]
+    #[case::a_dotted_subdomain("js-w-12-3.sub.ns.svc", true)]
+    #[case::a_replicated_job_named_w_dash_something("js-w-head-0-0.js", false)]
+    #[case::three_numbers("js-w-1-0-0.js", false)]
+    #[case::a_pod_index_that_is_no_number("js-w-0-x.js", false)]
+    #[case::no_subdomain("js-w-0-0", false)]
+    #[case::one_number("js-w-0.js", false)]
+    #[case::another_replicated_job("js-x-0-0.js", false)]
+    #[case::an_empty_job_index("js-w--0.js", false)]
+    fn a_pod_of_a_replicated_job_is_named_exactly(#[case] address: &str, #[case] is: bool) {
+        assert_eq!(is_pod_of(address, "js", "w"), is);
     }
 
     #[test]
