@@ -83,16 +83,12 @@ fn merge_env(
     lookup: &dyn Fn(&str) -> Option<String>,
     warnings: &mut Vec<String>,
 ) -> Vec<Value> {
-    warnings.extend(
-        container_env::disagreements(user, wanted, lookup)
-            .into_iter()
-            .map(|d| {
-                format!(
-                    "{label}: {} keeps {:?}, not the {:?} the policy computed",
-                    d.var.name, d.value, d.var.value
-                )
-            }),
-    );
+    for d in container_env::disagreements(user, wanted, lookup) {
+        warnings.push(format!(
+            "{label}: {} keeps {:?}, not the {:?} the policy computed",
+            d.var.name, d.value, d.var.value
+        ));
+    }
     wanted
         .iter()
         .filter(|var| !user.iter().any(|e| e.name == var.name))
