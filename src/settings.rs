@@ -32,7 +32,6 @@ impl Role {
         self != Role::Validate
     }
 
-    /// Whether this deployment returns verdicts and warnings.
     pub fn validates(self) -> bool {
         self != Role::Mutate
     }
