@@ -34,18 +34,13 @@ pub fn address(hostname: &str, subdomain: &str) -> String {
 /// merely starts with `<rjob>-` (`w-head` beside `w`) is another one.
 pub fn is_pod_of(address: &str, jobset: &str, rjob: &str) -> bool {
     let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-    let Some(rest) = address
+    address
         .strip_prefix(jobset)
         .and_then(|r| r.strip_prefix('-'))
         .and_then(|r| r.strip_prefix(rjob))
         .and_then(|r| r.strip_prefix('-'))
-    else {
-        return false;
-    };
-    let Some((host, _subdomain)) = rest.split_once('.') else {
-        return false;
-    };
-    host.split_once('-')
+        .and_then(|r| r.split_once('.'))
+        .and_then(|(host, _subdomain)| host.split_once('-'))
         .is_some_and(|(job, pod)| digits(job) && digits(pod))
 }
 
