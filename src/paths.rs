@@ -34,7 +34,6 @@ impl ReplicatedJobAt {
         format!("{}[{key:?}]", self.job_annotations())
     }
 
-    /// The pod template inside its Job template.
     pub fn pod_template(self) -> TemplateAt {
         TemplateAt::ReplicatedJob(self.0)
     }
@@ -74,7 +73,6 @@ impl TemplateAt {
         format!("{}.{name}", self.spec())
     }
 
-    /// `metadata.annotations[key]` of the pod template.
     pub fn annotation(self, key: &str) -> String {
         format!("{}.template.metadata.annotations[{key:?}]", self.job_spec())
     }
@@ -105,7 +103,6 @@ impl SpecAt {
         }
     }
 
-    /// `<spec>.<list>[<index>]`: one of its containers.
     pub fn container(self, list: &str, index: usize) -> String {
         format!("{}.{list}[{index}]", self.path())
     }
@@ -114,7 +111,6 @@ impl SpecAt {
         format!("{}.{name}", self.path())
     }
 
-    /// Its required node-selector terms.
     pub fn required_terms(self) -> String {
         self.field(&REQUIRED_TERMS.join("."))
     }

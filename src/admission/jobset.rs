@@ -90,7 +90,7 @@ pub(super) fn admit_update(object: &Value, old: Option<&Value>, settings: &Setti
         let old = JobSetPlan::new(old, settings);
         new_violations.extend(rules::elastic::stale_resizes(&old, new));
     }
-    if matches!(&old_view, Some(Ok(old)) if multikueue::is_copy(old)) {
+    if matches!(&old_view, Some(Ok(old)) if multikueue::is_copy_updated(old)) {
         new_warnings.extend(new_violations.iter().map(multikueue::copy_warning));
         return Verdict::with(None, new_warnings);
     }

@@ -1,7 +1,5 @@
-//! The env families put together: for each container of a JobSet pod (or of a pod that a
-//! replicated job's template will make), the multislice env, the TPU host env and the JAX env,
-//! each from its own module over the shared [`PodPlace`]. Pod admission and the JobSet CREATE
-//! warnings both ask it.
+//! The env families put together, for a JobSet pod at pod admission or for the pods a template
+//! will make at the JobSet CREATE warnings.
 use super::jax;
 use super::multislice;
 use super::place::PodPlace;
@@ -46,13 +44,8 @@ pub fn wanted_env(
 
     if n > 0 && settings.multislice_env {
         let own_ports = own_megascale_ports(pod, &order, lookup)?;
-        give(multislice::vars(
-            facts,
-            place,
-            pod.annotations,
-            &own_ports,
-            warnings,
-        )?);
+        let per_k = multislice::vars(facts, place, pod.annotations, &own_ports, warnings)?;
+        give(per_k);
     }
     if n > 0 && settings.tpu_worker_env {
         match (place.completion_index, facts.pods_per_job) {
@@ -155,8 +148,7 @@ fn jax_vars(
         return Ok(None);
     };
     let path = "metadata.annotations";
-    let earlier_pods = mul_at(place.job_index, per_job, path)?;
-    let job_start = add_at(group.offset, earlier_pods, path)?;
+    let job_start = add_at(group.offset, mul_at(place.job_index, per_job, path)?, path)?;
     let pod_number = add_at(job_start, completion_index, path)?;
     let address = place.address(coordinator);
     let jax_group = jax::JaxGroup {

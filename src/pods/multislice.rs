@@ -25,9 +25,14 @@ pub fn vars(
     if facts.runs_first {
         return Ok(Vec::new());
     }
-    let slice = match from_facts(facts, place)? {
-        Some(slice) => slice,
-        None => guessed(place, annotations, warnings),
+    let slice = match (&facts.slice, &facts.coordinator) {
+        (Some(slice), Some(coordinator)) => Slice {
+            count: slice.total,
+            id: add_at(slice.offset, place.job_index, "metadata.labels")?,
+            coordinator: place.address(coordinator),
+            coordinator_outside: facts.coordinator_outside,
+        },
+        _ => guessed(place, annotations, warnings),
     };
     if slice.count <= 1 {
         return Ok(Vec::new());
@@ -74,20 +79,7 @@ struct Slice {
     coordinator_outside: bool,
 }
 
-/// The slice the JobSet's facts give the pod; `None` without them.
-fn from_facts(facts: &Facts, place: &PodPlace) -> Result<Option<Slice>, InputError> {
-    let (Some(slice), Some(coordinator)) = (&facts.slice, &facts.coordinator) else {
-        return Ok(None);
-    };
-    Ok(Some(Slice {
-        count: slice.total,
-        id: add_at(slice.offset, place.job_index, "metadata.labels")?,
-        coordinator: place.address(coordinator),
-        coordinator_outside: facts.coordinator_outside,
-    }))
-}
-
-/// The guess for a pod whose JobSet was admitted before the policy, so has no facts. The pod's
+/// The slice of a pod whose JobSet was admitted before the policy, so has no facts. The pod's
 /// own labels only tell about its replicated job, so that is taken as the whole slice group.
 fn guessed(place: &PodPlace, annotations: Option<&Object>, warnings: &mut Vec<String>) -> Slice {
     let own = place.address(&names::rjob_pod(place.replicated_job, 0, 0));
