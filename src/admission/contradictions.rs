@@ -14,7 +14,7 @@ use crate::names;
 use crate::pods::env_families::{wanted_env, PodEnv};
 use crate::pods::job_pod::{self, JobPlace};
 use crate::pods::place::PodPlace;
-use crate::settings::{JaxEnv, Settings};
+use crate::settings::Settings;
 use crate::views::container_env::{self, metadata_key, WantedVar};
 use crate::views::job_view::JobView;
 use crate::views::jobset_view::{JobSetView, ReplicatedJob};
@@ -78,16 +78,15 @@ pub fn warnings(plan: &JobSetPlan, facts: &[Facts]) -> Result<Vec<String>, Input
     Ok(out)
 }
 
-/// The warnings for an opted-in plain Job about to be admitted (SPEC §4.6).
+/// The warnings for an opted-in plain Job about to be admitted (SPEC §4.6) with the JAX env.
 pub fn job_warnings(
     view: &JobView,
     job: &JobFacts,
     settings: &Settings,
 ) -> Result<Vec<String>, InputError> {
     let template = &view.template;
-    let subdomain = match view.subdomain {
-        Some(s) if settings.jax_env != JaxEnv::Never && sets_any(template) => s,
-        _ => return Ok(Vec::new()),
+    let (Some(subdomain), true) = (view.subdomain, sets_any(template)) else {
+        return Ok(Vec::new());
     };
     let (mut seen, mut out) = (BTreeSet::new(), Vec::new());
     for c in samples(job.completions) {
