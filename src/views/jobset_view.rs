@@ -269,8 +269,8 @@ fn parse_replicated_job<'a>(
 
 /// The names in `dependsOn` whose `status` is `Complete`. With `Ready` the two run together.
 fn waits_to_complete(r: &Object, at: ReplicatedJobAt) -> Result<Vec<&str>, InputError> {
+    let items = json::opt_array(r, "dependsOn", &at.path())?.map_or(&[][..], Vec::as_slice);
     let path = at.field("dependsOn");
-    let items = json::opt_array(r, "dependsOn", &path)?.map_or(&[][..], Vec::as_slice);
     let mut out = Vec::new();
     for (i, item) in items.iter().enumerate() {
         let item_path = json::index(&path, i);
