@@ -30,6 +30,17 @@ pub enum InputError {
 }
 
 impl InputError {
+    pub fn missing(path: impl Into<String>) -> Self {
+        InputError::Missing { path: path.into() }
+    }
+
+    pub fn invalid(path: impl Into<String>, reason: impl Into<String>) -> Self {
+        InputError::Invalid {
+            path: path.into(),
+            reason: reason.into(),
+        }
+    }
+
     /// What is wrong, without the path: a rule that reports the error as a violation puts the
     /// two apart.
     pub fn problem(&self) -> String {
@@ -79,15 +90,21 @@ impl std::error::Error for InputError {}
 /// Adds two counts, or reports the field whose total overflowed. `u32` on purpose: Kubernetes
 /// counts are int32, and wasm's `usize` is 32 bits, so nothing here may rely on a wider type.
 pub fn add_at(a: u32, b: u32, path: &str) -> Result<u32, InputError> {
-    a.checked_add(b).ok_or_else(|| InputError::Overflow {
-        path: path.to_string(),
-        limit: u32::MAX,
-    })
+    a.checked_add(b).ok_or_else(|| overflow(path))
 }
 
 pub fn mul_at(a: u32, b: u32, path: &str) -> Result<u32, InputError> {
-    a.checked_mul(b).ok_or_else(|| InputError::Overflow {
+    a.checked_mul(b).ok_or_else(|| overflow(path))
+}
+
+/// A count (of containers, of pods) as `u32`, or the field whose count is past `u32::MAX`.
+pub fn count_at(n: impl TryInto<u32>, path: &str) -> Result<u32, InputError> {
+    n.try_into().map_err(|_| overflow(path))
+}
+
+fn overflow(path: &str) -> InputError {
+    InputError::Overflow {
         path: path.to_string(),
         limit: u32::MAX,
-    })
+    }
 }

@@ -1,7 +1,6 @@
-//! The groups of a JobSet (SPEC §3), in one plan per request: the replica groups, slice groups and
-//! JAX groups, each found once from the view and holding references to its members, their group
-//! keys (§4.1), and the slice shapes of §4.7, computed when first asked. The rules, the facts, the
-//! CREATE warnings and the resize check all read it. Every step is linear in the replicated jobs.
+//! The groups of a JobSet (SPEC §3), found once per request for the rules, the facts, the CREATE
+//! warnings and the resize check: replica, slice and JAX groups, the group keys (§4.1) and the
+//! slice shapes (§4.7). Every step is linear in the replicated jobs.
 use crate::error::{add_at, InputError};
 use crate::facts::GroupFacts;
 use crate::keys;
@@ -45,22 +44,18 @@ pub struct JobSetPlan<'v, 'a> {
     pub coordinator: Option<&'v CoordinatorRef<'a>>,
     /// Replica groups in order of first appearance.
     pub groups: Vec<Group<'v, 'a>>,
-    /// The members of each group that run together: the groups without the replicated jobs that
-    /// others wait for to complete (SPEC §3), groups left empty left out.
-    pub running_groups: Vec<Group<'v, 'a>>,
-    /// The TPU members of each running group, groups without any left out. Non-TPU replicated
-    /// jobs of a group (a CPU driver in `default`) are not slices.
+    /// The TPU members of each group that run together (none that others wait for, SPEC §3): a
+    /// CPU driver in `default` is not a slice. Groups left empty are left out, here and below.
     pub slice_groups: Vec<Group<'v, 'a>>,
-    /// The JAX groups when the JAX env is on (SPEC §4.4): the slice groups in a TPU JobSet,
-    /// otherwise the running groups, each without its batch jobs beside the JAX run. Empty when
-    /// it is off.
+    /// The JAX groups when the JAX env is on (SPEC §4.4), each without its batch jobs beside the
+    /// JAX run.
     pub jax_groups: Vec<Group<'v, 'a>>,
     /// The members of a JAX group taken for batch jobs beside the JAX run (P1–P3): they get no
     /// JAX env, and the numbering of the others leaves them out.
     pub batch_beside_jax: Vec<&'v ReplicatedJob<'a>>,
-    /// Each replicated job's group keys (SPEC §4.1), in spec order, which the facts and the
-    /// CREATE warnings read. A total past `u32::MAX` is kept as the error, for the reader that
-    /// needs the keys to report: a JobSet that needs none is not refused for them.
+    /// Each replicated job's group keys (SPEC §4.1), in spec order. A total past `u32::MAX` is
+    /// kept as the error for the reader that needs the keys: a JobSet that needs none is not
+    /// refused for them.
     pub group_keys: Result<Vec<GroupFacts>, InputError>,
     shapes: OnceCell<ShapePlan>,
 }
@@ -94,7 +89,7 @@ impl<'v, 'a> JobSetPlan<'v, 'a> {
                 .is_none_or(|r| !r.runs_first)
         });
         // The slice groups in a TPU JobSet (a CPU driver beside the slices is not a JAX
-        // process of the job), otherwise the running groups.
+        // process of the job), otherwise the groups that run together.
         let candidates: &[Group] = match (jax_enabled, slice_groups.is_empty()) {
             (false, _) => &[],
             (true, true) => &running_groups,
@@ -114,7 +109,6 @@ impl<'v, 'a> JobSetPlan<'v, 'a> {
             jax_opted_in,
             coordinator,
             groups,
-            running_groups,
             slice_groups,
             jax_groups,
             batch_beside_jax,
@@ -123,7 +117,6 @@ impl<'v, 'a> JobSetPlan<'v, 'a> {
         }
     }
 
-    /// Slice groups with more than one member.
     pub fn multi_member_slice_groups(&self) -> impl Iterator<Item = &Group<'v, 'a>> {
         self.slice_groups.iter().filter(|g| g.members.len() > 1)
     }
@@ -155,17 +148,6 @@ fn group_keys(groups: &[Group], rjobs: usize) -> Result<Vec<GroupFacts>, InputEr
     Ok(out.into_iter().flatten().collect())
 }
 
-/// Whether a member of a JAX group numbers its processes 0..N-1 with the rest (P1–P3): it is
-/// Indexed, runs every pod at once, and `spec.coordinator`, where it names one of its pods,
-/// is below its parallelism. A member without pods numbers none, and keeps them.
-pub fn keeps_process_ids(rjob: &ReplicatedJob, coordinator: Option<&CoordinatorRef>) -> bool {
-    rjob.replicas == 0
-        || (rjob.is_indexed()
-            && rjob.runs_all_at_once()
-            && coordinator
-                .is_none_or(|c| c.replicated_job != rjob.name || c.pod_index < rjob.parallelism))
-}
-
 /// The members of the JAX groups `candidates` taken for batch jobs beside the JAX run
 /// (docs/rules.md, P1–P3): the non-TPU members that break P1–P3, under `jaxEnv: always`
 /// without the JobSet's own opt-in every one, and with it those alone in their group (no other
@@ -176,7 +158,16 @@ fn batch_beside_jax<'v, 'a>(
     coordinator: Option<&CoordinatorRef>,
     opted_in: bool,
 ) -> Vec<&'v ReplicatedJob<'a>> {
-    let keeps = |r: &ReplicatedJob| keeps_process_ids(r, coordinator);
+    // Whether a member numbers its processes 0..N-1 with the rest: it is Indexed, runs every pod
+    // at once, and `spec.coordinator`, where it names one of its pods, is below its parallelism.
+    // A member without pods numbers none.
+    let keeps = |r: &ReplicatedJob| {
+        r.replicas == 0
+            || (r.is_indexed()
+                && r.runs_all_at_once()
+                && coordinator
+                    .is_none_or(|c| c.replicated_job != r.name || c.pod_index < r.parallelism))
+    };
     // The group of a member that breaks them has that member with pods, so it is not one of
     // these: any of them is another group.
     let a_group_keeps = candidates

@@ -6,6 +6,9 @@ use serde_json::{Map, Value};
 
 pub type Object = Map<String, Value>;
 
+/// An optional field as read: absent, present, or of the wrong shape (an error naming it).
+pub type OptField<T> = Result<Option<T>, InputError>;
+
 pub fn type_name(v: &Value) -> String {
     match v {
         Value::Null => "null".into(),
@@ -18,7 +21,8 @@ pub fn type_name(v: &Value) -> String {
     }
 }
 
-fn wrong(path: &str, expected: &'static str, v: &Value) -> InputError {
+/// `v`, at `path`, is not `expected`.
+pub fn wrong(path: &str, expected: &'static str, v: &Value) -> InputError {
     InputError::WrongType {
         path: path.to_string(),
         expected,
@@ -54,38 +58,30 @@ fn opt_as<'a, T>(
     path: &str,
     expected: &'static str,
     cast: fn(&'a Value) -> Option<T>,
-) -> Result<Option<T>, InputError> {
+) -> OptField<T> {
     field(obj, key)
         .map(|v| cast(v).ok_or_else(|| wrong(&join(path, key), expected, v)))
         .transpose()
 }
 
-pub fn opt_object<'a>(
-    obj: &'a Object,
-    key: &str,
-    path: &str,
-) -> Result<Option<&'a Object>, InputError> {
+pub fn opt_object<'a>(obj: &'a Object, key: &str, path: &str) -> OptField<&'a Object> {
     opt_as(obj, key, path, "an object", Value::as_object)
 }
 
-pub fn opt_array<'a>(
-    obj: &'a Object,
-    key: &str,
-    path: &str,
-) -> Result<Option<&'a Vec<Value>>, InputError> {
+pub fn opt_array<'a>(obj: &'a Object, key: &str, path: &str) -> OptField<&'a Vec<Value>> {
     opt_as(obj, key, path, "a list", Value::as_array)
 }
 
-pub fn opt_str<'a>(obj: &'a Object, key: &str, path: &str) -> Result<Option<&'a str>, InputError> {
+pub fn opt_str<'a>(obj: &'a Object, key: &str, path: &str) -> OptField<&'a str> {
     opt_as(obj, key, path, "a string", Value::as_str)
 }
 
-pub fn opt_bool(obj: &Object, key: &str, path: &str) -> Result<Option<bool>, InputError> {
+pub fn opt_bool(obj: &Object, key: &str, path: &str) -> OptField<bool> {
     opt_as(obj, key, path, "a boolean", Value::as_bool)
 }
 
 /// A Kubernetes int32 count (replicas, parallelism, indexes): an integer in 0..=i32::MAX.
-pub fn opt_count(obj: &Object, key: &str, path: &str) -> Result<Option<u32>, InputError> {
+pub fn opt_count(obj: &Object, key: &str, path: &str) -> OptField<u32> {
     let Some(v) = field(obj, key) else {
         return Ok(None);
     };
@@ -108,11 +104,7 @@ pub fn opt_count(obj: &Object, key: &str, path: &str) -> Result<Option<u32>, Inp
 }
 
 /// A string-to-string map (labels, annotations, nodeSelector).
-pub fn opt_string_map<'a>(
-    obj: &'a Object,
-    key: &str,
-    path: &str,
-) -> Result<Option<&'a Object>, InputError> {
+pub fn opt_string_map<'a>(obj: &'a Object, key: &str, path: &str) -> OptField<&'a Object> {
     let Some(map) = opt_object(obj, key, path)? else {
         return Ok(None);
     };
@@ -131,10 +123,10 @@ pub fn map_str<'a>(map: Option<&'a Object>, key: &str) -> Option<&'a str> {
 pub fn parse_count(s: &str, path: &str) -> Result<u32, InputError> {
     let valid = !s.is_empty() && s.len() <= 10 && s.bytes().all(|b| b.is_ascii_digit());
     let parsed = valid.then(|| s.parse::<u32>().ok()).flatten();
-    parsed
-        .filter(|n| *n <= i32::MAX as u32)
-        .ok_or_else(|| InputError::Invalid {
-            path: path.to_string(),
-            reason: format!("{s:?} is not a whole number from 0 to 2147483647"),
-        })
+    parsed.filter(|n| *n <= i32::MAX as u32).ok_or_else(|| {
+        InputError::invalid(
+            path,
+            format!("{s:?} is not a whole number from 0 to 2147483647"),
+        )
+    })
 }

@@ -34,10 +34,8 @@ pub const JOB_GROUP_INDEX: &str = "jobset.sigs.k8s.io/job-group-index";
 /// The three group keys, in the order they are written.
 pub const GROUP_KEYS: [&str; 3] = [GROUP_NAME, GROUP_REPLICAS, JOB_GROUP_INDEX];
 
-/// Every `jobset.sigs.k8s.io/` key on every JobSet pod, as label or annotation (a release that
-/// sets one as only one of them counts as setting both): the controller's, and the group keys,
-/// which the policy adds on older controllers. `JOBSET_COORDINATOR` is there only when
-/// `spec.coordinator` is set.
+/// Every `jobset.sigs.k8s.io/` key on every JobSet pod, as label or annotation (one counts for
+/// both): the controller's and the group keys. `JOBSET_COORDINATOR` only with `spec.coordinator`.
 pub const JOBSET_POD_KEYS: [&str; 15] = [
     JOBSET_NAME,
     REPLICATED_JOB_NAME,
@@ -56,8 +54,7 @@ pub const JOBSET_POD_KEYS: [&str; 15] = [
     JOB_GROUP_INDEX,
 ];
 
-/// Set by the JobSet controller when `spec.coordinator` is given:
-/// `<jobset>-<rjob>-<j>-<p>.<subdomain>`.
+/// Set by the JobSet controller with `spec.coordinator`: `<jobset>-<rjob>-<j>-<p>.<subdomain>`.
 pub const JOBSET_COORDINATOR: &str = "jobset.sigs.k8s.io/coordinator";
 
 /// Set by the Job controller on each pod of an Indexed Job (annotation; also a label on current
@@ -116,21 +113,16 @@ pub const DEFAULT_GROUP: &str = "default";
 
 // --- The policy's own keys (SPEC §9).
 pub const PREFIX: &str = "multislice.kubewarden.io/";
-/// Annotation that opts a JobSet (SPEC §4.4) or a plain Indexed Job (§4.6) into the JAX distributed
-/// env.
+/// The user's annotation that opts a JobSet (SPEC §4.4) or an Indexed Job (§4.6) into the JAX env.
 pub const JAX_OPT_IN: &str = "multislice.kubewarden.io/jax-distributed";
-/// The facts a JobSet (or opted-in Job) admission hands to pod admission, as JSON (see
-/// `facts.rs`), on each pod template. On a pod outside a JobSet, its presence is what makes
-/// the pod an opted-in Job's.
+/// The facts JobSet (or opted-in Job) admission stamps on each pod template for pod admission,
+/// as JSON (`facts/`). On a pod outside a JobSet, it marks an opted-in Job's pod.
 pub const FACTS: &str = "multislice.kubewarden.io/facts";
-/// The version of the facts beside it (SPEC §9, "Facts across releases"), an annotation of its own,
-/// so that a release that reads no version, which ignores annotation keys it does not know, reads
-/// facts without a new field unchanged. Absent means 1, which is what this release writes: it
-/// writes no version key.
+/// The version of the facts beside it (SPEC §9, "Facts across releases"); a key of its own, which
+/// older releases ignore. Absent means 1, which this release writes by writing none.
 pub const FACTS_VERSION: &str = "multislice.kubewarden.io/facts-version";
 /// What the policy ANDed into a queued TPU replicated job's required node affinity (SPEC §4.7), on
-/// its pod template, as JSON (see `affinity_mark.rs`): T3 reads the rest as the author's own
-/// selection.
+/// its pod template, as JSON (`affinity_mark.rs`); T3 reads the rest as the author's.
 pub const AFFINITY_MARK: &str = "multislice.kubewarden.io/narrowed";
 
 // --- Env names (SPEC §4.2–§4.4).
@@ -147,9 +139,8 @@ pub const ENV_JAX_COORDINATOR: &str = "JAX_COORDINATOR_ADDRESS";
 pub const ENV_JAX_NUM_PROCESSES: &str = "JAX_NUM_PROCESSES";
 pub const ENV_JAX_PROCESS_ID: &str = "JAX_PROCESS_ID";
 
-/// Every variable the policy may inject, in the order the families write them. The test host
-/// keeps its own copy (`multislice_host::judges::POLICY_ENV`), and a test holds the two
-/// equal.
+/// Every variable the policy may inject, in the order the families write them; the test host's
+/// copy (`multislice_host::judges::POLICY_ENV`) is held equal by a test.
 pub const POLICY_ENV: [&str; 12] = [
     ENV_NUM_SLICES,
     ENV_SLICE_ID,
@@ -165,8 +156,7 @@ pub const POLICY_ENV: [&str; 12] = [
     ENV_JAX_PROCESS_ID,
 ];
 
-/// The variables whose value holds the JobSet's name, unknown at admission under
-/// `generateName`.
+/// The variables whose value holds the JobSet's name, unknown at admission under `generateName`.
 pub const ENV_NAMING_THE_JOBSET: [&str; 5] = [
     ENV_COORDINATOR,
     ENV_TPU_WORKER_HOSTNAMES,

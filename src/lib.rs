@@ -6,11 +6,9 @@
 //!
 //! Data flows one way: request → view → plan → patch or rejection. The modules, by layer; a
 //! module names only modules of its own layer and those above it here
-//! (`tests/native/source_tree.rs` holds the table):
+//! (`tests/native/source_tree.rs` holds the table; CONTRIBUTING.md "Source map" says what's where):
 
-// Foundations: typed errors, typed paths rendered only for messages, JSON reads, quantities,
-// every key and env name, the names the controllers generate, typo distance, and the facts
-// annotation that JobSet admission hands to pod admission.
+// Foundations: errors, paths, JSON reads, keys and names, and the facts handed to pod admission.
 pub mod affinity_mark;
 pub mod error;
 pub mod facts;
@@ -30,10 +28,8 @@ pub mod topology;
 // Views: read-only, typed views over the raw JobSet, Job, pod and pod spec.
 pub mod views;
 
-// Plans: pure functions of the views. One plan per JobSet request (its groups), from which
-// `facts::of_jobset` computes the facts for its pods (`facts::of_job` an opted-in Job's); node
-// placement, and the slice shapes a queued JobSet is narrowed to; the validation rules and their
-// violations; each pod's env and metadata.
+// Plans: pure functions of the views: the groups and the facts (`facts::of_jobset`,
+// `facts::of_job`), placement and narrowing, the rules and their violations, each pod's plan.
 pub mod groups;
 pub mod multikueue;
 pub mod narrowing;

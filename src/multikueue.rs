@@ -17,7 +17,7 @@ pub fn is_copy_created(view: &JobSetView, requester: &str, settings: &Settings) 
 
 /// Whether an UPDATE is of a copy: its old object carries the origin label and the prebuilt
 /// Workload's label. The worker's own Kueue makes the unsuspend, not the MultiKueue identity.
-pub fn is_copy(old: &JobSetView) -> bool {
+pub fn is_copy_updated(old: &JobSetView) -> bool {
     old.label(keys::MULTIKUEUE_ORIGIN).is_some() && old.label(keys::PREBUILT_WORKLOAD).is_some()
 }
 
@@ -47,13 +47,11 @@ pub fn keep_stamped_facts(
             .is_none_or(|a| !a.contains_key(keys::FACTS))
     });
     warnings.extend(kept.into_iter().map(|(i, _)| {
+        let template = view.replicated_jobs[i].at.pod_template();
         format!(
             "{}: MultiKueue copy: kept the facts the manager stamped, which this policy would \
              stamp differently; its pods get the manager's",
-            view.replicated_jobs[i]
-                .at
-                .pod_template()
-                .annotation(keys::FACTS)
+            template.annotation(keys::FACTS)
         )
     }));
     unstamped

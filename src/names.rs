@@ -34,18 +34,13 @@ pub fn address(hostname: &str, subdomain: &str) -> String {
 /// merely starts with `<rjob>-` (`w-head` beside `w`) is another one.
 pub fn is_pod_of(address: &str, jobset: &str, rjob: &str) -> bool {
     let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-    let Some(rest) = address
+    address
         .strip_prefix(jobset)
         .and_then(|r| r.strip_prefix('-'))
         .and_then(|r| r.strip_prefix(rjob))
         .and_then(|r| r.strip_prefix('-'))
-    else {
-        return false;
-    };
-    let Some((host, _subdomain)) = rest.split_once('.') else {
-        return false;
-    };
-    host.split_once('-')
+        .and_then(|r| r.split_once('.'))
+        .and_then(|(host, _subdomain)| host.split_once('-'))
         .is_some_and(|(job, pod)| digits(job) && digits(pod))
 }
 
@@ -73,6 +68,7 @@ pub fn no_label_value(value: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rstest::rstest;
 
     #[test]
     fn label_values_are_what_the_api_server_takes() {
@@ -84,21 +80,18 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_pod_of_a_replicated_job_is_named_exactly() {
-        assert!(is_pod_of("js-w-0-0.js", "js", "w"));
-        assert!(is_pod_of("js-w-12-3.sub.ns.svc", "js", "w"));
-        for other in [
-            "js-w-head-0-0.js",
-            "js-w-1-0-0.js",
-            "js-w-0-x.js",
-            "js-w-0-0",
-            "js-w-0.js",
-            "js-x-0-0.js",
-            "js-w--0.js",
-        ] {
-            assert!(!is_pod_of(other, "js", "w"), "{other}");
-        }
+    #[rstest]
+    #[case::the_first_pod("js-w-0-0.js", true)]
+    #[case::a_dotted_subdomain("js-w-12-3.sub.ns.svc", true)]
+    #[case::a_replicated_job_named_w_dash_something("js-w-head-0-0.js", false)]
+    #[case::three_numbers("js-w-1-0-0.js", false)]
+    #[case::a_pod_index_that_is_no_number("js-w-0-x.js", false)]
+    #[case::no_subdomain("js-w-0-0", false)]
+    #[case::one_number("js-w-0.js", false)]
+    #[case::another_replicated_job("js-x-0-0.js", false)]
+    #[case::an_empty_job_index("js-w--0.js", false)]
+    fn a_pod_of_a_replicated_job_is_named_exactly(#[case] address: &str, #[case] is: bool) {
+        assert_eq!(is_pod_of(address, "js", "w"), is);
     }
 
     #[test]

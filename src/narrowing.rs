@@ -30,7 +30,6 @@ impl Shapes {
     }
 }
 
-/// The shapes one TPU replicated job's own selection leaves.
 pub fn own_shapes(rjob: &ReplicatedJob, settings: &Settings) -> Shapes {
     let chips_known = rjob.template.containers.iter().all(|c| c.tpu_chips.is_ok());
     if placed_as_slice(rjob) || !chips_known {
@@ -92,7 +91,6 @@ pub struct ShapePlan {
     pub unknown_open: Vec<bool>,
 }
 
-/// `slice_groups` are the members of each slice group.
 pub fn plan<'g, 'v: 'g, 'a: 'v>(
     view: &JobSetView,
     slice_groups: impl Iterator<Item = &'g [&'v ReplicatedJob<'a>]>,
@@ -161,11 +159,7 @@ pub fn marks(shapes: &ShapePlan, settings: &Settings) -> Vec<Option<AffinityMark
                 accelerator: settings.accelerator_label.clone(),
                 topology: settings.topology_label.clone(),
                 pairs,
-                any_accelerator_but: if unknown_open {
-                    known.clone()
-                } else {
-                    Vec::new()
-                },
+                any_accelerator_but: if unknown_open { known.clone() } else { vec![] },
             }),
             _ => None,
         })
@@ -194,13 +188,9 @@ pub fn warning(rjob: &ReplicatedJob, mark: &AffinityMark) -> String {
     } else {
         " (or an unknown accelerator)"
     };
-    let hosts = if rjob.parallelism == 1 {
-        "host"
-    } else {
-        "hosts"
-    };
+    let plural = if rjob.parallelism == 1 { "" } else { "s" };
     format!(
-        "{}: replicated job {:?} leaves its slice shape open, so a required node affinity limits it to slices of {} {hosts} of {} chips{unknown}: {}",
+        "{}: replicated job {:?} leaves its slice shape open, so a required node affinity limits it to slices of {} host{plural} of {} chips{unknown}: {}",
         rjob.at.pod_template().spec_field("affinity"),
         rjob.name,
         rjob.parallelism,

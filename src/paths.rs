@@ -34,7 +34,6 @@ impl ReplicatedJobAt {
         format!("{}[{key:?}]", self.job_annotations())
     }
 
-    /// The pod template inside its Job template.
     pub fn pod_template(self) -> TemplateAt {
         TemplateAt::ReplicatedJob(self.0)
     }
@@ -74,30 +73,18 @@ impl TemplateAt {
         format!("{}.{name}", self.spec())
     }
 
-    /// `metadata.annotations[key]` of the pod template.
     pub fn annotation(self, key: &str) -> String {
         format!("{}.template.metadata.annotations[{key:?}]", self.job_spec())
     }
 
-    /// The keys from the object down to the template, and on to `below`.
+    /// The keys from the object down to the template (its path, an index a key of its own), and
+    /// on to `below`.
     pub fn keys(self, below: &[&str]) -> Vec<String> {
-        let index;
-        let mut keys = match self {
-            TemplateAt::ReplicatedJob(i) => {
-                index = i.to_string();
-                vec![
-                    "spec",
-                    "replicatedJobs",
-                    &index,
-                    "template",
-                    "spec",
-                    "template",
-                ]
-            }
-            TemplateAt::Job => vec!["spec", "template"],
-        };
-        keys.extend(below);
-        keys.into_iter().map(str::to_string).collect()
+        let path = self.path().replace('[', ".").replace(']', "");
+        path.split('.')
+            .chain(below.iter().copied())
+            .map(str::to_string)
+            .collect()
     }
 }
 
@@ -116,7 +103,6 @@ impl SpecAt {
         }
     }
 
-    /// `<spec>.<list>[<index>]`: one of its containers.
     pub fn container(self, list: &str, index: usize) -> String {
         format!("{}.{list}[{index}]", self.path())
     }
@@ -125,7 +111,6 @@ impl SpecAt {
         format!("{}.{name}", self.path())
     }
 
-    /// Its required node-selector terms.
     pub fn required_terms(self) -> String {
         self.field(&REQUIRED_TERMS.join("."))
     }

@@ -32,39 +32,31 @@ pub fn placed_as_slice(rjob: &ReplicatedJob) -> bool {
         .any(|k| rjob.template.annotation(k).is_some())
 }
 
-/// Where an exclusive-placement setting was found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Level {
-    JobSet,
-    ReplicatedJob(ReplicatedJobAt),
-}
-
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Exclusive<'a> {
     pub key: &'a str,
     /// Whether the child Job ends up with `alpha.jobset.sigs.k8s.io/node-selector`.
     pub node_selector_strategy: bool,
-    /// Where the key that won was set.
-    pub level: Level,
+    /// The replicated job whose own annotation set the key that won; `None` for the JobSet's.
+    pub own: Option<ReplicatedJobAt>,
 }
 
 impl Exclusive<'_> {
     /// JSON path of the exclusive-topology annotation that decided it (built for messages only).
     pub fn path(&self) -> String {
-        let annotations = match self.level {
-            Level::JobSet => "metadata.annotations".to_string(),
-            Level::ReplicatedJob(at) => at.job_annotations(),
-        };
-        format!("{annotations}[{:?}]", keys::EXCLUSIVE_TOPOLOGY)
+        match self.own {
+            Some(at) => at.job_annotation(keys::EXCLUSIVE_TOPOLOGY),
+            None => format!("metadata.annotations[{:?}]", keys::EXCLUSIVE_TOPOLOGY),
+        }
     }
 
-    /// Whether the replicated job's own annotation decided it, not the JobSet's.
     pub fn is_own(&self) -> bool {
-        matches!(self.level, Level::ReplicatedJob(_))
+        self.own.is_some()
     }
 }
 
-fn has(annotations: Option<&Object>, key: &str) -> bool {
+/// Whether `annotations` hold `key`, whatever its value (a flag counts by its presence).
+pub fn has(annotations: Option<&Object>, key: &str) -> bool {
     annotations.is_some_and(|a| a.contains_key(key))
 }
 
@@ -79,15 +71,15 @@ pub fn exclusive_placement<'a>(
     rjob: &ReplicatedJob<'a>,
 ) -> Option<Exclusive<'a>> {
     let jobset_key = map_str(view.annotations, keys::EXCLUSIVE_TOPOLOGY);
-    let (key, level) = match map_str(rjob.job_annotations, keys::EXCLUSIVE_TOPOLOGY) {
-        Some(key) => (key, Level::ReplicatedJob(rjob.at)),
-        None => (jobset_key?, Level::JobSet),
+    let (key, own) = match map_str(rjob.job_annotations, keys::EXCLUSIVE_TOPOLOGY) {
+        Some(key) => (key, Some(rjob.at)),
+        None => (jobset_key?, None),
     };
     let jobset_flag = jobset_key.is_some() && has(view.annotations, keys::NODE_SELECTOR_STRATEGY);
     Some(Exclusive {
         key,
         node_selector_strategy: has(rjob.job_annotations, keys::NODE_SELECTOR_STRATEGY)
             || jobset_flag,
-        level,
+        own,
     })
 }

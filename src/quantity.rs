@@ -61,20 +61,17 @@ pub fn parse_whole(input: &str) -> Result<u32, QuantityError> {
     n = n
         .checked_mul(1u128.checked_shl(pow2).ok_or(QuantityError::TooLarge)?)
         .ok_or(QuantityError::TooLarge)?;
+    let scale = 10u128.checked_pow(pow10.unsigned_abs());
     if pow10 >= 0 {
-        let scale = 10u128
-            .checked_pow(pow10.unsigned_abs())
+        n = scale
+            .and_then(|s| n.checked_mul(s))
             .ok_or(QuantityError::TooLarge)?;
-        n = n.checked_mul(scale).ok_or(QuantityError::TooLarge)?;
     } else {
         // n < 2^128 < 10^39, so dividing by 10^39 or more leaves a fraction.
-        let scale = 10u128
-            .checked_pow(pow10.unsigned_abs())
-            .ok_or(QuantityError::Fractional)?;
-        if !n.is_multiple_of(scale) {
-            return Err(QuantityError::Fractional);
+        match scale {
+            Some(s) if n.is_multiple_of(s) => n /= s,
+            _ => return Err(QuantityError::Fractional),
         }
-        n /= scale;
     }
     u32::try_from(n).map_err(|_| QuantityError::TooLarge)
 }

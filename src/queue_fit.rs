@@ -17,8 +17,7 @@ pub struct Queue {
     pub namespace: String,
     pub local_queue: String,
     pub cluster_queue: String,
-    /// The flavours of the resource group that covers the TPU resource; `None` when no group
-    /// covers it.
+    /// The flavours of the resource group that covers the TPU resource, if one does.
     pub flavours: Option<Vec<Flavour>>,
     /// The MultiKueue AdmissionCheck of the ClusterQueue, when it dispatches to other clusters.
     pub multikueue_check: Option<String>,
@@ -53,8 +52,7 @@ fn describe_flavour(f: &Flavour, accelerator: &str, topology: &str) -> String {
 }
 
 /// Whether `rjob`, whose shapes are `pairs`, fits the flavour, on the keys the group carries.
-fn fits(f: &Flavour, pairs: &Pairs, keys: (&str, &str), acc_carried: bool) -> bool {
-    let (acc_key, topo_key) = keys;
+fn fits(f: &Flavour, pairs: &Pairs, acc_key: &str, topo_key: &str, acc_carried: bool) -> bool {
     let Some(topology) = f.labels.get(topo_key) else {
         return false;
     };
@@ -71,11 +69,9 @@ fn fits(f: &Flavour, pairs: &Pairs, keys: (&str, &str), acc_carried: bool) -> bo
 pub fn judge_flavours(plan: &JobSetPlan, queue: &Queue) -> QueueFindings {
     let settings = plan.settings;
     let mut out = QueueFindings::default();
-    let named = format!(
-        "queue {:?} (ClusterQueue {:?})",
-        format!("{}/{}", queue.namespace, queue.local_queue),
-        queue.cluster_queue
-    );
+    let local_queue = format!("{}/{}", queue.namespace, queue.local_queue);
+    let cluster_queue = &queue.cluster_queue;
+    let named = format!("queue {local_queue:?} (ClusterQueue {cluster_queue:?})");
     if let Some(check) = &queue.multikueue_check {
         // The worker's Kueue picks the flavour; the manager's goes nowhere (kueue#16010).
         out.warnings.push(format!(
@@ -100,10 +96,8 @@ pub fn judge_flavours(plan: &JobSetPlan, queue: &Queue) -> QueueFindings {
         ));
         return out;
     };
-    let (acc_key, topo_key) = (
-        settings.accelerator_label.as_str(),
-        settings.topology_label.as_str(),
-    );
+    let acc_key = settings.accelerator_label.as_str();
+    let topo_key = settings.topology_label.as_str();
     let carried = |key: &str| flavours.iter().any(|f| f.labels.contains_key(key));
     if !carried(topo_key) {
         out.warnings.push(format!(
@@ -134,7 +128,7 @@ pub fn judge_flavours(plan: &JobSetPlan, queue: &Queue) -> QueueFindings {
         };
         let (fit, misfit): (Vec<&Flavour>, Vec<&Flavour>) = flavours
             .iter()
-            .partition(|f| fits(f, pairs, (acc_key, topo_key), acc_carried) || unknown(f));
+            .partition(|f| fits(f, pairs, acc_key, topo_key, acc_carried) || unknown(f));
         if fit.is_empty() {
             out.violations
                 .push(no_flavour_fits(plan, rjob, pairs, &named, &shown(&misfit)));
@@ -182,6 +176,7 @@ mod tests {
     use super::*;
     use crate::settings::Settings;
     use crate::views::jobset_view::JobSetView;
+    use rstest::rstest;
     use serde_json::json;
 
     const ACC: &str = "cloud.google.com/gke-tpu-accelerator";
@@ -197,7 +192,17 @@ mod tests {
         }
     }
 
-    fn judged(flavours: Option<Vec<Flavour>>) -> QueueFindings {
+    #[rstest]
+    #[case::no_fitting_flavour_is_a_q1_naming_each_flavour_and_the_shapes_needed(Some(vec![flavour("a", &[(ACC, "tpu-v6e-slice"), (TOPO, "2x4")]), flavour("b", &[(ACC, "tpu-v5p-slice"), (TOPO, "4x4")]), flavour("c", &[(ACC, "tpu-v6e-slice")])]), &["[Q1] metadata.labels[\"kueue.x-k8s.io/queue-name\"]: names queue \"ns/q\" (ClusterQueue \"cq\"), where replicated job \"w\" fits no flavour of google.com/tpu: \"a\" (tpu-v6e-slice 2x4), \"b\" (tpu-v5p-slice 4x4), \"c\" (tpu-v6e-slice no topology label); it needs a slice of 4 hosts with 4 chips per pod: tpu-v6e-slice 4x4, so Kueue would never admit it; submit it to a queue with a flavour of one of those shapes, or add such a flavour to the ClusterQueue; see docs/rules.md, Q1"], &[])]
+    #[case::some_misfits_are_a_warning_that_kueue_will_skip_them(Some(vec![flavour("a", &[(ACC, "tpu-v6e-slice"), (TOPO, "2x4")]), flavour("b", &[(ACC, "tpu-v6e-slice"), (TOPO, "4x4")])]), &[], &["metadata.labels[\"kueue.x-k8s.io/queue-name\"]: queue \"ns/q\" (ClusterQueue \"cq\"): replicated job \"w\" fits only \"b\" (tpu-v6e-slice 4x4); Kueue will skip \"a\" (tpu-v6e-slice 2x4) for it"])]
+    #[case::a_key_no_flavour_carries_is_not_compared(Some(vec![flavour("t", &[(TOPO, "4x4")])]), &[], &[])]
+    #[case::no_topology_label_means_untold(Some(vec![flavour("v6e", &[(ACC, "tpu-v6e-slice")])]), &[], &["metadata.labels[\"kueue.x-k8s.io/queue-name\"]: queue \"ns/q\" (ClusterQueue \"cq\"): its google.com/tpu flavours carry no cloud.google.com/gke-tpu-topology label, so the policy could not check the slice shape; every flavour counts"])]
+    #[case::a_cluster_queue_without_the_tpu_resource_never_admits_it(None, &["[Q1] metadata.labels[\"kueue.x-k8s.io/queue-name\"]: names queue \"ns/q\" (ClusterQueue \"cq\"), which has no resource group for google.com/tpu, so Kueue would never admit it; submit it to a queue whose ClusterQueue covers google.com/tpu; see docs/rules.md, Q1"], &[])]
+    fn judges_the_flavours(
+        #[case] flavours: Option<Vec<Flavour>>,
+        #[case] violations: &[&str],
+        #[case] warnings: &[&str],
+    ) {
         let js = json!({"metadata": {"labels": {"kueue.x-k8s.io/queue-name": "q"}}, "spec": {
             "suspend": true,
             "replicatedJobs": [{"name": "w", "replicas": 1, "template": {"spec": {
@@ -206,7 +211,6 @@ mod tests {
                     "containers": [{"name": "c", "resources": {"limits": {"google.com/tpu": 4}}}]}}}}}]}});
         let view = JobSetView::parse(&js, "google.com/tpu").unwrap();
         let settings = Settings::default();
-        let plan = JobSetPlan::new(&view, &settings);
         let queue = Queue {
             namespace: "ns".into(),
             local_queue: "q".into(),
@@ -214,55 +218,9 @@ mod tests {
             flavours,
             multikueue_check: None,
         };
-        judge_flavours(&plan, &queue)
-    }
-
-    #[test]
-    fn no_fitting_flavour_is_a_q1_naming_each_flavour_and_the_shapes_needed() {
-        let got = judged(Some(vec![
-            flavour("a", &[(ACC, "tpu-v6e-slice"), (TOPO, "2x4")]),
-            flavour("b", &[(ACC, "tpu-v5p-slice"), (TOPO, "4x4")]),
-            flavour("c", &[(ACC, "tpu-v6e-slice")]),
-        ]));
-        assert_eq!(got.warnings, Vec::<String>::new());
-        assert_eq!(
-            got.violations.iter().map(ToString::to_string).collect::<Vec<_>>(),
-            vec!["[Q1] metadata.labels[\"kueue.x-k8s.io/queue-name\"]: names queue \"ns/q\" (ClusterQueue \"cq\"), where replicated job \"w\" fits no flavour of google.com/tpu: \"a\" (tpu-v6e-slice 2x4), \"b\" (tpu-v5p-slice 4x4), \"c\" (tpu-v6e-slice no topology label); it needs a slice of 4 hosts with 4 chips per pod: tpu-v6e-slice 4x4, so Kueue would never admit it; submit it to a queue with a flavour of one of those shapes, or add such a flavour to the ClusterQueue; see docs/rules.md, Q1"]
-        );
-    }
-
-    #[test]
-    fn some_misfits_are_a_warning_that_kueue_will_skip_them() {
-        let got = judged(Some(vec![
-            flavour("a", &[(ACC, "tpu-v6e-slice"), (TOPO, "2x4")]),
-            flavour("b", &[(ACC, "tpu-v6e-slice"), (TOPO, "4x4")]),
-        ]));
-        assert!(got.violations.is_empty());
-        assert_eq!(
-            got.warnings,
-            vec!["metadata.labels[\"kueue.x-k8s.io/queue-name\"]: queue \"ns/q\" (ClusterQueue \"cq\"): replicated job \"w\" fits only \"b\" (tpu-v6e-slice 4x4); Kueue will skip \"a\" (tpu-v6e-slice 2x4) for it"]
-        );
-    }
-
-    #[test]
-    fn a_key_no_flavour_carries_is_not_compared_and_no_topology_means_untold() {
-        // No flavour labels the accelerator: Kueue compares the topology alone.
-        let got = judged(Some(vec![flavour("t", &[(TOPO, "4x4")])]));
-        assert_eq!(got, QueueFindings::default());
-        let got = judged(Some(vec![flavour("v6e", &[(ACC, "tpu-v6e-slice")])]));
-        assert!(got.violations.is_empty());
-        assert_eq!(
-            got.warnings,
-            vec!["metadata.labels[\"kueue.x-k8s.io/queue-name\"]: queue \"ns/q\" (ClusterQueue \"cq\"): its google.com/tpu flavours carry no cloud.google.com/gke-tpu-topology label, so the policy could not check the slice shape; every flavour counts"]
-        );
-    }
-
-    #[test]
-    fn a_cluster_queue_without_the_tpu_resource_never_admits_it() {
-        let got = judged(None);
-        assert_eq!(
-            got.violations.iter().map(ToString::to_string).collect::<Vec<_>>(),
-            vec!["[Q1] metadata.labels[\"kueue.x-k8s.io/queue-name\"]: names queue \"ns/q\" (ClusterQueue \"cq\"), which has no resource group for google.com/tpu, so Kueue would never admit it; submit it to a queue whose ClusterQueue covers google.com/tpu; see docs/rules.md, Q1"]
-        );
+        let got = judge_flavours(&JobSetPlan::new(&view, &settings), &queue);
+        let got_violations: Vec<String> = got.violations.iter().map(ToString::to_string).collect();
+        assert_eq!(got_violations, violations);
+        assert_eq!(got.warnings, warnings);
     }
 }

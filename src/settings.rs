@@ -32,7 +32,6 @@ impl Role {
         self != Role::Validate
     }
 
-    /// Whether this deployment returns verdicts and warnings.
     pub fn validates(self) -> bool {
         self != Role::Mutate
     }
@@ -126,16 +125,11 @@ impl Settings {
                 errors.push(unknown_key_message(key));
             }
         }
-        errors.extend(s.semantic_errors());
-        if errors.is_empty() {
-            Ok(s)
-        } else {
-            Err(errors)
-        }
+        s.check_values(&mut errors);
+        errors.is_empty().then_some(s).ok_or(errors)
     }
 
-    fn semantic_errors(&self) -> Vec<String> {
-        let mut errors = Vec::new();
+    fn check_values(&self, errors: &mut Vec<String>) {
         for (key, value) in [
             ("tpuResource", &self.tpu_resource),
             ("acceleratorLabel", &self.accelerator_label),
@@ -160,7 +154,6 @@ impl Settings {
                 errors.push(format!("accelerators[{name:?}].{problem}"));
             }
         }
-        errors
     }
 }
 
@@ -257,16 +250,12 @@ fn read_port(slot: &mut u16, key: &str, v: &Value, errors: &mut Vec<String>) {
 /// An unknown key, with the setting it most likely meant ([`spelling::nearest`], compared in
 /// lower case: `jaxenv` meant `jaxEnv`).
 fn unknown_key_message(key: &str) -> String {
-    let lowered = KEYS
-        .iter()
-        .map(|k| k.to_ascii_lowercase())
-        .collect::<Vec<_>>();
-    let meant = spelling::nearest(
+    let lowered: Vec<String> = KEYS.iter().map(|k| k.to_ascii_lowercase()).collect();
+    let near = spelling::nearest(
         &key.to_ascii_lowercase(),
         lowered.iter().map(String::as_str),
-    )
-    .and_then(|near| KEYS.iter().find(|k| k.eq_ignore_ascii_case(near)));
-    match meant {
+    );
+    match near.and_then(|near| KEYS.iter().find(|k| k.eq_ignore_ascii_case(near))) {
         Some(meant) => format!("unknown setting {key:?}; did you mean {meant:?}?"),
         None => format!("unknown setting {key:?}"),
     }
@@ -290,10 +279,8 @@ pub fn check_qualified_name(key: &str) -> Result<(), String> {
     if !name.starts_with(alnum) || !name.ends_with(alnum) {
         return Err("the name part must start and end with a letter or digit".into());
     }
-    if !name
-        .chars()
-        .all(|c| alnum(c) || matches!(c, '-' | '_' | '.'))
-    {
+    let inner = |c: char| alnum(c) || matches!(c, '-' | '_' | '.');
+    if !name.chars().all(inner) {
         return Err("the name part may only hold letters, digits, '-', '_' and '.'".into());
     }
     Ok(())
@@ -303,18 +290,14 @@ fn check_dns_subdomain(s: &str) -> Result<(), String> {
     if s.is_empty() || s.len() > 253 {
         return Err("the prefix must have 1 to 253 characters".into());
     }
-    for part in s.split('.') {
-        let ok = !part.is_empty()
-            && part
-                .chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-            && !part.starts_with('-')
-            && !part.ends_with('-');
-        if !ok {
-            return Err("the prefix must be a lowercase DNS subdomain".into());
-        }
+    let inner = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-';
+    let edge = |p: &str| p.starts_with('-') || p.ends_with('-');
+    let label = |p: &str| !p.is_empty() && !edge(p) && p.chars().all(inner);
+    if s.split('.').all(label) {
+        Ok(())
+    } else {
+        Err("the prefix must be a lowercase DNS subdomain".into())
     }
-    Ok(())
 }
 
 #[cfg(test)]

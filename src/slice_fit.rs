@@ -82,8 +82,7 @@ pub fn fitting_topologies(acc: &Accelerator, per_pod: u32, parallelism: u32) -> 
     out
 }
 
-/// The hosts of each listed shape of a row that fits pods of `per_pod` chips, for a fix
-/// message.
+/// The hosts of each listed shape of `acc` that fits pods of `per_pod` chips, for a fix message.
 pub fn listed_host_counts(acc: &Accelerator, per_pod: u32) -> Vec<u32> {
     acc.topologies
         .iter()
@@ -100,10 +99,8 @@ const HINT_SHAPES: usize = 3;
 
 /// `2 hosts with 4 chips per pod`, for messages.
 fn job_size(per_pod: u32, parallelism: u32) -> String {
-    match parallelism {
-        1 => format!("1 host with {per_pod} chips per pod"),
-        n => format!("{n} hosts with {per_pod} chips per pod"),
-    }
+    let hosts = if parallelism == 1 { "host" } else { "hosts" };
+    format!("{parallelism} {hosts} with {per_pod} chips per pod")
 }
 
 fn quoted(values: &[String]) -> String {
@@ -121,8 +118,7 @@ fn hint_shapes(acc: &Accelerator, per_pod: u32, parallelism: u32) -> Vec<String>
     fit
 }
 
-/// The topologies of `acc` that fit a job of `parallelism` hosts with `per_pod` chips each,
-/// quoted for a message (the first few), if any does.
+/// The first few topologies of `acc` that fit, quoted for a message, if any does.
 pub fn fitting_quoted(acc: &Accelerator, per_pod: u32, parallelism: u32) -> Option<String> {
     let fit = hint_shapes(acc, per_pod, parallelism);
     (!fit.is_empty()).then(|| quoted(&fit))
@@ -240,27 +236,15 @@ mod tests {
         assert_eq!(fits(name, per_pod, parallelism), want);
     }
 
-    #[test]
-    fn t3s_hints_name_a_topology_of_the_accelerator_that_fits_or_say_how_to_choose() {
-        let table = Overrides::new();
-        assert_eq!(
-            topology_hint(&table, Some("tpu-v5-lite-podslice"), 4, 2),
-            "\"2x4\" (the tpu-v5-lite-podslice topology that fits 2 hosts with 4 chips per pod)"
-        );
-        assert!(topology_hint(&table, Some("tpu-v6e-slice"), 4, 3)
-            .starts_with("a tpu-v6e-slice topology: none fits 3 hosts with 4 chips per pod, so choose one of 1x1, "));
-        // Not pinned, or not in the table: per accelerator.
-        for accelerator in [None, Some("tpu-v9")] {
-            assert_eq!(
-                topology_hint(&table, accelerator, 8, 1),
-                "the topology of your accelerator that fits 1 host with 8 chips per pod: \"2x4\" on tpu-v5-lite-device, \"2x4\" on tpu-v5-lite-podslice, \"2x4\" on tpu-v6e-slice"
-            );
-        }
-        assert_eq!(
-            accelerator_hint(&table, Some("2x4"), 4, 2),
-            "the accelerator of your TPU nodes (\"tpu-v5-lite-podslice\" or \"tpu-v6e-slice\" fit a 2x4 slice of 2 hosts with 4 chips per pod)"
-        );
-        assert!(accelerator_hint(&table, None, 4, 3).contains("none in the accelerator table fits"));
+    #[rstest]
+    #[case::the_pinned_accelerators_topology_that_fits(topology_hint(&Overrides::new(), Some("tpu-v5-lite-podslice"), 4, 2), "\"2x4\" (the tpu-v5-lite-podslice topology that fits 2 hosts with 4 chips per pod)")]
+    #[case::how_to_choose_where_none_fits(topology_hint(&Overrides::new(), Some("tpu-v6e-slice"), 4, 3), "a tpu-v6e-slice topology: none fits 3 hosts with 4 chips per pod, so choose one of 1x1, 2x2, 2x4, 4x4, 4x8, 8x8, 8x16, 16x16 and set parallelism and completions to its chips divided by the chips per pod")]
+    #[case::per_accelerator_when_not_pinned(topology_hint(&Overrides::new(), None, 8, 1), "the topology of your accelerator that fits 1 host with 8 chips per pod: \"2x4\" on tpu-v5-lite-device, \"2x4\" on tpu-v5-lite-podslice, \"2x4\" on tpu-v6e-slice")]
+    #[case::per_accelerator_when_not_in_the_table(topology_hint(&Overrides::new(), Some("tpu-v9"), 8, 1), "the topology of your accelerator that fits 1 host with 8 chips per pod: \"2x4\" on tpu-v5-lite-device, \"2x4\" on tpu-v5-lite-podslice, \"2x4\" on tpu-v6e-slice")]
+    #[case::the_accelerators_that_fit_a_pinned_topology(accelerator_hint(&Overrides::new(), Some("2x4"), 4, 2), "the accelerator of your TPU nodes (\"tpu-v5-lite-podslice\" or \"tpu-v6e-slice\" fit a 2x4 slice of 2 hosts with 4 chips per pod)")]
+    #[case::no_accelerator_fits(accelerator_hint(&Overrides::new(), None, 4, 3), "the accelerator of your TPU nodes (none in the accelerator table fits 3 hosts with 4 chips per pod: add yours to the accelerators setting)")]
+    fn t3s_hints_name_what_fits_or_say_how_to_choose(#[case] hint: String, #[case] want: &str) {
+        assert_eq!(hint, want);
     }
 
     /// Every listed shape is exactly one that `misfit` accepts, whatever the sizes.

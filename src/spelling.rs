@@ -5,9 +5,7 @@
 pub const MAX_EDITS: usize = 2;
 
 /// The name of `known` that `name` most likely meant: the nearest within [`MAX_EDITS`] (the
-/// first of equals), else none. The distance is bounded ([`within`]): a name whose length
-/// differs from a known one's by more than [`MAX_EDITS`] is not compared with it, so the work is
-/// linear in the name.
+/// first of equals), else none; the bound ([`within`]) keeps the work linear in the name.
 pub fn nearest<'k>(name: &str, known: impl IntoIterator<Item = &'k str>) -> Option<&'k str> {
     known
         .into_iter()

@@ -49,17 +49,12 @@ impl Topology {
             if !is_number(part) {
                 return Err(TopologyError::Malformed);
             }
-            if part.len() > 9 {
-                return Err(TopologyError::TooLarge);
-            }
-            let n: u32 = part.parse().map_err(|_| TopologyError::Malformed)?;
-            if n == 0 {
-                return Err(TopologyError::Zero);
-            }
-            if n > MAX_DIM {
-                return Err(TopologyError::TooLarge);
-            }
-            *slot = n;
+            // All digits: more than 9 of them may not fit in `u32`, and are too large anyway.
+            *slot = match part.parse::<u32>() {
+                Ok(0) if part.len() <= 9 => return Err(TopologyError::Zero),
+                Ok(n) if part.len() <= 9 && n <= MAX_DIM => n,
+                _ => return Err(TopologyError::TooLarge),
+            };
         }
         Ok(Topology { dims, rank })
     }

@@ -1,11 +1,10 @@
 //! JobSet CREATE (and opted-in Job CREATE, §4.6): a warning wherever a pod template's own env
-//! contradicts what its pods will get (SPEC §4.2). That response is the one `kubectl apply` prints;
-//! a pod's warnings go to the Job controller. A template's value is predicted from what it shows:
-//! literals (with `$(VAR)` expanded as the kubelet will) and `fieldRef`s to the controllers' labels
-//! and annotations. Each is compared on a few pods of each replicated job: the first two and the
-//! last job indexes and completion indexes, where every hand-written pattern that goes wrong (a
-//! count that includes a CPU job, an index that ignores earlier replicated jobs, a literal where
-//! each job differs) already differs.
+//! contradicts what its pods will get (SPEC §4.2); `kubectl apply` prints that response, while a
+//! pod's warnings go to the Job controller. A value is predicted from literals (`$(VAR)` expanded
+//! as the kubelet will) and `fieldRef`s to the controllers' keys, on the first two and the last
+//! job and completion indexes of each replicated job: every hand-written pattern that goes wrong
+//! (a count that includes a CPU job, an index that ignores earlier replicated jobs, a literal
+//! where each job differs) already differs there.
 use crate::error::InputError;
 use crate::facts::{Facts, GroupFacts, JobFacts};
 use crate::groups::{offsets, JobSetPlan};
@@ -15,15 +14,14 @@ use crate::names;
 use crate::pods::env_families::{wanted_env, PodEnv};
 use crate::pods::job_pod::{self, JobPlace};
 use crate::pods::place::PodPlace;
-use crate::settings::{JaxEnv, Settings};
+use crate::settings::Settings;
 use crate::views::container_env::{self, metadata_key, WantedVar};
 use crate::views::job_view::JobView;
 use crate::views::jobset_view::{JobSetView, ReplicatedJob};
 use crate::views::pod_template::PodTemplateView;
 use std::collections::BTreeSet;
 
-/// The warnings for a JobSet about to be admitted with `facts`: each replicated job whose
-/// pods get the policy's env and whose template sets some of it, compared on its sampled pods.
+/// The warnings for a JobSet about to be admitted with `facts`.
 pub fn warnings(plan: &JobSetPlan, facts: &[Facts]) -> Result<Vec<String>, InputError> {
     let (view, settings) = (plan.view, plan.settings);
     let mut out = Vec::new();
@@ -40,102 +38,55 @@ pub fn warnings(plan: &JobSetPlan, facts: &[Facts]) -> Result<Vec<String>, Input
         if (f.slice.is_none() && f.jax.is_none()) || !sets_any(&rjob.template) {
             continue;
         }
-        let subject = Subject {
-            view,
-            rjob,
-            facts: f,
-            group,
-            start,
-            global_replicas,
-        };
         let mut seen = BTreeSet::new();
-        for place in sampled_places(&subject) {
-            compare_sampled(&subject, &place, settings, &mut seen, &mut out)?;
+        for j in samples(rjob.replicas) {
+            for c in samples(rjob.parallelism) {
+                // `j` is below the replicas, so `start + j` is below `global_replicas`, whose sum
+                // did not overflow.
+                let place = PodPlace {
+                    jobset: view.name,
+                    replicated_job: rjob.name,
+                    replicated_job_replicas: rjob.replicas,
+                    job_index: j,
+                    job_global_index: start + j,
+                    global_replicas,
+                    completion_index: Some(c),
+                    subdomain: view.subdomain.unwrap_or(view.name),
+                };
+                let lookup = |path: &str| predicted(view, group, &place, path);
+                let pod = PodEnv {
+                    spec: rjob.template.spec_at(),
+                    containers: &rjob.template.containers,
+                    facts: f,
+                    place: &place,
+                    annotations: None,
+                };
+                let wanted = wanted_env(&pod, settings, &lookup, &mut Vec::new())?;
+                let host = names::rjob_pod(rjob.name, j, c);
+                let sample = Sample {
+                    pod: match view.name {
+                        "" => format!("pod {host}"),
+                        jobset => format!("pod {}", names::in_jobset(jobset, &host)),
+                    },
+                    name_known: !view.name.is_empty(),
+                    lookup: &lookup,
+                };
+                compare(&rjob.template, &wanted, &sample, &mut seen, &mut out)?;
+            }
         }
     }
     Ok(out)
 }
 
-/// A replicated job whose template is compared, with what its pods will be told.
-struct Subject<'v, 'a> {
-    view: &'v JobSetView<'a>,
-    rjob: &'v ReplicatedJob<'a>,
-    facts: &'v Facts,
-    group: &'v GroupFacts,
-    /// The job-global-index of its job 0.
-    start: u32,
-    global_replicas: u32,
-}
-
-/// The places of the sampled pods of `s`: the first two and the last job indexes, each with
-/// the first two and the last completion indexes. A job index is below the replicated job's
-/// replicas, so its job-global-index is below `global_replicas`, whose sum did not overflow.
-fn sampled_places<'s>(s: &'s Subject<'s, 's>) -> impl Iterator<Item = PodPlace<'s>> + 's {
-    let (view, r) = (s.view, s.rjob);
-    samples(r.replicas).into_iter().flat_map(move |j| {
-        samples(r.parallelism).into_iter().map(move |c| PodPlace {
-            jobset: view.name,
-            replicated_job: r.name,
-            replicated_job_replicas: r.replicas,
-            job_index: j,
-            job_global_index: s.start + j,
-            global_replicas: s.global_replicas,
-            completion_index: Some(c),
-            subdomain: view.subdomain.unwrap_or(view.name),
-        })
-    })
-}
-
-/// The warnings for one predicted pod of a replicated job: what the policy would give it,
-/// against what its template sets.
-fn compare_sampled(
-    subject: &Subject,
-    place: &PodPlace,
-    settings: &Settings,
-    seen: &mut BTreeSet<(usize, &'static str)>,
-    out: &mut Vec<String>,
-) -> Result<(), InputError> {
-    let Subject {
-        view, rjob, group, ..
-    } = subject;
-    let lookup = |path: &str| predicted(view, group, place, path);
-    let pod = PodEnv {
-        spec: rjob.template.spec_at(),
-        containers: &rjob.template.containers,
-        facts: subject.facts,
-        place,
-        annotations: None,
-    };
-    let wanted = wanted_env(&pod, settings, &lookup, &mut Vec::new())?;
-    let host = names::rjob_pod(
-        rjob.name,
-        place.job_index,
-        place.completion_index.unwrap_or(0),
-    );
-    let pod_name = if view.name.is_empty() {
-        host
-    } else {
-        names::in_jobset(view.name, &host)
-    };
-    let sample = Sample {
-        pod: format!("pod {pod_name}"),
-        name_known: !view.name.is_empty(),
-        lookup: &lookup,
-    };
-    compare(&rjob.template, &wanted, &sample, seen, out)
-}
-
-/// The warnings for an opted-in plain Job about to be admitted (SPEC §4.6), on the pods with the
-/// first two and the last completion indexes.
+/// The warnings for an opted-in plain Job about to be admitted (SPEC §4.6) with the JAX env.
 pub fn job_warnings(
     view: &JobView,
     job: &JobFacts,
     settings: &Settings,
 ) -> Result<Vec<String>, InputError> {
     let template = &view.template;
-    let subdomain = match view.subdomain {
-        Some(s) if settings.jax_env != JaxEnv::Never && sets_any(template) => s,
-        _ => return Ok(Vec::new()),
+    let (Some(subdomain), true) = (view.subdomain, sets_any(template)) else {
+        return Ok(Vec::new());
     };
     let (mut seen, mut out) = (BTreeSet::new(), Vec::new());
     for c in samples(job.completions) {
@@ -162,9 +113,8 @@ pub fn job_warnings(
     Ok(out)
 }
 
-/// Whether any container names a variable the policy may inject; most templates name none,
-/// and this is what every JobSet CREATE pays for them, so it reads the names only. A malformed
-/// env is the pods' problem, reported at pod admission.
+/// Whether any container names a variable the policy may inject: most templates name none, and
+/// every JobSet CREATE pays for this, so it reads the names only.
 fn sets_any(template: &PodTemplateView) -> bool {
     template
         .containers
@@ -172,9 +122,8 @@ fn sets_any(template: &PodTemplateView) -> bool {
         .any(|c| c.names_any(&keys::POLICY_ENV))
 }
 
-/// One predicted pod of a template.
+/// One predicted pod of a template, named as a warning names it.
 struct Sample<'a> {
-    /// How a warning names the pod.
     pod: String,
     /// Whether the object's name is known; under `generateName` it is not, and the variables
     /// that hold it are not compared.
@@ -205,27 +154,21 @@ fn compare(
             if !seen.insert((ci, var.name)) {
                 continue;
             }
+            let path = json::index(&json::join(&c_path, "env"), d.entry);
             out.push(format!(
-                "{}: {} keeps {:?} for {}, not the {:?} the policy computed",
-                json::index(&json::join(&c_path, "env"), d.entry),
-                var.name,
-                d.value,
-                sample.pod,
-                var.value
+                "{path}: {} keeps {:?} for {}, not the {:?} the policy computed",
+                var.name, d.value, sample.pod, var.value
             ));
         }
     }
     Ok(())
 }
 
-/// The first two and the last of `0..count`.
-fn samples(count: u32) -> Vec<u32> {
-    let mut out: Vec<u32> = [0, 1, count.saturating_sub(1)]
+/// The first two and the last of `0..count`, none twice (the last is taken as at least 2).
+fn samples(count: u32) -> impl Iterator<Item = u32> {
+    [0, 1, count.saturating_sub(1).max(2)]
         .into_iter()
-        .filter(|&i| i < count)
-        .collect();
-    out.dedup();
-    out
+        .filter(move |&i| i < count)
 }
 
 /// What the Job controller's labels and annotations will hold on the pod with completion

@@ -10,7 +10,7 @@ use std::borrow::Cow;
 pub(super) struct Envelope<'a> {
     #[serde(borrow)]
     pub(super) request: RequestHead<'a>,
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     pub(super) settings: Option<&'a RawValue>,
 }
 
@@ -24,9 +24,9 @@ pub(super) struct RequestHead<'a> {
     /// The object's namespace: where its Kueue LocalQueue is.
     #[serde(borrow, default)]
     pub(super) namespace: Cow<'a, str>,
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     pub(super) object: Option<&'a RawValue>,
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     pub(super) old_object: Option<&'a RawValue>,
     /// Who asks: a MultiKueue manager's identity makes the copies it dispatches (SPEC §5).
     #[serde(borrow, default)]
@@ -47,9 +47,21 @@ pub(super) struct Kind<'a> {
     pub(super) kind: Cow<'a, str>,
 }
 
-/// The JobSet controller's label, whose presence makes a pod (or a Job) a JobSet's.
+/// Just enough of a pod or a Job to see whether the policy serves it: the JobSet controller's
+/// label, whose presence makes it a JobSet's, and the annotations `A` its kind is served by.
+#[derive(Deserialize)]
+pub(super) struct ObjectHead<A> {
+    pub(super) metadata: Option<MetadataHead<A>>,
+}
+
+#[derive(Deserialize)]
+pub(super) struct MetadataHead<A> {
+    pub(super) labels: Option<LabelsHead>,
+    pub(super) annotations: Option<A>,
+}
+
 #[derive(Deserialize)]
 pub(super) struct LabelsHead {
-    #[serde(rename = "jobset.sigs.k8s.io/jobset-name", default)]
+    #[serde(rename = "jobset.sigs.k8s.io/jobset-name")]
     pub(super) jobset_name: Option<IgnoredAny>,
 }

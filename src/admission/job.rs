@@ -1,6 +1,6 @@
 //! Plain `batch/v1` Jobs (SPEC §4.6): the cheap opt-in check, Job CREATE and Job UPDATE.
 use super::contradictions;
-use super::heads::LabelsHead;
+use super::heads::ObjectHead;
 use super::references;
 use super::verdict::{rejection, Verdict};
 use crate::error::InputError;
@@ -15,25 +15,10 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 use std::borrow::Cow;
 
-/// Just enough of a Job to see whether it opted into the JAX env (SPEC §4.6) and is not a JobSet's
-/// child: every other Job passes without being parsed.
-#[derive(Deserialize)]
-struct JobHead<'a> {
-    #[serde(borrow, default)]
-    metadata: Option<JobMetadataHead<'a>>,
-}
-
-#[derive(Deserialize)]
-struct JobMetadataHead<'a> {
-    #[serde(default)]
-    labels: Option<LabelsHead>,
-    #[serde(borrow, default)]
-    annotations: Option<OptInHead<'a>>,
-}
-
+/// The opt-in into the JAX env (SPEC §4.6): every other Job passes without being parsed.
 #[derive(Deserialize)]
 struct OptInHead<'a> {
-    #[serde(rename = "multislice.kubewarden.io/jax-distributed", borrow, default)]
+    #[serde(rename = "multislice.kubewarden.io/jax-distributed", borrow)]
     jax_distributed: Option<Cow<'a, str>>,
 }
 
@@ -41,73 +26,55 @@ struct OptInHead<'a> {
 /// child Jobs are served through their JobSet). A Job whose metadata cannot even be read this
 /// far is not opted in: it has nothing the policy could act on.
 pub(super) fn is_opted_in(raw: &RawValue) -> bool {
-    let head = serde_json::from_str::<JobHead>(raw.get()).ok();
-    let Some(metadata) = head.and_then(|h| h.metadata) else {
-        return false;
-    };
-    let opted_in = metadata
-        .annotations
-        .and_then(|a| a.jax_distributed)
-        .is_some_and(|v| v == "true");
-    let jobset_child = metadata.labels.is_some_and(|l| l.jobset_name.is_some());
-    opted_in && !jobset_child
+    let head = serde_json::from_str::<ObjectHead<OptInHead>>(raw.get()).ok();
+    head.and_then(|h| h.metadata).is_some_and(|m| {
+        let jobset_child = m.labels.is_some_and(|l| l.jobset_name.is_some());
+        let opted_in = m.annotations.and_then(|a| a.jax_distributed);
+        opted_in.is_some_and(|v| v == "true") && !jobset_child
+    })
 }
 
 /// Job CREATE of an opted-in plain Job (SPEC §4.6): J1–J4 and N2, then the facts its pods need.
-/// `jaxEnv: never` turns the JAX env off for Jobs too, and with it J1–J4; N2 and the references
-/// that can never resolve are about the pods, whoever sets their env. The role decides which half
-/// runs (SPEC §5).
-pub(super) fn admit_create(mut object: Value, settings: &Settings) -> Result<Verdict, InputError> {
-    let (annotation, warnings) = {
-        let view = JobView::parse(&object, &settings.tpu_resource)?;
-        let (violations, references) = judge(&view, settings);
-        if !violations.is_empty() {
-            return Ok(rejection(&violations, references));
-        }
-        if settings.jax_env == JaxEnv::Never {
-            return Ok(Verdict::with(None, references));
-        }
-        let job = of_job::job_facts(&view);
-        let mut warnings = if settings.role.validates() {
-            contradictions::job_warnings(&view, &job, settings)?
-        } else {
-            Vec::new()
-        };
-        warnings.extend(references);
-        if !settings.role.mutates() {
-            return Ok(Verdict::with(None, warnings));
-        }
-        let facts = of_job::facts(&view, job);
-        (mutate::stamp_job::change(&view, &facts), warnings)
+/// Under `jaxEnv: never`, N2 and the references still hold: they are about the pods, whoever sets
+/// their env.
+pub(super) fn admit_create(object: Value, settings: &Settings) -> Result<Verdict, InputError> {
+    let view = JobView::parse(&object, &settings.tpu_resource)?;
+    let (violations, references) = judge(&view, settings);
+    if !violations.is_empty() {
+        return Ok(rejection(&violations, references));
+    }
+    if settings.jax_env == JaxEnv::Never {
+        return Ok(Verdict::with(None, references));
+    }
+    let job = of_job::job_facts(&view);
+    let mut warnings = if settings.role.validates() {
+        contradictions::job_warnings(&view, &job, settings)?
+    } else {
+        Vec::new()
     };
-    let Some(annotation) = annotation else {
-        return Ok(Verdict::with(None, warnings));
-    };
-    mutate::stamp_job::apply(&mut object, annotation);
-    Ok(Verdict::with(Some(object), warnings))
+    warnings.extend(references);
+    let stamp = settings.role.mutates().then(|| of_job::facts(&view, job));
+    let annotation = stamp.and_then(|facts| mutate::stamp_job::change(&view, &facts));
+    let patched = annotation.map(|a| mutate::stamp_job::applied_to(object, a));
+    Ok(Verdict::with(patched, warnings))
 }
 
 /// The verdict half of Job CREATE: the violations, and the references that can never resolve.
-/// Nothing in the role `mutate`.
 fn judge(view: &JobView, settings: &Settings) -> (Vec<Violation>, Vec<String>) {
     if !settings.role.validates() {
         return (Vec::new(), Vec::new());
     }
     let violations = if settings.jax_env == JaxEnv::Never {
-        rules::indexed_job::n2_pods_resolve_cluster_dns(view)
-            .into_iter()
-            .collect()
+        Vec::from_iter(rules::indexed_job::n2_pods_resolve_cluster_dns(view))
     } else {
         rules::indexed_job::check(view)
     };
     (violations, references::job_warnings(view))
 }
 
-/// Job UPDATE of a plain Job never mutates: the stamp is written once, at CREATE. An
-/// elastic Indexed Job may change `completions` together with `parallelism`; when Job CREATE
-/// stamped the old Job's template, its pods' JAX env counts the old size, and such an UPDATE
-/// is rejected. A Job that was never stamped (created without the annotation, under
-/// `jaxEnv: never`, or before the policy served Jobs) has no env to go stale.
+/// Job UPDATE of a plain Job never mutates, and rejects a resize of a Job whose stamped pods' JAX
+/// env counts the old size (E2). A Job never stamped (without the annotation, under `jaxEnv:
+/// never`, or before the policy served Jobs) has no env to go stale.
 pub(super) fn admit_update(object: &Value, old: Option<&Value>, settings: &Settings) -> Verdict {
     if settings.jax_env == JaxEnv::Never || !settings.role.validates() {
         return Verdict::accept();

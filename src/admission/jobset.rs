@@ -12,9 +12,9 @@ use crate::mutate::jobset_patch::JobSetPatch;
 use crate::rules::{self, Findings, Moment};
 use crate::settings::Settings;
 use crate::views::jobset_view::JobSetView;
-use crate::violation::Violation;
 use serde_json::Value;
 use std::collections::HashSet;
+use std::hash::Hash;
 
 /// JobSet CREATE, in the steps of SPEC §5: validate (roles `validate` and `both`): the rules, the
 /// queue of a JobSet that waits in one for a flavour, and the references; then mutate (`mutate`
@@ -22,7 +22,7 @@ use std::collections::HashSet;
 /// about where the templates contradict them, and stamped on the pod templates, with a TPU
 /// replicated job that leaves its slice shape to Kueue narrowed to the shapes that fit (§4.7).
 pub(super) fn admit_create(
-    mut object: Value,
+    object: Value,
     settings: &Settings,
     cluster: &Cluster,
 ) -> Result<Verdict, InputError> {
@@ -64,64 +64,46 @@ pub(super) fn admit_create(
         return Ok(Verdict::with(None, warnings));
     }
     let patch = JobSetPatch::new(&plan, &facts, copy, &mut warnings);
-    if patch.is_empty() {
-        return Ok(Verdict::with(None, warnings));
-    }
-    patch.apply(&mut object);
-    Ok(Verdict::with(Some(object), warnings))
+    Ok(Verdict::with(patch.applied_to(object), warnings))
 }
 
-fn findings_of(
-    view: &Result<JobSetView, InputError>,
-    settings: &Settings,
-) -> Result<Findings, InputError> {
-    let view = view.as_ref().map_err(Clone::clone)?;
-    rules::judge(&JobSetPlan::new(view, settings), Moment::Update)
-}
-
-/// JobSet UPDATE never mutates (`replicatedJobs` are immutable), and judges only what the
-/// update changed: a violation the old object already had is not the update's fault, and
-/// blocking an update the user cannot fix helps nobody. Unsuspending is a change: T3 and T4
-/// were deferred on the suspended old object, so their violations count as new.
+/// JobSet UPDATE (SPEC §5) judges only what the update changed: a violation the old object
+/// already had is not the update's fault, and blocking an update the user cannot fix helps nobody.
 pub(super) fn admit_update(object: &Value, old: Option<&Value>, settings: &Settings) -> Verdict {
     let parse = |o| JobSetView::parse(o, &settings.tpu_resource);
+    let findings_of = |view: &Result<JobSetView, InputError>| -> Result<Findings, InputError> {
+        let view = view.as_ref().map_err(Clone::clone)?;
+        rules::judge(&JobSetPlan::new(view, settings), Moment::Update)
+    };
     let (old_view, new_view) = (old.map(parse), parse(object));
-    let before = old_view.as_ref().map(|v| findings_of(v, settings));
-    let after = match findings_of(&new_view, settings) {
+    let before = old_view.as_ref().map(findings_of);
+    let after = match findings_of(&new_view) {
         Ok(f) => f,
         Err(e) if matches!(&before, Some(Err(old_e)) if *old_e == e) => return Verdict::accept(),
         Err(e) => return e.into(),
     };
     let old_findings = before.and_then(Result::ok).unwrap_or_default();
-    // Looked up, not scanned: a JobSet of many replicated jobs may have as many findings.
-    let old_violations: HashSet<&Violation> = old_findings.violations.iter().collect();
-    let old_warnings: HashSet<&String> = old_findings.warnings.iter().collect();
-    let mut new_violations: Vec<Violation> = after
-        .violations
-        .into_iter()
-        .filter(|v| !old_violations.contains(v))
-        .collect();
-    let new_warnings: Vec<String> = after
-        .warnings
-        .into_iter()
-        .filter(|w| !old_warnings.contains(w))
-        .collect();
-    // ElasticJobSet resizes that would leave stamped values stale (SPEC §5, E1). Objects that
-    // cannot be read have no sizes to compare; their problem is reported by the findings.
+    let mut new_violations = not_in(after.violations, &old_findings.violations);
+    let mut new_warnings = not_in(after.warnings, &old_findings.warnings);
+    // Objects that cannot be read have no sizes to compare; the findings report their problem.
     if let (Some(Ok(old)), Ok(new)) = (&old_view, &new_view) {
         let old = JobSetPlan::new(old, settings);
         new_violations.extend(rules::elastic::stale_resizes(&old, new));
     }
-    if let Some(Ok(old)) = &old_view {
-        if multikueue::is_copy(old) {
-            let mut warnings = new_warnings;
-            warnings.extend(new_violations.iter().map(multikueue::copy_warning));
-            return Verdict::with(None, warnings);
-        }
+    if matches!(&old_view, Some(Ok(old)) if multikueue::is_copy_updated(old)) {
+        new_warnings.extend(new_violations.iter().map(multikueue::copy_warning));
+        return Verdict::with(None, new_warnings);
     }
     if new_violations.is_empty() {
         Verdict::with(None, new_warnings)
     } else {
         rejection(&new_violations, new_warnings)
     }
+}
+
+/// The items of `after` that `before` does not hold; looked up, not scanned: a JobSet of many
+/// replicated jobs may have as many findings.
+fn not_in<T: Eq + Hash>(after: Vec<T>, before: &[T]) -> Vec<T> {
+    let before: HashSet<&T> = before.iter().collect();
+    after.into_iter().filter(|x| !before.contains(x)).collect()
 }

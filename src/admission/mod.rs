@@ -77,8 +77,7 @@ impl Route {
 
 /// The `validate` entry point: the response bytes for a payload.
 pub fn validate(payload: &[u8]) -> Result<Vec<u8>, serde_json::Error> {
-    // A mutated object is about the size of the request: reserve it once rather than grow
-    // by doubling, each growth a copy.
+    // A mutated object is about the request's size: reserve it once, not grow it copy by copy.
     let mut out = Vec::with_capacity(payload.len().saturating_add(256));
     serde_json::to_writer(&mut out, &evaluate(payload).to_response())?;
     Ok(out)
@@ -102,22 +101,14 @@ pub fn evaluate_with(payload: &[u8], reader: &dyn ClusterReader) -> Verdict {
         return Verdict::accept();
     };
     let Some(raw_object) = request.object else {
-        return InputError::Missing {
-            path: "request.object".into(),
-        }
-        .into();
+        return InputError::missing("request.object").into();
     };
     if !route.serves(raw_object, request.old_object) {
         return Verdict::accept();
     }
     let settings = match parse_settings(envelope.settings) {
         Ok(s) => s,
-        Err(errors) => {
-            return Verdict::reject(
-                format!("the policy settings are invalid: {}", errors.join("; ")),
-                500,
-            )
-        }
+        Err(why) => return Verdict::reject(format!("the policy settings are invalid: {why}"), 500),
     };
     if !route.in_role(settings.role) {
         return Verdict::accept();
@@ -149,12 +140,12 @@ pub fn evaluate_with(payload: &[u8], reader: &dyn ClusterReader) -> Verdict {
     result.unwrap_or_else(Verdict::from)
 }
 
-fn parse_settings(raw: Option<&RawValue>) -> Result<Settings, Vec<String>> {
+fn parse_settings(raw: Option<&RawValue>) -> Result<Settings, String> {
     let Some(raw) = raw else {
         return Ok(Settings::default());
     };
-    let value: Value = serde_json::from_str(raw.get()).map_err(|e| vec![e.to_string()])?;
-    Settings::from_json(&value)
+    let value: Value = serde_json::from_str(raw.get()).map_err(|e| e.to_string())?;
+    Settings::from_json(&value).map_err(|errors| errors.join("; "))
 }
 
 /// Evaluates one `validate_settings` payload.

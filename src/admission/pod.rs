@@ -1,5 +1,5 @@
 //! Pod CREATE (SPEC §4): the view of a pod the cheap path kept, its plan, and the patch.
-use super::heads::LabelsHead;
+use super::heads::ObjectHead;
 use super::verdict::Verdict;
 use crate::error::InputError;
 use crate::keys;
@@ -13,25 +13,10 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-/// Just enough of a pod to see whether the policy serves it: a JobSet pod (the `jobset-name` label)
-/// or an opted-in Job's pod (the policy's facts annotation, SPEC §4.6).
-#[derive(Deserialize)]
-struct PodHead {
-    #[serde(default)]
-    metadata: Option<MetadataHead>,
-}
-
-#[derive(Deserialize)]
-struct MetadataHead {
-    #[serde(default)]
-    labels: Option<LabelsHead>,
-    #[serde(default)]
-    annotations: Option<FactsHead>,
-}
-
+/// The policy's facts, which an opted-in Job's pods carry (SPEC §4.6).
 #[derive(Deserialize)]
 struct FactsHead {
-    #[serde(rename = "multislice.kubewarden.io/facts", default)]
+    #[serde(rename = "multislice.kubewarden.io/facts")]
     facts: Option<IgnoredAny>,
 }
 
@@ -39,7 +24,7 @@ struct FactsHead {
 pub(super) fn is_served(raw: &RawValue) -> bool {
     // A pod whose metadata cannot even be read this far is left to the full parse, which
     // names the problem.
-    match serde_json::from_str::<PodHead>(raw.get()) {
+    match serde_json::from_str::<ObjectHead<FactsHead>>(raw.get()) {
         Ok(head) => head.metadata.is_some_and(|m| {
             m.labels.is_some_and(|l| l.jobset_name.is_some())
                 || m.annotations.is_some_and(|a| a.facts.is_some())
@@ -49,8 +34,7 @@ pub(super) fn is_served(raw: &RawValue) -> bool {
 }
 
 /// Admits a pod the policy serves, editing it in place when something is missing: a JobSet pod,
-/// or a pod of an opted-in plain Job (the policy's facts on a pod outside any JobSet). Anything
-/// else gets nothing.
+/// or a pod of an opted-in plain Job (the policy's facts on a pod outside any JobSet).
 pub(super) fn admit(mut object: Value, settings: &Settings) -> Result<Verdict, InputError> {
     let pod = PodView::parse(&object, &settings.tpu_resource)?;
     let plan = match (pod.controller_value(keys::JOBSET_NAME), &pod.facts.job) {

@@ -1,18 +1,10 @@
-//! The queue check (SPEC §8 `queueCheck`) and its lookup: the JobSet's LocalQueue, its ClusterQueue,
-//! each AdmissionCheck it names until a MultiKueue one, then each ResourceFlavor of the resource
-//! group that covers the TPU resource, read through
-//! Kubewarden's `kubernetes.get_resource` host capability. One call per object, in that order,
-//! never a list: a recorded session (kwctl's record and replay) answers them in order. Any error is
-//! the reason the queue was not checked, never a refusal or a trap; a hung API server is the
-//! webhook's `timeoutSeconds` to cut short.
-//!
-//! The LocalQueue is asked in Kueue's current API first, and after any failure there once more in
-//! the deprecated one (a Kueue before v0.15 serves only that); the objects after it are read in
-//! the version that answered. The policy never reads the host's wording to decide: where both
-//! fail, v1beta2's error is the reason, as the version a current Kueue serves. A host error is
-//! quoted up to its first line: with `RUST_BACKTRACE=1` in the host's environment,
-//! policy-evaluator's error (an `anyhow` error printed with `{:?}`) carries a stack backtrace
-//! after it.
+//! The queue check (SPEC §8 `queueCheck`) and its lookup through Kubewarden's
+//! `kubernetes.get_resource` host capability. One call per object, in the order of SPEC §8, never
+//! a list: a recorded session (kwctl's record and replay) answers them in order. Any error is the
+//! reason the queue was not checked, never a refusal or a trap; a hung API server is the webhook's
+//! `timeoutSeconds` to cut short. The host's wording decides nothing; its error is quoted up to its
+//! first line: with `RUST_BACKTRACE=1` in the host's environment, policy-evaluator's error (an
+//! `anyhow` error printed with `{:?}`) carries a stack backtrace after it.
 use crate::groups::JobSetPlan;
 use crate::queue_fit::{self, Queue, QueueFindings};
 use crate::settings::QueueCheck;
@@ -28,31 +20,22 @@ pub struct Cluster<'a> {
     pub requester: &'a str,
 }
 
-/// The queue check, asked of a TPU JobSet the policy judges at CREATE, that waits in its queue for
-/// a flavour. A running JobSet is never looked up. Under `warn`, what `refuse` refuses is a
-/// warning.
+/// The queue check of a TPU JobSet judged at CREATE that waits in its queue for a flavour (a
+/// running one is never looked up). Under `warn`, what `refuse` refuses is a warning.
 pub(super) fn check_queue(plan: &JobSetPlan, cluster: &Cluster) -> QueueFindings {
     let settings = plan.settings;
-    let Some(queue) = plan.view.queue else {
+    let (Some(queue), false) = (plan.view.queue, settings.queue_check == QueueCheck::Off) else {
         return QueueFindings::default();
     };
-    if settings.queue_check == QueueCheck::Off {
-        return QueueFindings::default();
-    }
-    let found = look_up(
-        cluster.reader,
-        cluster.namespace,
-        queue.name,
-        &settings.tpu_resource,
-    );
+    let Cluster {
+        reader, namespace, ..
+    } = *cluster;
+    let found = look_up(reader, namespace, queue.name, &settings.tpu_resource);
     let mut judged = match found {
         Ok(q) => queue_fit::judge_flavours(plan, &q),
         Err(why) => {
-            let warning = format!(
-                "{}: queue {:?} was not checked: {why}",
-                queue.path(),
-                format!("{}/{}", cluster.namespace, queue.name)
-            );
+            let name = format!("{namespace}/{}", queue.name);
+            let warning = format!("{}: queue {name:?} was not checked: {why}", queue.path());
             return QueueFindings {
                 warnings: vec![warning],
                 ..QueueFindings::default()
@@ -80,9 +63,9 @@ impl ClusterReader for HostCapabilities {
     #[cfg(target_arch = "wasm32")]
     fn get(&self, request: &GetResourceRequest) -> Result<Value, String> {
         use kubewarden_policy_sdk::host_capabilities::kubernetes::get_resource;
+        use std::error::Error;
         get_resource::<Value>(request).map_err(|e| {
-            let text =
-                std::error::Error::source(&e).map_or_else(|| e.to_string(), |s| s.to_string());
+            let text = e.source().map_or_else(|| e.to_string(), |s| s.to_string());
             text.strip_prefix("Host error: ")
                 .unwrap_or(&text)
                 .to_string()
@@ -96,55 +79,44 @@ impl ClusterReader for HostCapabilities {
     }
 }
 
-/// The request for one object of `kind` in `api_version`, namespaced or not (`None`).
-/// policy-server caches answers for 5 seconds: fresh enough for a queue's setup.
-fn request(
-    api_version: &str,
-    kind: &str,
-    name: &str,
-    namespace: Option<&str>,
-) -> GetResourceRequest {
-    GetResourceRequest {
-        api_version: api_version.to_string(),
-        kind: kind.to_string(),
-        name: name.to_string(),
-        namespace: namespace.map(str::to_string),
-        disable_cache: false,
-        field_masks: None,
-    }
-}
-
-/// The first line of a host error (its text before any backtrace, or any line a Kubernetes
-/// status message carries).
-fn first_line(error: &str) -> &str {
-    error.lines().next().unwrap_or_default()
-}
-
 /// Reads the queue `queue` of `namespace`, for the TPU resource `resource`.
-pub fn look_up(
+fn look_up(
     reader: &dyn ClusterReader,
     namespace: &str,
     queue: &str,
     resource: &str,
 ) -> Result<Queue, String> {
-    let failed = |kind: &str, name: &str, namespace: Option<&str>, why: &str| match namespace {
-        Some(ns) => format!("reading {kind} {name:?} in namespace {ns:?} failed: {why}"),
-        None => format!("reading {kind} {name:?} failed: {why}"),
+    // One object, namespaced or not (`None`). policy-server caches answers for 5 seconds: fresh
+    // enough for a queue's setup.
+    let get = |api_version: &str, kind: &str, name: &str, namespace: Option<&str>| {
+        reader.get(&GetResourceRequest {
+            api_version: api_version.to_string(),
+            kind: kind.to_string(),
+            name: name.to_string(),
+            namespace: namespace.map(str::to_string),
+            disable_cache: false,
+            field_masks: None,
+        })
     };
-    let local_queue_in = |api_version| request(api_version, "LocalQueue", queue, Some(namespace));
-    let (api_version, local_queue) = match reader.get(&local_queue_in(API_VERSION)) {
+    let failed = |kind: &str, name: &str, namespace: Option<&str>, error: &str| {
+        // Before any backtrace, or any line a Kubernetes status message carries.
+        let why = error.lines().next().unwrap_or_default();
+        match namespace {
+            Some(ns) => format!("reading {kind} {name:?} in namespace {ns:?} failed: {why}"),
+            None => format!("reading {kind} {name:?} failed: {why}"),
+        }
+    };
+    let local_queue_in = |api_version| get(api_version, "LocalQueue", queue, Some(namespace));
+    let (api_version, local_queue) = match local_queue_in(API_VERSION) {
         Ok(local_queue) => (API_VERSION, local_queue),
         Err(why) => {
-            let local_queue = reader
-                .get(&local_queue_in(FALLBACK_API_VERSION))
-                .map_err(|_| failed("LocalQueue", queue, Some(namespace), first_line(&why)))?;
+            let local_queue = local_queue_in(FALLBACK_API_VERSION)
+                .map_err(|_| failed("LocalQueue", queue, Some(namespace), &why))?;
             (FALLBACK_API_VERSION, local_queue)
         }
     };
     let read = |kind: &str, name: &str| {
-        reader
-            .get(&request(api_version, kind, name, None))
-            .map_err(|why| failed(kind, name, None, first_line(&why)))
+        get(api_version, kind, name, None).map_err(|why| failed(kind, name, None, &why))
     };
     let cluster_queue_name = kueue_queue::cluster_queue_of(&local_queue)
         .map_err(|why| format!("LocalQueue {queue:?} in namespace {namespace:?}: {why}"))?;
@@ -201,10 +173,10 @@ mod tests {
     }
 
     impl Kueue {
-        fn serving(served: &'static [&'static str]) -> Kueue {
+        fn new(served: &'static [&'static str], local_queue_v1beta2: Option<&str>) -> Kueue {
             Kueue {
                 served,
-                local_queue_v1beta2: None,
+                local_queue_v1beta2: local_queue_v1beta2.map(str::to_string),
                 asked: RefCell::new(Vec::new()),
             }
         }
@@ -254,7 +226,7 @@ mod tests {
         #[case] served: &'static [&'static str],
         #[case] asked: &[&str],
     ) {
-        let kueue = Kueue::serving(served);
+        let kueue = Kueue::new(served, None);
         let queue = look_up(&kueue, "ns", "q", "google.com/tpu").unwrap();
         assert_eq!(queue.cluster_queue, "cq");
         assert_eq!(queue.flavours.map(|f| f.len()), Some(1));
@@ -277,34 +249,26 @@ mod tests {
         "Callback evaluation failure: error finding resource kueue.x-k8s.io/v1beta2 / LocalQueue: ApiError: localqueues.kueue.x-k8s.io is forbidden: Forbidden (Status { status: Some(Failure), code: 403, message: \"forbidden\", metadata: None, reason: \"Forbidden\", details: None })"
     )]
     fn any_v1beta2_failure_asks_v1beta1_once(#[case] error: &str) {
-        let kueue = Kueue {
-            local_queue_v1beta2: Some(error.to_string()),
-            ..Kueue::serving(&["v1beta1"])
-        };
+        let kueue = Kueue::new(&["v1beta1"], Some(error));
         let found = look_up(&kueue, "ns", "q", "google.com/tpu");
         assert!(found.is_ok(), "{found:?}");
         assert_eq!(kueue.asked.borrow().len(), 4);
     }
 
-    #[test]
-    fn a_host_error_is_quoted_up_to_its_first_line() {
-        let kueue = Kueue {
-            local_queue_v1beta2: Some("Callback evaluation failure: Cannot find kueue.x-k8s.io/v1beta2/LocalQueue named 'q' inside of namespace 'Some(\"ns\")'\n\nStack backtrace:\n   0: anyhow::error::<impl anyhow::Error>::msg\n   1: policy_evaluator::callback_handler::kubernetes::client::Client::get_resource".to_string()),
-            ..Kueue::serving(&["v1beta2"])
-        };
+    #[rstest]
+    #[case::a_host_error_is_quoted_up_to_its_first_line(&["v1beta2"], Some("Callback evaluation failure: Cannot find kueue.x-k8s.io/v1beta2/LocalQueue named 'q' inside of namespace 'Some(\"ns\")'\n\nStack backtrace:\n   0: anyhow::error::<impl anyhow::Error>::msg\n   1: policy_evaluator::callback_handler::kubernetes::client::Client::get_resource"),
+        "reading LocalQueue \"q\" in namespace \"ns\" failed: Callback evaluation failure: Cannot find kueue.x-k8s.io/v1beta2/LocalQueue named 'q' inside of namespace 'Some(\"ns\")'")]
+    #[case::no_kueue_at_all_quotes_the_v1beta2_error(&[], None,
+        "reading LocalQueue \"q\" in namespace \"ns\" failed: Callback evaluation failure: error finding resource kueue.x-k8s.io/v1beta2 / LocalQueue: ApiError: 404 page not found")]
+    fn a_failed_lookup_quotes_one_line_of_v1beta2s_error(
+        #[case] served: &'static [&'static str],
+        #[case] local_queue_v1beta2: Option<&str>,
+        #[case] error: &str,
+    ) {
+        let kueue = Kueue::new(served, local_queue_v1beta2);
         assert_eq!(
             look_up(&kueue, "ns", "q", "google.com/tpu").unwrap_err(),
-            "reading LocalQueue \"q\" in namespace \"ns\" failed: Callback evaluation failure: Cannot find kueue.x-k8s.io/v1beta2/LocalQueue named 'q' inside of namespace 'Some(\"ns\")'"
-        );
-        assert_eq!(kueue.asked.borrow().len(), 2);
-    }
-
-    #[test]
-    fn no_kueue_at_all_quotes_the_v1beta2_error() {
-        let kueue = Kueue::serving(&[]);
-        assert_eq!(
-            look_up(&kueue, "ns", "q", "google.com/tpu").unwrap_err(),
-            "reading LocalQueue \"q\" in namespace \"ns\" failed: Callback evaluation failure: error finding resource kueue.x-k8s.io/v1beta2 / LocalQueue: ApiError: 404 page not found"
+            error
         );
         assert_eq!(kueue.asked.borrow().len(), 2);
     }

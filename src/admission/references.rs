@@ -1,15 +1,13 @@
 //! JobSet CREATE (and opted-in Job CREATE, §4.6): a warning for each env entry whose `fieldRef`
-//! names a controller's label or annotation that no controller ever puts on the template's pods
-//! (SPEC §4.2, "References that can never resolve"). Such a value is the empty string in every pod,
-//! and the program reading it fails far from the cause: an empty coordinator address from the
-//! manual block of kubernetes-sigs/jobset#787 on a JobSet without `spec.coordinator`, or a typo
-//! such as `job-globalindex`.
+//! names a controller's label or annotation that no controller puts on the template's pods
+//! (SPEC §4.2). Its value is empty in every pod, and the program reading it fails far from the
+//! cause: an empty coordinator address (the manual block of kubernetes-sigs/jobset#787 without
+//! `spec.coordinator`), or a typo such as `job-globalindex`.
 //!
-//! A warning must never be false, so a key counts as set when any release sets it as label or
-//! annotation (in either map), and when the template itself sets it in either map. Only the
-//! controllers' prefixes are judged: anything else on a pod may come from anywhere. This reads
-//! the env names and `fieldRef` paths only, so that the JobSet CREATE path stays cheap; a
-//! malformed env is the pods' problem, reported at pod admission.
+//! A warning must never be false: a key counts as set when any release sets it, in either map, or
+//! when the template does. Only the controllers' prefixes are judged: anything else on a pod may
+//! come from anywhere. Only env names and `fieldRef` paths are read, so that JobSet CREATE stays
+//! cheap; a malformed env is the pods' problem, reported at pod admission.
 use crate::json;
 use crate::keys;
 use crate::spelling;
@@ -20,61 +18,50 @@ use crate::views::pod_template::PodTemplateView;
 use std::cell::RefCell;
 use std::collections::HashMap;
 
-/// Why a key never resolves on a template's pods.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Why {
-    /// `jobset.sigs.k8s.io/coordinator` on a JobSet without `spec.coordinator`.
-    NoCoordinator,
-    /// A `jobset.sigs.k8s.io/` key no JobSet release sets; the nearest known key, if close.
-    NotJobSets(Option<&'static str>),
-    /// A `jobset.sigs.k8s.io/` key on a plain Job, which no JobSet owns.
-    PlainJob,
-    /// A `batch.kubernetes.io/` key the Job controller does not set; the nearest, if close.
-    NotJobControllers(Option<&'static str>),
-}
-
-impl Why {
-    fn reason(self) -> &'static str {
-        match self {
-            Why::NoCoordinator => "which JobSet sets only with spec.coordinator",
-            Why::NotJobSets(_) => "which no JobSet release sets",
-            Why::PlainJob => "which no controller sets on a plain Job's pods",
-            Why::NotJobControllers(_) => "which the Job controller does not set",
-        }
-    }
-
-    fn hint(self) -> Option<String> {
-        match self {
-            Why::NoCoordinator => Some("set spec.coordinator".into()),
-            Why::NotJobSets(near) | Why::NotJobControllers(near) => {
-                near.map(|n| format!("did you mean {n}?"))
-            }
-            Why::PlainJob => None,
-        }
-    }
-}
+/// Why a key never resolves on a template's pods, and the hint that fixes it, if one does.
+type Why = (&'static str, Option<String>);
 
 /// The warnings for a JobSet about to be admitted, replicated job by replicated job.
 pub fn jobset_warnings(view: &JobSetView) -> Vec<String> {
     let coordinator_set = view.coordinator.is_some();
-    let judge = |key: &str| -> Option<Why> {
+    let judge = once_per_key(move |key: &str| -> Option<Why> {
         if !key.starts_with(keys::JOBSET_PREFIX) || keys::JOBSET_POD_KEYS.contains(&key) {
             return None;
         }
         if key == keys::JOBSET_COORDINATOR {
-            return (!coordinator_set).then_some(Why::NoCoordinator);
+            let why = "which JobSet sets only with spec.coordinator";
+            return (!coordinator_set).then(|| (why, Some("set spec.coordinator".into())));
         }
         let known = keys::JOBSET_POD_KEYS
             .iter()
             .copied()
             .chain(coordinator_set.then_some(keys::JOBSET_COORDINATOR));
-        Some(Why::NotJobSets(spelling::nearest(key, known)))
-    };
-    let judge = once_per_key(judge);
+        Some(("which no JobSet release sets", did_you_mean(key, known)))
+    });
     view.replicated_jobs
         .iter()
         .flat_map(|r| scan(&r.template, &judge))
         .collect()
+}
+
+/// The warnings for an opted-in plain Job about to be admitted, which no JobSet owns.
+pub fn job_warnings(view: &JobView) -> Vec<String> {
+    let judge = |key: &str| -> Option<Why> {
+        if key.starts_with(keys::JOBSET_PREFIX) {
+            return Some(("which no controller sets on a plain Job's pods", None));
+        }
+        if !key.starts_with(keys::BATCH_PREFIX) || keys::JOB_POD_KEYS.contains(&key) {
+            return None;
+        }
+        let near = did_you_mean(key, keys::JOB_POD_KEYS.iter().copied());
+        Some(("which the Job controller does not set", near))
+    };
+    scan(&view.template, &once_per_key(judge))
+}
+
+/// "did you mean" the key of `known` nearest to `key`, if one is close.
+fn did_you_mean(key: &str, known: impl Iterator<Item = &'static str>) -> Option<String> {
+    spelling::nearest(key, known).map(|near| format!("did you mean {near}?"))
 }
 
 /// `judge`, asked once per distinct key of the request: a request may name one key many
@@ -83,31 +70,12 @@ fn once_per_key<'k>(judge: impl Fn(&str) -> Option<Why> + 'k) -> impl Fn(&str) -
     let seen: RefCell<HashMap<String, Option<Why>>> = RefCell::new(HashMap::new());
     move |key: &str| {
         if let Some(why) = seen.borrow().get(key) {
-            return *why;
+            return why.clone();
         }
         let why = judge(key);
-        seen.borrow_mut().insert(key.to_string(), why);
+        seen.borrow_mut().insert(key.to_string(), why.clone());
         why
     }
-}
-
-/// The warnings for an opted-in plain Job about to be admitted: no JobSet owns it, so every
-/// `jobset.sigs.k8s.io/` key is missing, and of `batch.kubernetes.io/` only the Job
-/// controller's keys are there.
-pub fn job_warnings(view: &JobView) -> Vec<String> {
-    let judge = |key: &str| -> Option<Why> {
-        if key.starts_with(keys::JOBSET_PREFIX) {
-            return Some(Why::PlainJob);
-        }
-        if !key.starts_with(keys::BATCH_PREFIX) || keys::JOB_POD_KEYS.contains(&key) {
-            return None;
-        }
-        Some(Why::NotJobControllers(spelling::nearest(
-            key,
-            keys::JOB_POD_KEYS.iter().copied(),
-        )))
-    };
-    scan(&view.template, &once_per_key(judge))
 }
 
 /// Whether the template puts `key` on its pods itself, as label or annotation.
@@ -127,20 +95,15 @@ fn scan(template: &PodTemplateView, judge: &dyn Fn(&str) -> Option<Why>) -> Vec<
             let Some((map, key)) = entry.field_path.and_then(metadata_key) else {
                 continue;
             };
-            let Some(why) = judge(key).filter(|_| !sets(template, key)) else {
+            let Some((why, hint)) = judge(key).filter(|_| !sets(template, key)) else {
                 continue;
             };
             let var = entry.name.unwrap_or("");
-            let singular = if map == "labels" {
-                "label"
-            } else {
-                "annotation"
-            };
+            let singular = map.trim_end_matches('s'); // label or annotation
             let path = json::index(&json::join(&c.path(), "env"), e);
-            let hint = why.hint().map_or(String::new(), |h| format!("; {h}"));
+            let hint = hint.map_or(String::new(), |h| format!("; {h}"));
             out.push(format!(
-                "{path}: {var} reads the {singular} {key}, {}, so it is empty in every pod{hint}",
-                why.reason()
+                "{path}: {var} reads the {singular} {key}, {why}, so it is empty in every pod{hint}"
             ));
         }
     }
@@ -153,7 +116,8 @@ mod tests {
     use serde_json::json;
     use serde_json::Value;
 
-    fn jobset(env: Value, coordinator: bool) -> Value {
+    /// The warnings for a JobSet of one container with `env`, with or without a coordinator.
+    fn warned(env: Value, coordinator: bool) -> Vec<String> {
         let mut js = json!({
             "metadata": {"name": "js"},
             "spec": {"replicatedJobs": [{"name": "w", "template": {"spec": {"template": {
@@ -163,11 +127,7 @@ mod tests {
         if coordinator {
             js["spec"]["coordinator"] = json!({"replicatedJob": "w"});
         }
-        js
-    }
-
-    fn warned(js: &Value) -> Vec<String> {
-        jobset_warnings(&JobSetView::parse(js, "google.com/tpu").unwrap())
+        jobset_warnings(&JobSetView::parse(&js, "google.com/tpu").unwrap())
     }
 
     fn reference(map: &str, key: &str) -> Value {
@@ -185,19 +145,18 @@ mod tests {
             {"name": "M", "valueFrom": {"fieldRef": "not an object"}},
             "not an entry"
         ]);
-        let got = warned(&jobset(env.clone(), false));
+        let got = warned(env.clone(), false);
         assert_eq!(got.len(), 2, "{got:?}");
         assert!(got[0].starts_with("spec.replicatedJobs[0].template.spec.template.spec.containers[0].env[2]: V reads the label jobset.sigs.k8s.io/coordinator, which JobSet sets only with spec.coordinator"));
         assert!(got[1].ends_with("; did you mean jobset.sigs.k8s.io/job-global-index?"));
-        let got = warned(&jobset(env, true));
+        let got = warned(env, true);
         assert_eq!(got.len(), 1, "{got:?}");
     }
 
     #[test]
     fn a_coordinator_typo_is_suggested_only_where_it_would_resolve() {
         let env = json!([reference("annotations", "jobset.sigs.k8s.io/coordinater")]);
-        assert!(!warned(&jobset(env.clone(), false))[0].contains("did you mean"));
-        assert!(warned(&jobset(env, true))[0]
-            .ends_with("; did you mean jobset.sigs.k8s.io/coordinator?"));
+        assert!(!warned(env.clone(), false)[0].contains("did you mean"));
+        assert!(warned(env, true)[0].ends_with("; did you mean jobset.sigs.k8s.io/coordinator?"));
     }
 }

@@ -1,6 +1,5 @@
-//! The decision for one request, and how it becomes the host's `ValidationResponse`. Every
-//! response's warnings are bounded here, in one place (SPEC §4.2): a person reads them in `kubectl
-//! apply`'s output, and the API server keeps 4 KiB of them.
+//! The decision for one request, and how it becomes the host's `ValidationResponse`, with every
+//! response's warnings bounded in this one place (SPEC §4.2).
 use crate::error::InputError;
 use crate::violation::{self, Violation};
 use kubewarden_policy_sdk::response::ValidationResponse;
@@ -10,13 +9,12 @@ use serde_json::Value;
 /// says how many more there are.
 pub const MAX_WARNINGS: usize = 10;
 /// At most this many characters per warning: what the API server keeps of each once the
-/// warnings of a response total 4 KiB. Kubernetes asks for 120 where possible, and the
-/// policy's own wording keeps to about that; names and keys of any length are cut here.
+/// warnings of a response total 4 KiB. The policy's own wording keeps to Kubernetes' 120;
+/// names and keys of any length are cut here.
 pub const MAX_WARNING_CHARS: usize = 256;
 
-/// The warnings as a response carries them: at most [`MAX_WARNINGS`], each at most
-/// [`MAX_WARNING_CHARS`] characters, cut at a character boundary with "…", so that its path,
-/// which comes first, is kept.
+/// The warnings as a response carries them, each cut at a character boundary with "…", so
+/// that its path, which comes first, is kept.
 fn bounded(mut warnings: Vec<String>) -> Vec<String> {
     if warnings.len() > MAX_WARNINGS {
         let more = warnings.len() - (MAX_WARNINGS - 1);
@@ -46,15 +44,11 @@ pub struct Verdict {
 
 impl Verdict {
     pub fn accept() -> Self {
-        Verdict {
-            accepted: true,
-            ..Verdict::default()
-        }
+        Verdict::with(None, Vec::new())
     }
 
     pub(super) fn reject(message: String, code: u16) -> Self {
         Verdict {
-            accepted: false,
             message: Some(message),
             code: Some(code),
             ..Verdict::default()
@@ -108,8 +102,7 @@ mod tests {
     #[test]
     fn ten_warnings_are_all_kept_and_more_are_summed_up() {
         assert_eq!(bounded(many(10)), many(10));
-        let mut want = many(9);
-        want.push("… and 16 more like these".into());
+        let want = [many(9), vec!["… and 16 more like these".into()]].concat();
         assert_eq!(bounded(many(25)), want);
     }
 

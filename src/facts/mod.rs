@@ -1,17 +1,12 @@
-//! The facts a JobSet admission hands to pod admission. They are stamped as one JSON
-//! annotation on each replicated job's pod template, so that every pod carries them: a pod
-//! cannot see its JobSet, and a JobSet created with `generateName` has no name yet.
+//! The facts a JobSet admission hands to pod admission, stamped as one JSON annotation on each
+//! replicated job's pod template: a pod cannot see its JobSet, and a JobSet created with
+//! `generateName` has no name yet. [`of_jobset`] computes a JobSet's, [`of_job`] a plain Job's.
 //!
 //! Facts outlive the release that wrote them (a rollback, two releases side by side during a
-//! rolling update, a JobSet that waits in a queue for days), so they are read tolerantly (SPEC §9,
-//! "Facts across releases"): a field this release does not know is ignored, fields are only ever
-//! added (each optional, its absence read as the release before it wrote it), and a change that
-//! cannot be read so bumps [`VERSION`], written in an annotation of its own, which a reader of an
-//! older version refuses with one message.
-//!
-//! What the facts are is said here, for every reader (the views read them); how they are computed
-//! is said beside the plans: [`of_jobset`] for each replicated job of a JobSet, [`of_job`] for an
-//! opted-in plain Job.
+//! rolling update, a JobSet that waits in a queue for days), so they are read tolerantly (SPEC §9):
+//! a field this release does not know is ignored, fields are only ever added (each optional), and
+//! a change that cannot be read so bumps [`VERSION`], written in an annotation of its own, which a
+//! reader of an older version refuses with one message.
 pub mod of_job;
 pub mod of_jobset;
 
@@ -41,7 +36,7 @@ pub struct Facts {
     pub coordinator: Option<String>,
     /// The slice coordinator is a pod outside the slice group (a Pathways head named by
     /// `spec.coordinator`): it runs no TPU container, so its address carries no DCN port.
-    #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub coordinator_outside: bool,
     /// The `MEGASCALE_PORT` the slice coordinator's first TPU container sets itself: the
     /// coordinator address names it (SPEC §4.2).
@@ -49,7 +44,7 @@ pub struct Facts {
     pub coordinator_port: Option<u32>,
     /// Other replicated jobs wait for this one to complete (JobSet `dependsOn`): its pods
     /// are no slice or JAX process of theirs, and get no multislice or JAX env.
-    #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub runs_first: bool,
     /// `spec.network.subdomain`, when set; otherwise the subdomain is the JobSet name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -102,10 +97,6 @@ pub struct JaxFacts {
     pub coordinator_id: u32,
 }
 
-fn is_false(b: &bool) -> bool {
-    !b
-}
-
 fn is_zero(n: &u32) -> bool {
     *n == 0
 }
@@ -121,16 +112,15 @@ impl Facts {
     }
 
     pub fn from_annotation(text: &str, path: &str) -> Result<Facts, InputError> {
-        serde_json::from_str(text).map_err(|e| InputError::Invalid {
-            path: format!("{path}[{:?}]", keys::FACTS),
-            reason: format!(
-                "is not what this policy writes ({e}); remove it and let the policy stamp the JobSet"
-            ),
+        serde_json::from_str(text).map_err(|e| {
+            InputError::invalid(
+                format!("{path}[{:?}]", keys::FACTS),
+                format!("is not what this policy writes ({e}); remove it and let the policy stamp the JobSet"),
+            )
         })
     }
 
-    /// The facts among `annotations` (at `path`), if there are any, in a version this
-    /// release reads.
+    /// The facts among `annotations` (at `path`), if any, in a version this release reads.
     pub fn read(annotations: Option<&Object>, path: &str) -> Result<Option<Facts>, InputError> {
         let Some(text) = map_str(annotations, keys::FACTS) else {
             return Ok(None);
@@ -147,24 +137,21 @@ fn check_version(version: &str, path: &str) -> Result<(), InputError> {
     let path = format!("{path}[{:?}]", keys::FACTS_VERSION);
     match version.parse::<u32>() {
         Ok(VERSION) => Ok(()),
-        Ok(newer) if newer > VERSION => Err(InputError::Invalid {
+        Ok(newer) if newer > VERSION => Err(InputError::invalid(
             path,
-            reason: format!(
-                "facts version {newer}, written by a newer release of this policy; this release reads version {VERSION}: upgrade the policy (or roll forward) to the release that stamped these facts"
-            ),
-        }),
-        _ => Err(InputError::Invalid {
+            format!("facts version {newer}, written by a newer release of this policy; this release reads version {VERSION}: upgrade the policy (or roll forward) to the release that stamped these facts"),
+        )),
+        _ => Err(InputError::invalid(
             path,
-            reason: format!(
-                "is {version:?}, not a facts version; this release reads version {VERSION}: remove it and let the policy stamp the JobSet"
-            ),
-        }),
+            format!("is {version:?}, not a facts version; this release reads version {VERSION}: remove it and let the policy stamp the JobSet"),
+        )),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rstest::rstest;
 
     #[test]
     fn round_trips_and_skips_what_is_absent() {
@@ -184,14 +171,13 @@ mod tests {
         );
         assert_eq!(Facts::from_annotation(&text, "p"), Ok(f));
         assert_eq!(Facts::default().to_annotation(), "{}");
+        assert_eq!(Facts::read(None, "a"), Ok(None));
     }
 
     #[test]
     fn ignores_fields_a_newer_release_added() {
-        let f = Facts::from_annotation(
-            r#"{"slice":{"total":4,"offset":2,"stride":1},"podsPerJob":4,"hint":[1]}"#,
-            "p",
-        );
+        let newer = r#"{"slice":{"total":4,"offset":2,"stride":1},"podsPerJob":4,"hint":[1]}"#;
+        let f = Facts::from_annotation(newer, "p");
         assert_eq!(
             f.map(|f| f.slice),
             Ok(Some(OffsetFacts {
@@ -201,28 +187,22 @@ mod tests {
         );
     }
 
-    #[test]
-    fn reads_the_versions_it_knows_and_names_the_one_it_needs() {
-        let annotations = |version: Option<&str>| {
-            let mut m = Object::new();
-            m.insert(keys::FACTS.into(), "{}".into());
-            if let Some(v) = version {
-                m.insert(keys::FACTS_VERSION.into(), v.into());
-            }
-            m
-        };
-        for version in [None, Some("1")] {
-            let m = annotations(version);
-            assert_eq!(Facts::read(Some(&m), "a"), Ok(Some(Facts::default())));
+    #[rstest]
+    #[case::absent_is_version_1(None, Ok(Some(Facts::default())))]
+    #[case::version_1(Some("1"), Ok(Some(Facts::default())))]
+    #[case::a_newer_one_is_named(Some("2"), Err("a[\"multislice.kubewarden.io/facts-version\"]: facts version 2, written by a newer release of this policy; this release reads version 1: upgrade the policy (or roll forward) to the release that stamped these facts"))]
+    #[case::not_a_version(Some("v1"), Err("a[\"multislice.kubewarden.io/facts-version\"]: is \"v1\", not a facts version; this release reads version 1: remove it and let the policy stamp the JobSet"))]
+    fn reads_the_versions_it_knows_and_names_the_one_it_needs(
+        #[case] version: Option<&str>,
+        #[case] want: Result<Option<Facts>, &str>,
+    ) {
+        let mut m = Object::new();
+        m.insert(keys::FACTS.into(), "{}".into());
+        if let Some(v) = version {
+            m.insert(keys::FACTS_VERSION.into(), v.into());
         }
-        let m = annotations(Some("2"));
-        assert_eq!(
-            Facts::read(Some(&m), "a").unwrap_err().to_string(),
-            "a[\"multislice.kubewarden.io/facts-version\"]: facts version 2, written by a newer release of this policy; this release reads version 1: upgrade the policy (or roll forward) to the release that stamped these facts"
-        );
-        let m = annotations(Some("v1"));
-        assert!(Facts::read(Some(&m), "a").is_err());
-        assert_eq!(Facts::read(None, "a"), Ok(None));
+        let got = Facts::read(Some(&m), "a").map_err(|e| e.to_string());
+        assert_eq!(got, want.map_err(str::to_string));
     }
 
     #[test]

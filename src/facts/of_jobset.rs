@@ -1,21 +1,12 @@
-//! A JobSet's facts, stamped on each replicated job (SPEC §3, §4): its group keys on JobSets
-//! without native groups, its slice group's count, offset and coordinator, and its JAX group's
-//! numbering. Pure functions of the JobSet's groups.
+//! A JobSet's facts for each replicated job (SPEC §3, §4), pure functions of its groups.
 use super::{Facts, JaxFacts, OffsetFacts};
-use crate::error::{add_at, mul_at, InputError};
+use crate::error::{add_at, count_at, mul_at, InputError};
 use crate::groups::{offsets, Group, JobSetPlan};
 use crate::keys;
 use crate::names;
 use crate::views::container_env;
 use crate::views::jobset_view::{CoordinatorRef, ReplicatedJob};
 use crate::views::pod_spec::tpu_order;
-
-fn pods_of(rjob: &ReplicatedJob) -> Result<u32, InputError> {
-    u32::try_from(rjob.pods()).map_err(|_| InputError::Overflow {
-        path: rjob.at.field("replicas"),
-        limit: u32::MAX,
-    })
-}
 
 /// The group's first member that has pods: a replicated job may have `replicas: 0`, and its pods
 /// never exist (SPEC §3). The first member when none has any (no pod needs a coordinator).
@@ -25,17 +16,6 @@ fn first_with_pods<'v, 'a>(group: &Group<'v, 'a>) -> &'v ReplicatedJob<'a> {
         .iter()
         .find(|r| r.replicas > 0)
         .unwrap_or(&group.members[0])
-}
-
-/// `<rjob>-<jobIndex>-<podIndex>` of the slice group's coordinator: `spec.coordinator`
-/// wherever it is (Pathways puts it on a CPU head), else pod 0 of job 0 of the group's first
-/// member with replicas > 0. Never each member's own job 0, which would give each replicated
-/// job its own coordinator.
-fn coordinator(running: Option<&CoordinatorRef>, group: &Group) -> String {
-    match running {
-        Some(c) => c.pod(),
-        None => names::rjob_pod(first_with_pods(group).name, 0, 0),
-    }
 }
 
 /// The JAX group's process 0 (SPEC §4.4): `spec.coordinator` when it names a pod of the group, with
@@ -104,10 +84,8 @@ pub fn facts(plan: &JobSetPlan, warnings: &mut Vec<String>) -> Result<Vec<Facts>
     let mut facts = vec![Facts::default(); view.replicated_jobs.len()];
 
     if !view.has_native_groups() {
-        for (f, keys) in facts
-            .iter_mut()
-            .zip(plan.group_keys.as_deref().map_err(Clone::clone)?)
-        {
+        let group_keys = plan.group_keys.as_deref().map_err(Clone::clone)?;
+        for (f, keys) in facts.iter_mut().zip(group_keys) {
             f.group = Some(keys.clone());
         }
     }
@@ -117,7 +95,12 @@ pub fn facts(plan: &JobSetPlan, warnings: &mut Vec<String>) -> Result<Vec<Facts>
         let outside = plan
             .coordinator
             .is_some_and(|c| !group.members.iter().any(|m| m.name == c.replicated_job));
-        let coordinator = coordinator(plan.coordinator, group);
+        // `spec.coordinator` wherever it is (Pathways puts it on a CPU head), else one pod of the
+        // group: never each member's own job 0, which would give each its own coordinator.
+        let coordinator = plan.coordinator.map_or_else(
+            || names::rjob_pod(first_with_pods(group).name, 0, 0),
+            CoordinatorRef::pod,
+        );
         let port = (total > 1)
             .then(|| coordinator_port(plan.coordinator, group, warnings))
             .flatten();
@@ -131,6 +114,7 @@ pub fn facts(plan: &JobSetPlan, warnings: &mut Vec<String>) -> Result<Vec<Facts>
     }
 
     for group in &plan.jax_groups {
+        let pods_of = |r: &ReplicatedJob| count_at(r.pods(), &r.at.field("replicas"));
         let (total, starts) = offsets(&group.members, pods_of)?;
         let process_0 = jax_coordinator(plan.coordinator, group, &starts)?;
         for (rjob, offset) in group.members.iter().zip(starts) {
@@ -161,7 +145,10 @@ mod tests {
     use super::*;
     use crate::settings::{JaxEnv, Settings};
     use crate::views::jobset_view::JobSetView;
+    use rstest::rstest;
     use serde_json::{json, Value};
+
+    const MAX: u32 = i32::MAX as u32;
 
     fn rjob(name: &str, replicas: u32, parallelism: u32, tpu: bool) -> Value {
         let resources = if tpu {
@@ -175,93 +162,44 @@ mod tests {
         }}})
     }
 
-    fn plan_of(rjobs: Vec<Value>, settings: &Settings) -> Result<Vec<Facts>, InputError> {
-        let js = json!({"metadata": {"name": "js"}, "spec": {"replicatedJobs": rjobs}});
-        let view = JobSetView::parse(&js, "google.com/tpu")?;
-        facts(&JobSetPlan::new(&view, settings), &mut Vec::new())
+    /// `n` TPU replicated jobs `s0`, `s1`, ... alike.
+    fn slices(n: u32, replicas: u32, parallelism: u32) -> Vec<Value> {
+        (0..n)
+            .map(|i| rjob(&format!("s{i}"), replicas, parallelism, true))
+            .collect()
     }
 
-    fn slice(total: u32, offset: u32) -> Option<OffsetFacts> {
-        Some(OffsetFacts { total, offset })
-    }
-
-    #[test]
-    fn replicas_times_parallelism_beyond_u32_is_an_error_not_a_wrap() {
+    /// The facts of replicated job `at` as the annotation holds them, or the error.
+    #[rstest]
+    #[case::replicas_times_parallelism_beyond_u32_is_an_error_not_a_wrap(vec![rjob("cpu", MAX, 4, false)], JaxEnv::Always, 0, Err("spec.replicatedJobs[0].replicas: the total over its group is larger than 4294967295"))]
+    #[case::slice_sums_over_many_replicated_jobs_overflow_cleanly(
+        slices(3, MAX, 1),
+        JaxEnv::Annotated,
+        0,
+        Err("spec.replicatedJobs[2].replicas: the total over its group is larger than 4294967295")
+    )]
+    #[case::sums_up_to_u32_max_are_exact(vec![rjob("a", MAX, 1, true), rjob("b", MAX, 1, true), rjob("c", 1, 1, true)], JaxEnv::Annotated, 2, Ok(r#"{"group":{"name":"default","replicas":4294967295,"offset":4294967294},"slice":{"total":4294967295,"offset":4294967294},"coordinator":"a-0-0","podsPerJob":1}"#))]
+    #[case::a_thousand_replicated_jobs_sum_in_order(slices(1000, 3, 2), JaxEnv::Annotated, 999, Ok(r#"{"group":{"name":"default","replicas":3000,"offset":2997},"slice":{"total":3000,"offset":2997},"coordinator":"s0-0-0","podsPerJob":2}"#))]
+    #[case::a_cpu_driver_is_in_the_group_but_not_a_slice(vec![rjob("driver", 1, 1, false), rjob("workers", 4, 2, true)], JaxEnv::Annotated, 0, Ok(r#"{"group":{"name":"default","replicas":5,"offset":0}}"#))]
+    #[case::the_slices_beside_a_cpu_driver_count_from_0(vec![rjob("driver", 1, 1, false), rjob("workers", 4, 2, true)], JaxEnv::Annotated, 1, Ok(r#"{"group":{"name":"default","replicas":5,"offset":1},"slice":{"total":4,"offset":0},"coordinator":"workers-0-0","podsPerJob":2}"#))]
+    #[case::the_coordinator_is_in_the_first_member_with_pods_spare(vec![rjob("spare", 0, 2, true), rjob("main", 2, 2, true), rjob("more", 1, 2, true)], JaxEnv::Annotated, 0, Ok(r#"{"group":{"name":"default","replicas":3,"offset":0},"slice":{"total":3,"offset":0},"coordinator":"main-0-0","podsPerJob":2}"#))]
+    #[case::the_coordinator_is_in_the_first_member_with_pods_main(vec![rjob("spare", 0, 2, true), rjob("main", 2, 2, true), rjob("more", 1, 2, true)], JaxEnv::Annotated, 1, Ok(r#"{"group":{"name":"default","replicas":3,"offset":0},"slice":{"total":3,"offset":0},"coordinator":"main-0-0","podsPerJob":2}"#))]
+    #[case::the_coordinator_is_in_the_first_member_with_pods_more(vec![rjob("spare", 0, 2, true), rjob("main", 2, 2, true), rjob("more", 1, 2, true)], JaxEnv::Annotated, 2, Ok(r#"{"group":{"name":"default","replicas":3,"offset":2},"slice":{"total":3,"offset":2},"coordinator":"main-0-0","podsPerJob":2}"#))]
+    fn facts_of(
+        #[case] rjobs: Vec<Value>,
+        #[case] jax_env: JaxEnv,
+        #[case] at: usize,
+        #[case] want: Result<&str, &str>,
+    ) {
         let settings = Settings {
-            jax_env: JaxEnv::Always,
+            jax_env,
             ..Settings::default()
         };
-        let err = plan_of(vec![rjob("cpu", i32::MAX as u32, 4, false)], &settings).unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "spec.replicatedJobs[0].replicas: the total over its group is larger than 4294967295"
-        );
-    }
-
-    #[test]
-    fn slice_sums_over_many_replicated_jobs_overflow_cleanly() {
-        let rjobs = (0..3)
-            .map(|i| rjob(&format!("s{i}"), i32::MAX as u32, 1, true))
-            .collect();
-        let err = plan_of(rjobs, &Settings::default()).unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "spec.replicatedJobs[2].replicas: the total over its group is larger than 4294967295"
-        );
-    }
-
-    #[test]
-    fn sums_up_to_u32_max_are_exact() {
-        let rjobs = vec![
-            rjob("a", i32::MAX as u32, 1, true),
-            rjob("b", i32::MAX as u32, 1, true),
-            rjob("c", 1, 1, true),
-        ];
-        let facts = plan_of(rjobs, &Settings::default()).unwrap();
-        assert_eq!(facts[2].slice, slice(u32::MAX, u32::MAX - 1));
-    }
-
-    #[test]
-    fn a_thousand_replicated_jobs_sum_in_order() {
-        let rjobs = (0..1000)
-            .map(|i| rjob(&format!("s{i}"), 3, 2, true))
-            .collect();
-        let facts = plan_of(rjobs, &Settings::default()).unwrap();
-        assert_eq!(facts[999].slice, slice(3000, 2997));
-        assert_eq!(facts[999].group.as_ref().map(|g| g.replicas), Some(3000));
-        assert_eq!(facts[999].coordinator.as_deref(), Some("s0-0-0"));
-    }
-
-    #[test]
-    fn a_cpu_driver_is_in_the_group_but_not_a_slice() {
-        let facts = plan_of(
-            vec![rjob("driver", 1, 1, false), rjob("workers", 4, 2, true)],
-            &Settings::default(),
-        )
-        .unwrap();
-        assert_eq!(facts[0].slice, None);
-        assert_eq!(facts[1].slice, slice(4, 0));
-        assert_eq!(
-            facts[1].group.as_ref().map(|g| (g.replicas, g.offset)),
-            Some((5, 1))
-        );
-        assert_eq!(facts[1].coordinator.as_deref(), Some("workers-0-0"));
-    }
-
-    #[test]
-    fn the_coordinator_is_in_the_first_member_with_pods() {
-        let facts = plan_of(
-            vec![
-                rjob("spare", 0, 2, true),
-                rjob("main", 2, 2, true),
-                rjob("more", 1, 2, true),
-            ],
-            &Settings::default(),
-        )
-        .unwrap();
-        for f in &facts {
-            assert_eq!(f.coordinator.as_deref(), Some("main-0-0"));
-        }
-        assert_eq!(facts[1].slice, slice(3, 0));
+        let js = json!({"metadata": {"name": "js"}, "spec": {"replicatedJobs": rjobs}});
+        let got = JobSetView::parse(&js, "google.com/tpu")
+            .and_then(|view| facts(&JobSetPlan::new(&view, &settings), &mut Vec::new()))
+            .map(|f| f[at].to_annotation())
+            .map_err(|e| e.to_string());
+        assert_eq!(got, want.map(str::to_string).map_err(str::to_string));
     }
 }

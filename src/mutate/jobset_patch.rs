@@ -1,9 +1,8 @@
-//! JobSet CREATE's patch: each replicated job's pod template stamped with its [`Facts`], and the
-//! narrowing of SPEC §4.7 written into it as a required node affinity and the policy's mark. The
-//! author's own terms are kept whole: each is repeated once per term of the mark, with its
-//! expressions appended, so that Kueue, which drops an affinity that a term leaves empty after its
-//! label filter, keeps it.
-use super::object_at;
+//! JobSet CREATE's patch: each pod template stamped with its [`Facts`], and the narrowing of
+//! SPEC §4.7 written as a required node affinity and the policy's mark. Each of the author's terms
+//! is repeated once per term of the mark, with its expressions appended, so that Kueue, which
+//! drops an affinity that a term leaves empty after its label filter, keeps it.
+use super::{annotate, object_at};
 use crate::affinity_mark::AffinityMark;
 use crate::facts::Facts;
 use crate::groups::JobSetPlan;
@@ -46,40 +45,35 @@ impl JobSetPatch {
             narrowings.retain(|n| !multikueue::narrowed_in_the_manager(view, n.index));
             stamps = multikueue::keep_stamped_facts(view, stamps, warnings);
         }
-        warnings.extend(
-            narrowings
-                .iter()
-                .map(|n| narrowing::warning(&view.replicated_jobs[n.index], &n.mark)),
-        );
+        let warning = |n: &Narrowing| narrowing::warning(&view.replicated_jobs[n.index], &n.mark);
+        warnings.extend(narrowings.iter().map(warning));
         JobSetPatch { stamps, narrowings }
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.stamps.is_empty() && self.narrowings.is_empty()
-    }
-
-    /// Writes the patch into the JobSet in place (no copy of a JobSet that may be megabytes).
-    pub fn apply(self, object: &mut Value) {
-        let annotations = |i| TemplateAt::ReplicatedJob(i).keys(&["metadata", "annotations"]);
+    /// The JobSet, patched in place (no copy of a JobSet that may be megabytes); `None` when it
+    /// lacks nothing.
+    pub fn applied_to(self, mut object: Value) -> Option<Value> {
+        if self.stamps.is_empty() && self.narrowings.is_empty() {
+            return None;
+        }
         for (i, value) in self.stamps {
-            if let Some(annotations) = object_at(object, &annotations(i)) {
-                annotations.insert(keys::FACTS.to_string(), Value::String(value));
-            }
+            annotate(
+                &mut object,
+                TemplateAt::ReplicatedJob(i),
+                keys::FACTS,
+                value,
+            );
         }
         let [affinity @ .., terms] = REQUIRED_TERMS;
         let required = [&["spec"][..], &affinity].concat();
         for n in self.narrowings {
-            if let Some(annotations) = object_at(object, &annotations(n.index)) {
-                annotations.insert(
-                    keys::AFFINITY_MARK.to_string(),
-                    Value::String(n.mark.to_annotation()),
-                );
-            }
             let at = TemplateAt::ReplicatedJob(n.index);
-            if let Some(required) = object_at(object, &at.keys(&required)) {
+            annotate(&mut object, at, keys::AFFINITY_MARK, n.mark.to_annotation());
+            if let Some(required) = object_at(&mut object, &at.keys(&required)) {
                 required.insert(terms.into(), Value::Array(n.terms));
             }
         }
+        Some(object)
     }
 }
 

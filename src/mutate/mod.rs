@@ -6,7 +6,15 @@ pub mod pod_patch;
 pub mod stamp_job;
 
 use crate::json::Object;
+use crate::paths::TemplateAt;
 use serde_json::{Map, Value};
+
+/// Sets the annotation `key` of the pod template at `at`; the one write of the facts and the mark.
+pub fn annotate(object: &mut Value, at: TemplateAt, key: &str, value: String) {
+    if let Some(annotations) = object_at(object, &at.keys(&["metadata", "annotations"])) {
+        annotations.insert(key.to_string(), Value::String(value));
+    }
+}
 
 /// The object at `keys` below `root`, made where it is missing; an array step takes an index.
 /// The view has checked every step of the paths the patches write, so they resolve.
@@ -15,9 +23,7 @@ pub fn object_at<'a>(root: &'a mut Value, keys: &[impl AsRef<str>]) -> Option<&'
     for key in keys.iter().map(AsRef::as_ref) {
         current = match current {
             Value::Object(m) => {
-                let slot = m
-                    .entry(key.to_string())
-                    .or_insert_with(|| Value::Object(Map::new()));
+                let slot = m.entry(key).or_insert(Value::Null);
                 if slot.is_null() {
                     *slot = Value::Object(Map::new());
                 }

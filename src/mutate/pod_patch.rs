@@ -22,14 +22,10 @@ pub fn apply(object: &mut Value, metadata_adds: Vec<MetadataAdd>, env_changes: V
 
 /// Puts `entries` before the container's own env.
 fn prepend_env(container: &mut Object, entries: Vec<Value>) {
-    let env = container
-        .entry("env".to_string())
-        .or_insert_with(|| Value::Array(Vec::new()));
-    if !env.is_array() {
-        *env = Value::Array(Vec::new());
-    }
-    if let Value::Array(list) = env {
+    if let Some(Value::Array(list)) = container.get_mut("env") {
         list.splice(0..0, entries);
+    } else {
+        container.insert("env".to_string(), Value::Array(entries));
     }
 }
 

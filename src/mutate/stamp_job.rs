@@ -1,6 +1,5 @@
-//! Job CREATE: stamp an opted-in plain Indexed Job's pod template with its [`Facts`] (SPEC §4.6),
-//! which `facts::of_job` computes.
-use super::object_at;
+//! Job CREATE: an opted-in plain Indexed Job's pod template stamped with its [`Facts`] (SPEC §4.6).
+use super::annotate;
 use crate::facts::Facts;
 use crate::json::map_str;
 use crate::keys;
@@ -14,10 +13,8 @@ pub fn change(job: &JobView, facts: &Facts) -> Option<String> {
     (map_str(job.template.annotations, keys::FACTS) != Some(wanted.as_str())).then_some(wanted)
 }
 
-/// Writes the facts into the Job in place.
-pub fn apply(object: &mut Value, annotation: String) {
-    let path = TemplateAt::Job.keys(&["metadata", "annotations"]);
-    if let Some(annotations) = object_at(object, &path) {
-        annotations.insert(keys::FACTS.to_string(), Value::String(annotation));
-    }
+/// The Job with the facts written in place.
+pub fn applied_to(mut object: Value, annotation: String) -> Value {
+    annotate(&mut object, TemplateAt::Job, keys::FACTS, annotation);
+    object
 }

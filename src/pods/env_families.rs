@@ -1,12 +1,10 @@
-//! The env families put together: for each container of a JobSet pod (or of a pod that a
-//! replicated job's template will make), the multislice env, the TPU host env and the JAX env,
-//! each from its own module over the shared [`PodPlace`]. Pod admission and the JobSet CREATE
-//! warnings both ask it.
+//! The env families put together, for a JobSet pod at pod admission or for the pods a template
+//! will make at the JobSet CREATE warnings.
 use super::jax;
 use super::multislice;
 use super::place::PodPlace;
 use super::tpu_host;
-use crate::error::{add_at, mul_at, InputError};
+use crate::error::{add_at, count_at, mul_at, InputError};
 use crate::facts::Facts;
 use crate::json::Object;
 use crate::keys;
@@ -34,18 +32,10 @@ pub fn wanted_env(
     lookup: &dyn Fn(&str) -> Option<String>,
     warnings: &mut Vec<String>,
 ) -> Result<Vec<Vec<WantedVar>>, InputError> {
-    let PodEnv {
-        facts,
-        place,
-        containers,
-        ..
-    } = pod;
-    let mut out: Vec<Vec<WantedVar>> = vec![Vec::new(); containers.len()];
-    let order = tpu_order(containers);
-    let n = u32::try_from(order.len()).map_err(|_| InputError::Overflow {
-        path: pod.spec.field("containers"),
-        limit: u32::MAX,
-    })?;
+    let (facts, place) = (pod.facts, pod.place);
+    let mut out: Vec<Vec<WantedVar>> = vec![Vec::new(); pod.containers.len()];
+    let order = tpu_order(pod.containers);
+    let n = count_at(order.len(), &pod.spec.field("containers"))?;
     let mut give = |per_k: Vec<Vec<WantedVar>>| {
         for (&i, vars) in order.iter().zip(per_k) {
             out[i].extend(vars);
@@ -54,13 +44,8 @@ pub fn wanted_env(
 
     if n > 0 && settings.multislice_env {
         let own_ports = own_megascale_ports(pod, &order, lookup)?;
-        give(multislice::vars(
-            facts,
-            place,
-            pod.annotations,
-            &own_ports,
-            warnings,
-        )?);
+        let per_k = multislice::vars(facts, place, pod.annotations, &own_ports, warnings)?;
+        give(per_k);
     }
     if n > 0 && settings.tpu_worker_env {
         match (place.completion_index, facts.pods_per_job) {
@@ -163,8 +148,7 @@ fn jax_vars(
         return Ok(None);
     };
     let path = "metadata.annotations";
-    let earlier_pods = mul_at(place.job_index, per_job, path)?;
-    let job_start = add_at(group.offset, earlier_pods, path)?;
+    let job_start = add_at(group.offset, mul_at(place.job_index, per_job, path)?, path)?;
     let pod_number = add_at(job_start, completion_index, path)?;
     let address = place.address(coordinator);
     let jax_group = jax::JaxGroup {

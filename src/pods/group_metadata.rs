@@ -20,20 +20,17 @@ pub fn missing(
     if maps.iter().all(|(_, m)| complete(*m)) {
         return Ok(Vec::new());
     }
-    let existing = |k| pod.controller_value(k);
     let values: [String; 3] = if let Some(g) = &pod.facts.group {
         [
             g.name.clone(),
             g.replicas.to_string(),
             add_at(g.offset, place.job_index, "metadata.labels")?.to_string(),
         ]
-    } else if let (Some(name), Some(replicas), Some(index)) = (
-        existing(keys::GROUP_NAME),
-        existing(keys::GROUP_REPLICAS),
-        existing(keys::JOB_GROUP_INDEX),
-    ) {
+    } else if let [Some(name), Some(replicas), Some(index)] =
+        keys::GROUP_KEYS.map(|k| pod.controller_value(k))
+    {
         // A v0.9+ controller wrote one of the twins; copy it to the other.
-        [name.to_string(), replicas.to_string(), index.to_string()]
+        [name, replicas, index].map(str::to_string)
     } else {
         warnings.push(format!(
             "pod of JobSet {:?}: its JobSet was admitted before this policy, so the pod was put in group \"default\" with group-replicas = global-replicas ({}) and job-group-index = job-global-index ({})",

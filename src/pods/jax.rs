@@ -27,17 +27,6 @@ pub enum Processes {
     PerTpuContainer(u32),
 }
 
-/// The pod's id after the swap that makes the coordinator pod process 0.
-pub fn pod_id(group: &JaxGroup, pod: u32) -> u32 {
-    if pod == group.coordinator_pod {
-        0
-    } else if pod == 0 {
-        group.coordinator_pod
-    } else {
-        pod
-    }
-}
-
 /// The JAX variables of the pod numbered `pod`: one list for [`Processes::PerPod`], else one
 /// per TPU container k, with process id = (pod id)·n + k among pods·n processes.
 pub fn vars(
@@ -47,7 +36,11 @@ pub fn vars(
 ) -> Result<Vec<Vec<WantedVar>>, InputError> {
     let path = "metadata.annotations";
     let coordinator = format!("{}:{}", group.coordinator, group.port);
-    let id = pod_id(group, pod);
+    let id = match pod {
+        p if p == group.coordinator_pod => 0,
+        0 => group.coordinator_pod,
+        p => p,
+    };
     let one = |count: u32, id: u32| {
         vec![
             WantedVar::new(keys::ENV_JAX_COORDINATOR, &coordinator),
@@ -99,14 +92,9 @@ mod tests {
     #[test]
     fn each_tpu_container_is_a_process() {
         let group = group(2, "c", 0, 1);
-        assert_eq!(
-            ids(&group, Processes::PerTpuContainer(2)),
-            ["0", "1", "2", "3"]
-        );
-        assert_eq!(
-            vars(&group, 1, Processes::PerTpuContainer(2)).unwrap()[1][1].value,
-            "4"
-        );
+        let two = Processes::PerTpuContainer(2);
+        assert_eq!(ids(&group, two), ["0", "1", "2", "3"]);
+        assert_eq!(vars(&group, 1, two).unwrap()[1][1].value, "4");
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! coordinator at index 0: no swap.
 use super::jax::{self, JaxGroup, Processes};
 use super::pod_plan::{env_changes, field_ref, PodPlan};
-use crate::error::InputError;
+use crate::error::{count_at, InputError};
 use crate::facts::JobFacts;
 use crate::keys;
 use crate::names;
@@ -21,13 +21,6 @@ pub struct JobPlace<'a> {
     pub completion_index: u32,
 }
 
-impl JobPlace<'_> {
-    /// The pod with completion index 0: the Job controller gives it the hostname `<job>-0`.
-    pub fn coordinator(&self) -> String {
-        names::address(&names::hostname(self.job, 0), self.subdomain)
-    }
-}
-
 /// The JAX variables of each container, in container order. With two or more TPU containers,
 /// each is a JAX process of its own (k, as in §4.4) and the other containers get none;
 /// otherwise the pod is one process and every container gets its env.
@@ -39,28 +32,22 @@ pub fn wanted_env(
     spec: SpecAt,
 ) -> Result<Vec<Vec<WantedVar>>, InputError> {
     let order = tpu_order(containers);
-    let n = u32::try_from(order.len()).map_err(|_| InputError::Overflow {
-        path: spec.field("containers"),
-        limit: u32::MAX,
-    })?;
-    let coordinator = place.coordinator();
+    let n = count_at(order.len(), &spec.field("containers"))?;
+    let coordinator = names::address(&names::hostname(place.job, 0), place.subdomain);
     let group = JaxGroup {
         pods: job.completions,
         coordinator: &coordinator,
         coordinator_pod: 0,
         port,
     };
+    let index = place.completion_index;
     let mut out = vec![Vec::new(); containers.len()];
     if n >= 2 {
-        let per_k = jax::vars(
-            &group,
-            place.completion_index,
-            Processes::PerTpuContainer(n),
-        )?;
+        let per_k = jax::vars(&group, index, Processes::PerTpuContainer(n))?;
         for (&i, vars) in order.iter().zip(per_k) {
             out[i] = vars;
         }
-    } else if let Some(vars) = jax::vars(&group, place.completion_index, Processes::PerPod)?.pop() {
+    } else if let Some(vars) = jax::vars(&group, index, Processes::PerPod)?.pop() {
         out.fill(vars);
     }
     Ok(out)
@@ -89,13 +76,8 @@ pub fn plan(pod: &PodView, job: &JobFacts, settings: &Settings) -> Result<PodPla
         subdomain,
         completion_index,
     };
-    let wanted = wanted_env(
-        containers,
-        job,
-        &place,
-        settings.jax_coordinator_port,
-        SpecAt::Pod,
-    )?;
+    let port = settings.jax_coordinator_port;
+    let wanted = wanted_env(containers, job, &place, port, SpecAt::Pod)?;
     let lookup = |path: &str| field_ref(pod, &[], path);
     let mut warnings = Vec::new();
     let env_changes = env_changes(containers, wanted, &lookup, &mut warnings)?;
@@ -110,79 +92,54 @@ pub fn plan(pod: &PodView, job: &JobFacts, settings: &Settings) -> Result<PodPla
 mod tests {
     use super::*;
 
-    fn c(list: &'static str, index: usize, chips: u32) -> ContainerView<'static> {
-        ContainerView::for_test(list, index, chips)
-    }
-
-    /// Each container's JAX env as `NAME=value`, for a Job of `completions` at [`PLACE`].
-    fn values(
-        containers: &[ContainerView],
-        completions: u32,
-        port: u16,
-    ) -> Result<Vec<Vec<String>>, InputError> {
-        let wanted = wanted_env(
-            containers,
-            &JobFacts { completions },
-            &PLACE,
-            port,
-            SpecAt::Pod,
-        )?;
+    /// Each container's JAX env as `NAME=value`, for pod 3 of a Job "train" of `completions` in
+    /// subdomain "svc", whose containers ask for `chips` TPU chips each.
+    fn values(chips: &[u32], completions: u32, port: u16) -> Result<Vec<Vec<String>>, InputError> {
+        let containers: Vec<_> = (0..)
+            .zip(chips)
+            .map(|(i, &n)| ContainerView::for_test("containers", i, n))
+            .collect();
+        let place = JobPlace {
+            job: "train",
+            subdomain: "svc",
+            completion_index: 3,
+        };
+        let job = JobFacts { completions };
+        let wanted = wanted_env(&containers, &job, &place, port, SpecAt::Pod)?;
+        let line = |v: &WantedVar| format!("{}={}", v.name, v.value);
         Ok(wanted
             .iter()
-            .map(|vars| {
-                vars.iter()
-                    .map(|v| format!("{}={}", v.name, v.value))
-                    .collect()
-            })
+            .map(|vars| vars.iter().map(line).collect())
             .collect())
     }
 
-    const PLACE: JobPlace = JobPlace {
-        job: "train",
-        subdomain: "svc",
-        completion_index: 3,
-    };
+    /// JAX process `id` of `count`, whose coordinator listens on `port`.
+    fn process(id: u32, count: u32, port: u16) -> Vec<String> {
+        vec![
+            format!("JAX_COORDINATOR_ADDRESS=train-0.svc:{port}"),
+            format!("JAX_NUM_PROCESSES={count}"),
+            format!("JAX_PROCESS_ID={id}"),
+        ]
+    }
 
     #[test]
     fn a_gpu_pod_is_one_process_and_every_container_gets_it() {
-        let containers = [c("containers", 0, 0), c("containers", 1, 0)];
-        let one = vec![
-            "JAX_COORDINATOR_ADDRESS=train-0.svc:6666".to_string(),
-            "JAX_NUM_PROCESSES=4".to_string(),
-            "JAX_PROCESS_ID=3".to_string(),
-        ];
-        assert_eq!(
-            values(&containers, 4, 6666).unwrap(),
-            vec![one.clone(), one]
-        );
+        let one = process(3, 4, 6666);
+        assert_eq!(values(&[0, 0], 4, 6666).unwrap(), vec![one.clone(), one]);
     }
 
     #[test]
     fn two_tpu_containers_are_two_processes_and_a_sidecar_gets_none() {
-        let containers = [
-            c("containers", 0, 2),
-            c("containers", 1, 0),
-            c("containers", 2, 2),
-        ];
-        let process = |id: u32| {
-            vec![
-                "JAX_COORDINATOR_ADDRESS=train-0.svc:1234".to_string(),
-                "JAX_NUM_PROCESSES=8".to_string(),
-                format!("JAX_PROCESS_ID={id}"),
-            ]
-        };
         assert_eq!(
-            values(&containers, 4, 1234).unwrap(),
-            vec![process(6), vec![], process(7)]
+            values(&[2, 0, 2], 4, 1234).unwrap(),
+            vec![process(6, 8, 1234), vec![], process(7, 8, 1234)]
         );
     }
 
     #[test]
     fn counts_beyond_u32_are_errors_not_wraps() {
-        let containers = [c("containers", 0, 2), c("containers", 1, 2)];
-        let err = values(&containers, u32::MAX, 1).unwrap_err();
         assert_eq!(
-            err.to_string(),
+            values(&[2, 2], u32::MAX, 1).unwrap_err().to_string(),
             "metadata.annotations: the total over its group is larger than 4294967295"
         );
     }

@@ -10,7 +10,6 @@ use crate::paths::SpecAt;
 use crate::settings::Settings;
 use crate::views::pod_view::PodView;
 
-/// The plan for a pod of the JobSet named `jobset`.
 pub fn plan(pod: &PodView, jobset: &str, settings: &Settings) -> Result<PodPlan, InputError> {
     let count = |key| pod.controller_count(key);
     let replicated_job = pod.controller_value(keys::REPLICATED_JOB_NAME);
@@ -21,6 +20,7 @@ pub fn plan(pod: &PodView, jobset: &str, settings: &Settings) -> Result<PodPlan,
             keys::JOB_INDEX
         )));
     };
+    let subdomain = pod.facts.subdomain.as_deref().or(pod.subdomain);
     let place = PodPlace {
         jobset,
         replicated_job,
@@ -29,12 +29,7 @@ pub fn plan(pod: &PodView, jobset: &str, settings: &Settings) -> Result<PodPlan,
         job_global_index: count(keys::JOB_GLOBAL_INDEX)?.unwrap_or(job_index),
         global_replicas: count(keys::GLOBAL_REPLICAS)?.unwrap_or(1),
         completion_index: count(keys::COMPLETION_INDEX)?,
-        subdomain: pod
-            .facts
-            .subdomain
-            .as_deref()
-            .or(pod.subdomain)
-            .unwrap_or(jobset),
+        subdomain: subdomain.unwrap_or(jobset),
     };
     let containers = &pod.containers;
     let mut warnings = Vec::new();

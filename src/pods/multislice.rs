@@ -25,17 +25,16 @@ pub fn vars(
     if facts.runs_first {
         return Ok(Vec::new());
     }
-    let slice = match from_facts(facts, place)? {
-        Some(slice) => slice,
-        None => guessed(place, annotations, warnings),
+    let slice = match (&facts.slice, &facts.coordinator) {
+        (Some(slice), Some(coordinator)) => Slice {
+            count: slice.total,
+            id: add_at(slice.offset, place.job_index, "metadata.labels")?,
+            coordinator: place.address(coordinator),
+            coordinator_outside: facts.coordinator_outside,
+        },
+        _ => guessed(place, annotations, warnings),
     };
-    let Slice {
-        count: num_slices,
-        id: slice_id,
-        coordinator,
-        coordinator_outside: outside,
-    } = slice;
-    if num_slices <= 1 {
+    if slice.count <= 1 {
         return Ok(Vec::new());
     }
     // Several TPU processes on one host each take their own DCN port; the coordinator's
@@ -45,14 +44,14 @@ pub fn vars(
     let several = own_ports.len() >= 2;
     let port = facts
         .coordinator_port
-        .or((several && !outside).then_some(BASE_PORT));
+        .or((several && !slice.coordinator_outside).then_some(BASE_PORT));
     let coordinator = match port {
-        Some(port) => format!("{coordinator}:{port}"),
-        None => coordinator,
+        Some(port) => format!("{}:{port}", slice.coordinator),
+        None => slice.coordinator,
     };
     let common = [
-        WantedVar::new(keys::ENV_NUM_SLICES, num_slices),
-        WantedVar::new(keys::ENV_SLICE_ID, slice_id),
+        WantedVar::new(keys::ENV_NUM_SLICES, slice.count),
+        WantedVar::new(keys::ENV_SLICE_ID, slice.id),
         WantedVar::new(keys::ENV_COORDINATOR, coordinator),
     ];
     (0u32..)
@@ -80,20 +79,7 @@ struct Slice {
     coordinator_outside: bool,
 }
 
-/// The slice the JobSet's facts give the pod; `None` without them.
-fn from_facts(facts: &Facts, place: &PodPlace) -> Result<Option<Slice>, InputError> {
-    let (Some(slice), Some(coordinator)) = (&facts.slice, &facts.coordinator) else {
-        return Ok(None);
-    };
-    Ok(Some(Slice {
-        count: slice.total,
-        id: add_at(slice.offset, place.job_index, "metadata.labels")?,
-        coordinator: place.address(coordinator),
-        coordinator_outside: facts.coordinator_outside,
-    }))
-}
-
-/// The guess for a pod whose JobSet was admitted before the policy, so has no facts. The pod's
+/// The slice of a pod whose JobSet was admitted before the policy, so has no facts. The pod's
 /// own labels only tell about its replicated job, so that is taken as the whole slice group.
 fn guessed(place: &PodPlace, annotations: Option<&Object>, warnings: &mut Vec<String>) -> Slice {
     let own = place.address(&names::rjob_pod(place.replicated_job, 0, 0));

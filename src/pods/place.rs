@@ -22,14 +22,4 @@ impl PodPlace<'_> {
     pub fn address(&self, host: &str) -> String {
         names::address(&names::in_jobset(self.jobset, host), self.subdomain)
     }
-
-    /// The name of the pod's own Job, `<jobset>-<rjob>-<jobIndex>`.
-    pub fn job_name(&self) -> String {
-        names::job(self.jobset, self.replicated_job, self.job_index)
-    }
-
-    /// The address of pod `i` of this pod's own Job.
-    pub fn host_address(&self, i: u32) -> String {
-        names::address(&names::hostname(&self.job_name(), i), self.subdomain)
-    }
 }

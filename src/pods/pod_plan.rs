@@ -1,11 +1,10 @@
 //! What pod admission adds to a pod, and the per-container env changes that JobSet pods and
 //! Job pods share.
-use super::env_merge::plan_env;
 use crate::error::InputError;
-use crate::views::container_env::{self, WantedVar};
+use crate::views::container_env::{self, UserEntry, WantedVar};
 use crate::views::pod_spec::ContainerView;
 use crate::views::pod_view::PodView;
-use serde_json::Value;
+use serde_json::{json, Value};
 
 /// A label or annotation the pod lacks.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,8 +24,7 @@ pub struct EnvChange {
     pub entries: Vec<Value>,
 }
 
-/// What pod admission adds: metadata entries, and per container the env entries to put
-/// first; with the warnings for what it leaves alone.
+/// What pod admission adds, with the warnings for what it leaves alone.
 #[derive(Debug, Default)]
 pub struct PodPlan {
     pub metadata_adds: Vec<MetadataAdd>,
@@ -40,7 +38,6 @@ impl PodPlan {
         self.metadata_adds.is_empty() && self.env_changes.is_empty()
     }
 
-    /// A pod left unchanged, with the warning that says why.
     pub fn unchanged(warning: String) -> Self {
         PodPlan {
             warnings: vec![warning],
@@ -63,17 +60,40 @@ pub fn env_changes(
             continue;
         }
         let label = format!("container {:?} ({})", c.name, c.path());
-        let plan = plan_env(&c.user_entries()?, &label, &wanted, lookup);
-        warnings.extend(plan.warnings);
-        if !plan.prepend.is_empty() {
+        let entries = merge_env(&c.user_entries()?, &label, &wanted, lookup, warnings);
+        if !entries.is_empty() {
             changes.push(EnvChange {
                 list: c.list,
                 index: c.index,
-                entries: plan.prepend,
+                entries,
             });
         }
     }
     Ok(changes)
+}
+
+/// The env merge (SPEC §4.2): the entries to put before the user's own, so that the user's
+/// `$(VAR)` references to them expand. A variable the container already sets, by `value` or
+/// `valueFrom`, is left exactly as it is, with a warning where its value resolves (see
+/// [`container_env`]) to something else.
+fn merge_env(
+    user: &[UserEntry],
+    label: &str,
+    wanted: &[WantedVar],
+    lookup: &dyn Fn(&str) -> Option<String>,
+    warnings: &mut Vec<String>,
+) -> Vec<Value> {
+    for d in container_env::disagreements(user, wanted, lookup) {
+        warnings.push(format!(
+            "{label}: {} keeps {:?}, not the {:?} the policy computed",
+            d.var.name, d.value, d.var.value
+        ));
+    }
+    wanted
+        .iter()
+        .filter(|var| !user.iter().any(|e| e.name == var.name))
+        .map(|var| json!({"name": var.name, "value": var.value}))
+        .collect()
 }
 
 /// What a `fieldRef` to the pod's `path` reads: the pod's own label or annotation, else one
@@ -85,4 +105,33 @@ pub fn field_ref(pod: &PodView, adds: &[MetadataAdd], path: &str) -> Option<Stri
             .find(|a| a.map == map && a.key == key)
             .map(|a| a.value.clone())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::views::container_env::{env_entries, user_entries};
+
+    #[test]
+    fn keeps_user_values_and_warns_only_on_disagreeing_literals() {
+        let c = json!({"name": "w", "env": [
+            {"name": "A", "value": "1"},
+            {"name": "B", "value": "9"},
+            {"name": "C", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}
+        ]});
+        let entries = env_entries(c.as_object().unwrap(), "spec.containers[0]");
+        let mut warnings = Vec::new();
+        let prepend = merge_env(
+            &user_entries(&entries).unwrap(),
+            "container \"w\"",
+            &[("A", "1"), ("B", "2"), ("C", "3"), ("D", "4")].map(|(n, v)| WantedVar::new(n, v)),
+            &|_| None,
+            &mut warnings,
+        );
+        assert_eq!(prepend, vec![json!({"name": "D", "value": "4"})]);
+        assert_eq!(
+            warnings,
+            vec!["container \"w\": B keeps \"9\", not the \"2\" the policy computed"]
+        );
+    }
 }

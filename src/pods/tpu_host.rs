@@ -2,14 +2,14 @@
 //! own Job as the slice. Container k of n in the pod with completion index c is worker c·n + k,
 //! each host is listed n times, and each container has its own process port.
 use super::place::PodPlace;
-use crate::error::{add_at, mul_at, InputError};
+use crate::error::{add_at, count_at, mul_at, InputError};
 use crate::keys;
+use crate::names;
 use crate::views::container_env::WantedVar;
 
-/// TPU container k's process port, unless it sets `TPU_PROCESS_PORT` itself.
+/// TPU container k's process port is `BASE_PORT + k`, unless it sets `TPU_PROCESS_PORT` itself.
 pub const BASE_PORT: u32 = 8476;
 
-/// The default `TPU_PROCESS_PORT` of TPU container k.
 pub fn default_port(k: u32) -> Result<String, InputError> {
     Ok(add_at(BASE_PORT, k, "spec.containers")?.to_string())
 }
@@ -22,14 +22,12 @@ pub fn vars(
     pods_per_job: u32,
     ports: &[String],
 ) -> Result<Vec<Vec<WantedVar>>, InputError> {
-    let n = u32::try_from(ports.len()).map_err(|_| InputError::Overflow {
-        path: "spec.containers".into(),
-        limit: u32::MAX,
-    })?;
+    let n = count_at(ports.len(), "spec.containers")?;
+    let job_name = names::job(place.jobset, place.replicated_job, place.job_index);
     let mut hostnames = Vec::new();
     let mut addresses = Vec::new();
     for i in 0..pods_per_job {
-        let host = place.host_address(i);
+        let host = names::address(&names::hostname(&job_name, i), place.subdomain);
         for port in ports {
             hostnames.push(host.clone());
             addresses.push(format!("{host}:{port}"));
@@ -37,7 +35,6 @@ pub fn vars(
     }
     let hostnames = hostnames.join(",");
     let addresses = addresses.join(",");
-    let job_name = place.job_name();
     let path = "metadata.annotations";
     let base = mul_at(completion_index, n, path)?;
     (0u32..)

@@ -1,27 +1,10 @@
-//! ElasticJobSet UPDATEs (SPEC §5, E1), and elastic Indexed Jobs (§4.6, E2): an UPDATE may change
-//! `parallelism` and `completions`, but the facts stamped at CREATE (process counts and ids, worker
-//! hostnames) would then be stale for pods whose values depend on them.
+//! E1 and E2: resizes of ElasticJobSets (SPEC §5) and elastic Indexed Jobs (§4.6) that would
+//! leave the values stamped at CREATE stale.
 use crate::facts::JobFacts;
 use crate::groups::JobSetPlan;
 use crate::views::job_view::JobView;
 use crate::views::jobset_view::{JobSetView, ReplicatedJob};
 use crate::violation::{Rule, Violation};
-
-/// Why the pods of replicated job `i` depend on its parallelism, if they do: a member of a JAX
-/// group, or a TPU job under `tpuWorkerEnv`.
-fn depends_on_parallelism(
-    plan: &JobSetPlan,
-    in_jax: &[bool],
-    rjob: &ReplicatedJob,
-) -> Option<&'static str> {
-    if in_jax[rjob.index] {
-        Some("JAX_NUM_PROCESSES, JAX_PROCESS_ID and the JAX coordinator")
-    } else if plan.settings.tpu_worker_env && rjob.is_tpu() {
-        Some("TPU_WORKER_ID and TPU_WORKER_HOSTNAMES")
-    } else {
-        None
-    }
-}
 
 fn counts(r: &ReplicatedJob) -> [(&'static str, Option<u32>); 2] {
     [
@@ -44,7 +27,12 @@ pub fn stale_resizes(old: &JobSetPlan, new: &JobSetView) -> Vec<Violation> {
     }
     let pairs = old.view.replicated_jobs.iter().zip(&new.replicated_jobs);
     for (before, after) in pairs.filter(|(before, after)| before.name == after.name) {
-        let Some(what) = depends_on_parallelism(old, &in_jax, before) else {
+        // The values of its pods that were computed from its parallelism, if any.
+        let what = if in_jax[before.index] {
+            "JAX_NUM_PROCESSES, JAX_PROCESS_ID and the JAX coordinator"
+        } else if old.settings.tpu_worker_env && before.is_tpu() {
+            "TPU_WORKER_ID and TPU_WORKER_HOSTNAMES"
+        } else {
             continue;
         };
         for ((field, was), (_, is)) in counts(before).into_iter().zip(counts(after)) {
@@ -65,9 +53,8 @@ pub fn stale_resizes(old: &JobSetPlan, new: &JobSetView) -> Vec<Violation> {
     out
 }
 
-/// E2: an UPDATE of a plain Job whose template carries `stamped` facts (SPEC §4.6) that would leave
-/// its pods' JAX env stale, naming the field; `None` when it would not. The count was stamped at
-/// CREATE, and running JAX processes cannot learn a new one.
+/// E2: an UPDATE of a plain Job whose template carries `stamped` facts (SPEC §4.6) that would
+/// leave its pods' JAX env stale, naming the field.
 pub fn stale_job_resize(stamped: &JobFacts, old: &JobView, new: &JobView) -> Option<Violation> {
     let processes = stamped.completions;
     if new.completions != old.completions {

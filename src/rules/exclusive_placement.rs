@@ -1,7 +1,7 @@
 //! X1–X4: exclusive placement, resolved as JobSet resolves it.
 use crate::groups::JobSetPlan;
 use crate::keys;
-use crate::placement::{exclusive_placement, pinned, placed_as_slice, Exclusive};
+use crate::placement::{exclusive_placement, has, pinned, placed_as_slice, Exclusive};
 use crate::violation::{Rule, Violation};
 
 const HOSTNAME: &str = "kubernetes.io/hostname";
@@ -13,7 +13,6 @@ pub fn x1_exclusive_placement(plan: &JobSetPlan) -> Vec<Violation> {
     if !settings.require_exclusive_topology {
         return Vec::new();
     }
-    let keys_text = settings.exclusive_topology_keys.join(" or ");
     view.tpu_jobs()
         .filter(|(_, r)| r.pods() > 1 && !placed_as_slice(r))
         .filter_map(|(_, r)| match exclusive_placement(view, r) {
@@ -36,7 +35,7 @@ pub fn x1_exclusive_placement(plan: &JobSetPlan) -> Vec<Violation> {
                     Rule::X1,
                     e.path(),
                     format!("is {:?}, which does not keep a slice's hosts together", e.key),
-                    format!("set it to {keys_text}"),
+                    format!("set it to {}", settings.exclusive_topology_keys.join(" or ")),
                 );
                 Some(if e.is_own() { v.in_job(r.name) } else { v })
             }
@@ -120,18 +119,14 @@ pub fn x2_one_placement_per_slice_group(plan: &JobSetPlan) -> Vec<Violation> {
     out
 }
 
-/// X3: a node-selector flag has an effect. Under upstream's precedence (SPEC §2) a JobSet-level
-/// flag reaches a Job only beside a JobSet-level key, and a replicated job's flag only counts where
-/// that Job ends up with a key (its own or the JobSet's). JobSet ignores the rest silently.
+/// X3: a node-selector flag has an effect, under upstream's precedence (SPEC §2), which ignores
+/// the rest silently.
 pub fn x3_node_selector_flag_takes_effect(plan: &JobSetPlan) -> Vec<Violation> {
     let view = plan.view;
     if view.tpu_jobs().next().is_none() {
         return Vec::new();
     }
     let (flag, exclusive) = (keys::NODE_SELECTOR_STRATEGY, keys::EXCLUSIVE_TOPOLOGY);
-    let has = |annotations: Option<&crate::json::Object>, key| {
-        annotations.is_some_and(|a| a.contains_key(key))
-    };
     let mut out = Vec::new();
     if has(view.annotations, flag) && !has(view.annotations, exclusive) {
         out.push(Violation::new(
@@ -167,7 +162,7 @@ pub fn x4_exclusive_key_not_pinned(plan: &JobSetPlan) -> Vec<Violation> {
             Some(
                 Violation::new(
                     Rule::X4,
-                    pin.path(&r.template.spec_path()),
+                    pin.path(r.template.at),
                     format!(
                         "pins {} to {:?}, so only one of the {} slices can ever be scheduled",
                         e.key, pin.value, r.replicas
@@ -186,14 +181,13 @@ pub fn x4_exclusive_key_not_pinned(plan: &JobSetPlan) -> Vec<Violation> {
 /// Warning: one multi-host slice placed by hostname keeps one pod per node, but does not
 /// keep the slice's hosts in one node pool.
 pub fn single_slice_by_hostname(plan: &JobSetPlan) -> Vec<String> {
-    let view = plan.view;
     let mut out = Vec::new();
     for group in &plan.slice_groups {
         let [r] = group.members[..] else { continue };
         if r.replicas != 1 || r.parallelism < 2 {
             continue;
         }
-        if let Some(e) = exclusive_placement(view, r).filter(|e| e.key == HOSTNAME) {
+        if let Some(e) = exclusive_placement(plan.view, r).filter(|e| e.key == HOSTNAME) {
             out.push(format!(
                 "{}: by {HOSTNAME} each of the slice's {} pods gets a node of its own, but not one node pool; cloud.google.com/gke-nodepool keeps them in one",
                 e.path(), r.parallelism

@@ -20,9 +20,8 @@ pub fn check(job: &JobView) -> Vec<Violation> {
     .collect()
 }
 
-/// N2: with more than one process, every pod dials the coordinator `<job>-0.<subdomain>` by name.
-/// It holds whatever `jaxEnv` says (SPEC §6): the Job's pods need it with or without the policy's
-/// env.
+/// N2: with more than one process, every pod dials the coordinator `<job>-0.<subdomain>` by name,
+/// with or without the policy's env, so it holds whatever `jaxEnv` says (SPEC §6).
 pub fn n2_pods_resolve_cluster_dns(job: &JobView) -> Option<Violation> {
     if job.completions? <= 1 {
         return None;
@@ -84,11 +83,8 @@ pub fn j3_all_processes_at_once(job: &JobView) -> Option<Violation> {
     }
 }
 
-/// J4: Kueue's partial admission starts a Job with fewer pods than asked by lowering
-/// `parallelism` (and, when told, `completions`) at the unsuspend. The JAX env counts the pods
-/// asked for at CREATE, so the policy refuses that unsuspend, and the Job would hold its quota
-/// without ever starting. Refuse it here, where the user reads the message. A value that is not
-/// a whole number is Kueue's own webhook's to refuse.
+/// J4: the policy would refuse the unsuspend of Kueue's partial admission, and the Job would hold
+/// its quota for ever (docs/rules.md), so refuse it here, where the user reads the message.
 pub fn j4_no_partial_admission(job: &JobView) -> Option<Violation> {
     let text = map_str(job.annotations, keys::KUEUE_JOB_MIN_PARALLELISM)?;
     let min: i64 = text.trim().parse().ok()?;

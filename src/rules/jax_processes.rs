@@ -1,10 +1,6 @@
-//! P1–P3: the JAX processes of a JobSet (docs/rules.md). Every member of a JAX group of a
-//! JobSet opted in by its own annotation, TPU or not, runs one process per pod, all at once,
-//! each with an id: it is Indexed (P1), runs every pod at once (P2), and `spec.coordinator`,
-//! where it names one of its pods, is below its parallelism (P3). Together they make the ids
-//! exactly 0..N-1. A TPU member's mode and counts are T1's and T2's, so P1 and P2 leave them
-//! alone; P3 judges a field no T rule does. The members the plan takes for batch jobs beside
-//! the JAX run are not judged: they get no JAX env, and a warning says so.
+//! P1–P3: the JAX processes of a JobSet (docs/rules.md): one per pod, all at once, with the
+//! ids exactly 0..N-1. A TPU member's mode and counts are T1's and T2's, so P1 and P2 leave them
+//! alone.
 use crate::groups::JobSetPlan;
 use crate::views::jobset_view::{CoordinatorRef, ReplicatedJob};
 use crate::violation::{Rule, Violation};
@@ -41,34 +37,27 @@ fn p1<'a>(r: &ReplicatedJob<'a>) -> Option<Finding<'a>> {
 fn p2<'a>(r: &ReplicatedJob<'a>) -> Option<Finding<'a>> {
     let p = r.parallelism;
     let at = r.at.pod_template();
-    let (path, fact, consequence, both) = match r.completions {
+    let (path, fact, consequence, set) = match r.completions {
         // A NonIndexed job may leave it out; P1 reports that mode.
         None if !r.is_indexed() => return None,
         None => (
             at.job_spec_field("completions"),
             "is not set, and the API server refuses an Indexed Job without it".to_string(),
             "so no child Job would ever be created".to_string(),
-            p,
+            format!("set completions and parallelism to {p}"),
         ),
         Some(c) if c == p => return None,
-        Some(c) if c < p => (
-            at.job_spec_field("parallelism"),
-            format!("is {p} but completions is {c}"),
-            format!("so each Job runs only {c} pods where JAX_NUM_PROCESSES counts {p}, and jax.distributed.initialize waits for ever"),
-            c,
-        ),
         Some(c) => (
             at.job_spec_field("parallelism"),
             format!("is {p} but completions is {c}"),
-            "so its pods run in waves, with process ids that collide or pass JAX_NUM_PROCESSES"
-                .to_string(),
-            c,
+            if c < p {
+                format!("so each Job runs only {c} pods where JAX_NUM_PROCESSES counts {p}, and jax.distributed.initialize waits for ever")
+            } else {
+                "so its pods run in waves, with process ids that collide or pass JAX_NUM_PROCESSES"
+                    .to_string()
+            },
+            format!("set both to {c}"),
         ),
-    };
-    let set = if r.completions.is_none() {
-        format!("set completions and parallelism to {both}")
-    } else {
-        format!("set both to {both}")
     };
     Some(Finding {
         rule: Rule::P2,
@@ -99,57 +88,44 @@ fn p3<'a>(r: &ReplicatedJob<'a>, coordinator: Option<&CoordinatorRef>) -> Option
     })
 }
 
-/// The members P1–P3 judge: those with pods of the JAX groups of a JobSet opted in by its own
-/// annotation (the plan has left out the batch jobs beside the JAX run).
-fn jax_members<'p, 'v, 'a>(
-    plan: &'p JobSetPlan<'v, 'a>,
-) -> impl Iterator<Item = &'v ReplicatedJob<'a>> + 'p {
+/// What `check` finds among the members with pods of the JAX groups of a JobSet opted in by its
+/// own annotation (the plan has left out the batch jobs beside the JAX run).
+fn judge_members<'a>(
+    plan: &JobSetPlan<'_, 'a>,
+    check: impl Fn(&ReplicatedJob<'a>) -> Option<Finding<'a>>,
+) -> Vec<Violation> {
     plan.jax_groups
         .iter()
         .filter(|_| plan.jax_opted_in)
         .flat_map(|g| g.members.iter().copied())
         .filter(|r| r.replicas > 0)
-}
-
-fn violation(f: Finding) -> Violation {
-    let v = Violation::new(
-        f.rule,
-        f.path,
-        format!("{}, {}", f.fact, f.consequence),
-        f.fix,
-    );
-    match f.job {
-        Some(name) => v.in_job(name),
-        None => v,
-    }
+        .filter_map(check)
+        .map(|f| Violation {
+            job: f.job.map(str::to_string),
+            ..Violation::new(
+                f.rule,
+                f.path,
+                format!("{}, {}", f.fact, f.consequence),
+                f.fix,
+            )
+        })
+        .collect()
 }
 
 pub fn p1_indexed(plan: &JobSetPlan) -> Vec<Violation> {
-    jax_members(plan)
-        .filter(|r| !r.is_tpu())
-        .filter_map(p1)
-        .map(violation)
-        .collect()
+    judge_members(plan, |r| p1(r).filter(|_| !r.is_tpu()))
 }
 
 pub fn p2_all_processes_at_once(plan: &JobSetPlan) -> Vec<Violation> {
-    jax_members(plan)
-        .filter(|r| !r.is_tpu())
-        .filter_map(p2)
-        .map(violation)
-        .collect()
+    judge_members(plan, |r| p2(r).filter(|_| !r.is_tpu()))
 }
 
 pub fn p3_coordinator_runs_from_the_start(plan: &JobSetPlan) -> Vec<Violation> {
-    jax_members(plan)
-        .filter_map(|r| p3(r, plan.coordinator))
-        .map(violation)
-        .collect()
+    judge_members(plan, |r| p3(r, plan.coordinator))
 }
 
 /// A warning for each batch job beside the JAX run, naming what it breaks first: its pods get
-/// no JAX env. Under `jaxEnv: always` without the JobSet's own opt-in, the setting, not the
-/// JobSet, asked for the env.
+/// no JAX env.
 pub fn batch_jobs_beside_jax(plan: &JobSetPlan) -> Vec<String> {
     let why = if plan.jax_opted_in {
         "so it is taken for a batch job beside the JAX run, and its pods get no JAX env"

@@ -41,9 +41,8 @@ pub enum Moment {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum When {
     Always,
-    /// T3 and T4 judge node selectors, which Kueue injects when it unsuspends a JobSet, so
-    /// they wait while the JobSet is suspended (or queued, at CREATE in the role `both`). The
-    /// moment, where given, is the only one the rule applies at.
+    /// T3 and T4 judge node selectors, which Kueue injects when it unsuspends a JobSet, so they
+    /// wait while it is suspended or queued; at the moment given, if one is.
     Unsuspended(Option<Moment>),
     /// What no flavour can mend is said at CREATE, while the JobSet waits in the queue
     /// (§4.7). Only at CREATE: at an UPDATE that unsuspends, the old object's findings must not
@@ -130,62 +129,44 @@ pub fn in_scope(plan: &JobSetPlan) -> bool {
 
 /// Whether T3 and T4 wait: the JobSet is suspended; or a MultiKueue manager dispatches it, and
 /// the flavour of the manager's unsuspend goes nowhere; or, at CREATE in the role `both`, it is
-/// queued in Kueue, whose webhook suspends it after this mutating policy has run (SPEC §5). The role
-/// `validate` sees the stored object, where Kueue's `suspend` already is: a queue label that no
-/// Kueue acted on defers nothing there. At an UPDATE the unsuspending change is judged.
+/// queued in Kueue, whose webhook suspends it after this mutating policy has run (SPEC §5; the
+/// role `validate` sees Kueue's `suspend` in the stored object).
 pub fn deferred(view: &JobSetView, moment: Moment, role: Role) -> bool {
     view.suspend
         || multikueue::dispatched_elsewhere(view)
         || (moment == Moment::Create && role == Role::Both && view.queued())
 }
 
-/// The input errors of a JobSet the policy serves: a coordinator that names no pod. Every role
-/// refuses them, since the plan of the env reads the coordinator.
+/// The input errors of a JobSet the policy judges (SPEC §6): a coordinator that names no pod, on
+/// which every process would wait. Every role refuses them, since the plan of the env reads it.
 pub fn check_input(plan: &JobSetPlan) -> Result<(), InputError> {
-    if in_scope(plan) {
-        check_coordinator(plan.view)?;
-    }
-    Ok(())
-}
-
-/// The coordinator must be a pod that will exist, or every process waits on a ghost. Only asked
-/// of JobSets the policy judges (SPEC §6); JobSet's own webhook checks the others. `podIndex`
-/// is bounded by completions, as JobSet bounds it.
-fn check_coordinator(view: &JobSetView) -> Result<(), InputError> {
-    let Some(c) = &view.coordinator else {
+    let view = plan.view;
+    let Some(c) = view.coordinator.as_ref().filter(|_| in_scope(plan)) else {
         return Ok(());
     };
     let Some(rjob) = view.replicated_job(c.replicated_job) else {
-        return Err(InputError::Invalid {
-            path: "spec.coordinator.replicatedJob".into(),
-            reason: format!("no replicated job is named {:?}", c.replicated_job),
-        });
+        return Err(InputError::invalid(
+            "spec.coordinator.replicatedJob",
+            format!("no replicated job is named {:?}", c.replicated_job),
+        ));
+    };
+    // The one error of an index past the `count` things that `rjob` has.
+    let past = |field: &str, index: u32, count: u32, has: String| {
+        let last = count.saturating_sub(1);
+        let name = rjob.name;
+        let reason = format!("is {index} but replicated job {name:?} {has}; use 0 to {last}");
+        Err(InputError::invalid(field, reason))
     };
     if c.job_index >= rjob.replicas {
-        return Err(InputError::Invalid {
-            path: "spec.coordinator.jobIndex".into(),
-            reason: format!(
-                "is {} but replicated job {:?} has {} replicas; use 0 to {}",
-                c.job_index,
-                rjob.name,
-                rjob.replicas,
-                rjob.replicas.saturating_sub(1)
-            ),
-        });
+        let has = format!("has {} replicas", rjob.replicas);
+        return past("spec.coordinator.jobIndex", c.job_index, rjob.replicas, has);
     }
     // The completions the Job controller runs: the field, else parallelism (the API server
     // refuses an Indexed Job without it, which T2 reports).
     let pods = rjob.completions.unwrap_or(rjob.parallelism);
     if c.pod_index >= pods {
-        return Err(InputError::Invalid {
-            path: "spec.coordinator.podIndex".into(),
-            reason: format!(
-                "is {} but replicated job {:?} runs {pods} pods per job; use 0 to {}",
-                c.pod_index,
-                rjob.name,
-                pods.saturating_sub(1)
-            ),
-        });
+        let has = format!("runs {pods} pods per job");
+        return past("spec.coordinator.podIndex", c.pod_index, pods, has);
     }
     Ok(())
 }

@@ -1,6 +1,5 @@
-//! N1 and N2: the pods of a multi-host or multi-slice TPU JobSet, or of a JAX group of several
-//! processes, find each other by hostname, so those hostnames must exist (N1) and the pods
-//! must be able to resolve them (N2).
+//! N1 and N2: pods that find each other by hostname need the hostnames (N1) and a resolver that
+//! knows them (N2).
 use crate::groups::{Group, JobSetPlan};
 use crate::paths::SpecAt;
 use crate::violation::{Rule, Violation};
@@ -66,9 +65,8 @@ pub fn n2_pods_resolve_cluster_dns(plan: &JobSetPlan) -> Vec<Violation> {
 }
 
 /// The N2 violation of one pod spec at `at` whose pods must resolve `names`, if its
-/// `hostNetwork` and `dnsPolicy` give them the node's resolver. Kubernetes falls back from
-/// `ClusterFirst` (the default) to the node's resolver on the host network; `Default` is the
-/// node's resolver everywhere; `None` means the user wrote `dnsConfig`, which is theirs.
+/// `hostNetwork` and `dnsPolicy` give them the node's resolver (`ClusterFirst` falls back to it on
+/// the host network). `None` means the user wrote `dnsConfig`, which is theirs.
 pub fn cluster_dns(
     host_network: bool,
     dns_policy: Option<&str>,

@@ -30,11 +30,8 @@ fn suggest_label(s: &str) -> String {
     let mut out = dashed.trim_start_matches(|c: char| !c.is_ascii_lowercase());
     // Only ASCII is left, so every byte is a character.
     out = out.get(..63).unwrap_or(out).trim_end_matches('-');
-    if out.is_empty() {
-        "group-a".into()
-    } else {
-        out.to_string()
-    }
+    let label = if out.is_empty() { "group-a" } else { out };
+    label.to_string()
 }
 
 /// G1: a group name is a DNS-1035 label of at most 63 characters.
@@ -63,9 +60,8 @@ pub fn g1_group_name_is_a_label(plan: &JobSetPlan) -> Vec<Violation> {
     out
 }
 
-/// Warnings for a JobSet the policy does not judge, before JobSet v0.9 (no native groups, so the
-/// policy writes the group keys): a group name that is no label value, which its pods get as the
-/// group-name annotation only (SPEC §4.1). Where the policy judges, G1 refuses such a name.
+/// Warnings for a JobSet the policy does not judge, before JobSet v0.9 (the policy writes the
+/// group keys): a group name that is no label value goes in the annotation only (SPEC §4.1).
 pub fn names_without_a_label(plan: &JobSetPlan) -> Vec<String> {
     if plan.view.has_native_groups() {
         return Vec::new();
@@ -175,7 +171,7 @@ pub fn g4_identical_slices(plan: &JobSetPlan) -> Vec<Violation> {
                 .filter_map(|(mine, theirs)| mine.zip(theirs));
             for (mine, theirs) in pairs.filter(|(mine, theirs)| mine.value != theirs.value) {
                 differ(
-                    mine.path(&rjob.template.spec_path()),
+                    mine.path(rjob.template.at),
                     format!(
                         "is {:?} but {:?} has {:?}",
                         mine.value, first.name, theirs.value
@@ -208,10 +204,8 @@ pub fn g4_identical_slices(plan: &JobSetPlan) -> Vec<Violation> {
 }
 
 /// G5 (while the JobSet is suspended or queued): a slice group of two or more TPU replicated jobs
-/// is left with exactly one (accelerator, topology) pair. Kueue assigns each pod set a flavour of
-/// its own, so with more the replicated jobs could land in different shapes, and G4 would refuse
-/// the unsuspend (SPEC §4.7). A group left with none is G4's or T4's to report: its members differ,
-/// or nothing fits one of them.
+/// is left with exactly one (accelerator, topology) pair (SPEC §4.7). One left with none is G4's
+/// or T4's to report.
 pub fn g5_one_shape_per_queued_slice_group(plan: &JobSetPlan) -> Vec<Violation> {
     let (shapes, settings) = (plan.shapes(), plan.settings);
     let mut out = Vec::new();
@@ -246,12 +240,9 @@ pub fn g5_one_shape_per_queued_slice_group(plan: &JobSetPlan) -> Vec<Violation> 
     out
 }
 
-/// Warning: `spec.coordinator` names a replicated job without TPUs as the coordinator of a
-/// multislice whose TPU pods run JAX themselves, as the JobSet's own JAX opt-in says. The
-/// `MEGASCALE_COORDINATOR_ADDRESS` the policy writes then names a pod that runs no libtpu. Only
-/// Pathways works so, and its TPU workers run no JAX; settings that give every JobSet the JAX or
-/// TPU host env (`jaxEnv: always`, `tpuWorkerEnv`) say nothing of what a JobSet runs, so they earn
-/// no warning (SPEC §4.2).
+/// Warning: `spec.coordinator` names a replicated job without TPUs as the MEGASCALE coordinator
+/// of a multislice whose TPU pods run JAX, as the JobSet's own opt-in says (SPEC §4.2): only
+/// Pathways works so. Settings (`jaxEnv: always`) say nothing of what a JobSet runs.
 pub fn coordinator_without_tpus(plan: &JobSetPlan) -> Vec<String> {
     let view = plan.view;
     let opted_in = view.annotation(keys::JAX_OPT_IN) == Some("true");

@@ -11,9 +11,9 @@ use crate::violation::{Rule, Violation};
 
 /// T1: a TPU replicated job uses Indexed completion mode.
 pub fn t1_indexed_completion(plan: &JobSetPlan) -> Vec<Violation> {
-    let view = plan.view;
-    view.tpu_jobs()
-        .filter(|(_, r)| r.completion_mode.is_some_and(|m| m != "Indexed"))
+    plan.view
+        .tpu_jobs()
+        .filter(|(_, r)| !r.is_indexed())
         .map(|(_, r)| {
             Violation::new(
                 Rule::T1,
@@ -29,32 +29,32 @@ pub fn t1_indexed_completion(plan: &JobSetPlan) -> Vec<Violation> {
 /// T2: every host of a slice runs at once: parallelism == completions, and an Indexed job
 /// sets completions (the API server refuses an Indexed Job without it).
 pub fn t2_all_hosts_at_once(plan: &JobSetPlan) -> Vec<Violation> {
-    let (view, settings) = (plan.view, plan.settings);
     let mut out = Vec::new();
-    for (_, r) in view.tpu_jobs() {
-        let Some(completions) = r.completions else {
+    for (_, r) in plan.view.tpu_jobs() {
+        let (field, problem, set, hosts) = match r.completions {
             // A NonIndexed job may leave it out; T1 reports that mode.
-            if r.completion_mode.is_none_or(|m| m == "Indexed") {
-                let target = slice_hosts(r, settings).unwrap_or(r.parallelism);
-                out.push(Violation::new(
-                    Rule::T2,
-                    r.at.pod_template().job_spec_field("completions"),
-                    "is not set, and the API server refuses an Indexed Job without it, so no child Job would ever be created",
-                    format!("a TPU slice needs every host at once, set completions and parallelism to {target}"),
-                ).in_job(r.name));
-            }
-            continue;
+            None if !r.is_indexed() => continue,
+            None => (
+                "completions",
+                "is not set, and the API server refuses an Indexed Job without it, so no child Job would ever be created".to_string(),
+                "completions and parallelism",
+                r.parallelism,
+            ),
+            Some(c) if c == r.parallelism => continue,
+            Some(c) => (
+                "parallelism",
+                format!("is {} but completions is {c}", r.parallelism),
+                "both",
+                c,
+            ),
         };
-        if completions == r.parallelism {
-            continue;
-        }
-        let target = slice_hosts(r, settings).unwrap_or(completions);
+        let target = slice_hosts(r, plan.settings).unwrap_or(hosts);
         out.push(
             Violation::new(
                 Rule::T2,
-                r.at.pod_template().job_spec_field("parallelism"),
-                format!("is {} but completions is {completions}", r.parallelism),
-                format!("a TPU slice needs every host at once, set both to {target}"),
+                r.at.pod_template().job_spec_field(field),
+                problem,
+                format!("a TPU slice needs every host at once, set {set} to {target}"),
             )
             .in_job(r.name),
         );
@@ -68,10 +68,8 @@ pub fn t3_accelerator_and_topology_selected(plan: &JobSetPlan) -> Vec<Violation>
     t3(plan, false)
 }
 
-/// T3 at an UPDATE, such as Kueue's unsuspend (SPEC §4.7): the flavour's labels, now in the
-/// nodeSelector, leave some of the pairs the policy narrowed the job to, and the selection holds
-/// when they all share one topology. A flavour that labels only the accelerator leaves that
-/// accelerator's pairs, and every one of them fits by construction.
+/// T3 at an UPDATE, such as Kueue's unsuspend (SPEC §4.7): the selection holds where the
+/// flavour's labels leave pairs of the policy's narrowing that all share one topology.
 pub fn t3_selected_once_a_flavour_is_chosen(plan: &JobSetPlan) -> Vec<Violation> {
     t3(plan, true)
 }
@@ -137,58 +135,49 @@ fn not_selected(r: &ReplicatedJob, label: &str, hint: &str) -> Violation {
     ).in_job(r.name)
 }
 
-/// The slice an rjob describes, as its accelerator pin and slice topology, when both are known.
-fn slice_of<'r, 'a>(
+/// The slice an rjob pins, when it pins an accelerator and a slice topology: the accelerator's
+/// pin, its row of the table (`None` where the table lacks it), and the topology.
+fn slice_of<'r, 'a, 's>(
     r: &'r ReplicatedJob<'a>,
-    settings: &Settings,
-) -> Option<(&'r Pin<'a>, Pin<'a>)> {
+    settings: &'s Settings,
+) -> Option<(&'r Pin<'a>, Option<&'s Accelerator>, Pin<'a>)> {
     let accelerator = pinned(r, &settings.accelerator_label)?;
-    Some((accelerator, slice_topology(r, &settings.topology_label)?))
+    let topology = slice_topology(r, &settings.topology_label)?;
+    let row = accelerators::lookup(&settings.accelerators, accelerator.value);
+    Some((accelerator, row, topology))
 }
 
 /// Hosts per slice (= pods per Job) when the selectors and chips describe a valid slice.
 pub fn slice_hosts(r: &ReplicatedJob, settings: &Settings) -> Option<u32> {
-    let (accelerator, topology) = slice_of(r, settings)?;
-    let acc = accelerators::lookup(&settings.accelerators, accelerator.value)?;
-    let t = Topology::parse(topology.value, acc.dims).ok()?;
-    let chips = t.chips()?;
+    let (_, acc, topology) = slice_of(r, settings)?;
+    let chips = Topology::parse(topology.value, acc?.dims).ok()?.chips()?;
     (r.chips_per_pod > 0 && chips % r.chips_per_pod == 0).then(|| chips / r.chips_per_pod)
 }
 
 /// T4: the topology is known to the accelerator table and matches chips and parallelism.
 pub fn t4_topology_fits_the_slice(plan: &JobSetPlan) -> Vec<Violation> {
-    let (view, settings) = (plan.view, plan.settings);
+    let settings = plan.settings;
     let mut out = Vec::new();
-    for (_, r) in view.tpu_jobs() {
-        let chip_errors: Vec<Violation> = r
-            .template
-            .containers
-            .iter()
-            .filter_map(|c| c.tpu_chips.as_ref().err())
-            .map(|e| {
-                Violation::new(
-                    Rule::T4,
-                    e.path().unwrap_or_default(),
-                    e.problem(),
-                    "ask for a whole number of chips: the chips of one host, for example 4",
-                )
-                .in_job(r.name)
-            })
-            .collect();
-        if !chip_errors.is_empty() {
-            // The chips per pod are unknown, so nothing more about the slice can be judged.
-            out.extend(chip_errors);
-            continue;
+    for (_, r) in plan.view.tpu_jobs() {
+        let before = out.len();
+        out.extend(r.template.containers.iter().filter_map(|c| {
+            let e = c.tpu_chips.as_ref().err()?;
+            let fix = "ask for a whole number of chips: the chips of one host, for example 4";
+            let path = e.path().unwrap_or_default();
+            Some(Violation::new(Rule::T4, path, e.problem(), fix).in_job(r.name))
+        }));
+        if out.len() > before {
+            continue; // the chips per pod are unknown, so nothing more can be judged
         }
-        let Some((accelerator, topology)) = slice_of(r, settings) else {
+        let Some((accelerator, row, topology)) = slice_of(r, settings) else {
             continue; // T3's concern
         };
-        match accelerators::lookup(&settings.accelerators, accelerator.value) {
+        match row {
             Some(acc) => out.extend(check_slice(r, acc, &topology)),
             None if settings.reject_unknown_accelerators => out.push(
                 Violation::new(
                     Rule::T4,
-                    accelerator.path(&r.template.spec_path()),
+                    accelerator.path(r.template.at),
                     format!("{:?} is not in the accelerator table", accelerator.value),
                     format!(
                         "use one of {} or add it to the accelerators setting",
@@ -219,12 +208,12 @@ fn check_slice(r: &ReplicatedJob, acc: &Accelerator, topology: &Pin) -> Option<V
     let containers = || r.template.at.spec_field("containers");
     let (path, problem, fix) = match misfit {
         Misfit::Malformed(e) => (
-            topology.path(&r.template.spec_path()),
+            topology.path(r.template.at),
             format!("{:?} {e}", topology.value),
             shapes(),
         ),
         Misfit::NotInTable => (
-            topology.path(&r.template.spec_path()),
+            topology.path(r.template.at),
             format!("{:?} is not a {} topology", topology.value, acc.name),
             shapes(),
         ),
@@ -286,20 +275,15 @@ fn check_slice(r: &ReplicatedJob, acc: &Accelerator, topology: &Pin) -> Option<V
     Some(Violation::new(Rule::T4, path, problem, fix).in_job(r.name))
 }
 
-/// T4 while the JobSet is suspended or queued (SPEC §4.7): no slice of the table fits the
-/// replicated job at all, so no flavour can ever run it. Refused at CREATE rather than held in the
-/// queue. A pinned slice that does not fit gets T4's own message.
+/// T4 while the JobSet is suspended or queued (SPEC §4.7): some slice of the table fits the
+/// replicated job, or no flavour can ever run it. A pinned slice gets T4's own message.
 pub fn t4_some_slice_fits(plan: &JobSetPlan) -> Vec<Violation> {
-    let (view, settings, shapes) = (plan.view, plan.settings, plan.shapes());
+    let (settings, shapes) = (plan.settings, plan.shapes());
     let mut out = Vec::new();
-    for (i, r) in view.tpu_jobs() {
+    for (i, r) in plan.view.tpu_jobs() {
         match &shapes.own[i] {
             Some(Shapes::Fixed(pairs)) if pairs.is_empty() => {
-                if let Some((pin, topology)) = slice_of(r, settings) {
-                    if let Some(acc) = accelerators::lookup(&settings.accelerators, pin.value) {
-                        out.extend(check_slice(r, acc, &topology));
-                    }
-                }
+                out.extend(slice_of(r, settings).and_then(|(_, acc, t)| check_slice(r, acc?, &t)));
             }
             Some(Shapes::Open(pairs)) if pairs.is_empty() => out.push(no_slice_fits(r, settings)),
             _ => {}
@@ -356,7 +340,7 @@ pub fn unknown_accelerators(plan: &JobSetPlan) -> Vec<String> {
         .map(|(r, pin)| {
             format!(
                 "{}: accelerator {:?} is not in the accelerator table, so its topology was not checked; add it to the accelerators setting",
-                pin.path(&r.template.spec_path()),
+                pin.path(r.template.at),
                 pin.value
             )
         })

@@ -2,9 +2,7 @@
 //! literals with `$(VAR)` expanded from earlier variables, as the kubelet does, and `fieldRef`s to
 //! labels and annotations whose values the caller knows. Anything else (a Secret, a resource, a
 //! `$(VAR)` that only `envFrom` or a Service could define) is unknown, and an unknown value is
-//! never called a contradiction.
-//!
-//! It only reads, so pod admission, the env merge and the CREATE warnings all use it.
+//! never called a contradiction. Pod admission, the env merge and the CREATE warnings share it.
 use crate::error::InputError;
 use crate::json::{self, field, Object};
 use serde_json::Value;
@@ -43,16 +41,13 @@ pub struct UserEntry<'a> {
     pub source: Source<'a>,
 }
 
-/// One entry of a container's `env`, read once when the view is built. The CREATE warnings
-/// read the name and the `fieldRef` as written, even on an entry that is otherwise malformed;
-/// the env merge needs the whole entry, and reports what is wrong with it when it does.
+/// One entry of a container's `env`, read once when the view is built. The CREATE warnings read
+/// `name` and `valueFrom.fieldRef.fieldPath` where they are strings, even on an entry that is
+/// otherwise malformed; the env merge needs the whole entry (`checked`), or what is wrong with it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EnvEntry<'a> {
-    /// `name`, where it is a string.
     pub name: Option<&'a str>,
-    /// `valueFrom.fieldRef.fieldPath`, where it is a string.
     pub field_path: Option<&'a str>,
-    /// The entry as the kubelet reads it, or what is wrong with it (naming its path).
     pub checked: Result<UserEntry<'a>, InputError>,
 }
 
@@ -71,7 +66,6 @@ pub fn env_entries<'a>(container: &'a Object, path: &str) -> Result<Vec<EnvEntry
         .collect())
 }
 
-/// `fieldRef.fieldPath` of a `valueFrom`, where it is a string.
 fn field_ref(from: &Value) -> Option<&str> {
     from.get("fieldRef")?.get("fieldPath")?.as_str()
 }
@@ -100,32 +94,21 @@ pub fn user_entries<'a>(
 
 /// The label or annotation a `fieldRef` path reads: `("labels" | "annotations", key)`.
 pub fn metadata_key(field_path: &str) -> Option<(&'static str, &str)> {
-    for (map, prefix) in [
-        ("labels", "metadata.labels['"),
-        ("annotations", "metadata.annotations['"),
-    ] {
-        if let Some(key) = field_path
-            .strip_prefix(prefix)
-            .and_then(|rest| rest.strip_suffix("']"))
-        {
-            return Some((map, key));
-        }
-    }
-    None
+    let inner = field_path.strip_prefix("metadata.")?.strip_suffix("']")?;
+    let (map, key) = inner.split_once("['")?;
+    let map = ["labels", "annotations"].into_iter().find(|m| *m == map)?;
+    Some((map, key))
 }
 
 /// The resolved value of every entry of `entries`, in order: `None` where admission cannot
 /// know it. `injected` are the variables the policy puts before them, which the user's
-/// entries may reference; `lookup` answers a `fieldRef` path, or `None`.
-///
-/// The work is linear in the container's env: names are found in a map, each `fieldRef` path
-/// is looked up once, and the text the values resolve to is held to [`expansion_budget`], past
-/// which values are unknown. The kubelet would double a value with each `B=$(A)$(A)`, and
-/// thousands of entries may read one large annotation, so without it a request of a few
-/// hundred kilobytes could take the module's whole time.
-pub fn resolve_all(
+/// entries may reference; `lookup` answers a `fieldRef` path, or `None`. Each path is looked up
+/// once, and the resolved text is held to [`expansion_budget`]: the kubelet would double a value
+/// with each `B=$(A)$(A)`, and thousands of entries may read one large annotation, so without it
+/// a request of a few hundred kilobytes could take the module's whole time.
+fn resolve_all(
     entries: &[UserEntry],
-    injected: &[WantedVar],
+    injected: &[&WantedVar],
     lookup: &dyn Fn(&str) -> Option<String>,
 ) -> Vec<Option<String>> {
     let mut fields: BTreeMap<&str, Option<String>> = BTreeMap::new();
@@ -168,10 +151,9 @@ pub struct Disagreement<'w> {
     pub value: String,
 }
 
-/// The `wanted` variables that `entries` set and whose last entry resolves (see
-/// [`resolve_all`]) to another value, in `wanted`'s order. The pod's env warnings and the
-/// CREATE warnings both come from here. The wanted variables the entries do not set go before
-/// them, where the entries' `$(VAR)` references reach them.
+/// The `wanted` variables that `entries` set and whose last entry resolves to another value, in
+/// `wanted`'s order: the pod's env warnings and the CREATE warnings. The wanted variables the
+/// entries do not set go before them, where the entries' `$(VAR)` references reach them.
 pub fn disagreements<'w>(
     entries: &[UserEntry],
     wanted: &'w [WantedVar],
@@ -183,7 +165,6 @@ pub fn disagreements<'w>(
     if kept.is_empty() {
         return Vec::new();
     }
-    let injected: Vec<WantedVar> = injected.into_iter().cloned().collect();
     let resolved = resolve_all(entries, &injected, lookup);
     kept.into_iter()
         .filter_map(|var| {
@@ -214,7 +195,7 @@ pub fn own_value(
 /// references repeat. Only warnings depend on a resolved value, and an unknown one earns none.
 fn expansion_budget(
     entries: &[UserEntry],
-    injected: &[WantedVar],
+    injected: &[&WantedVar],
     fields: &BTreeMap<&str, Option<String>>,
 ) -> usize {
     let given = entries
@@ -232,12 +213,8 @@ fn expansion_budget(
 /// Kubernetes' expansion: `$$` is `$`, `$(NAME)` is NAME's value when defined earlier. A
 /// reference to a name not defined earlier in `env` may come from `envFrom` or a Service's
 /// variables, so the result is unknown; so is one to an unknown value, and one longer than
-/// `limit`.
-///
-/// The test host has an expander of its own (`multislice_host::env`), on purpose: it plays
-/// the kubelet on the final pod, where every value is known and an unknown reference stays
-/// as written, and it must judge the policy without sharing its code. This one predicts, at
-/// admission, what the kubelet will make of values it may not know yet.
+/// `limit`. The test host's own expander (`multislice_host::env`) plays the kubelet on the final
+/// pod and judges the policy, so the two share no code on purpose.
 fn expand(text: &str, defined: &BTreeMap<&str, Option<String>>, limit: usize) -> Option<String> {
     let mut out = String::with_capacity(text.len().min(limit));
     let mut rest = text;
@@ -247,11 +224,7 @@ fn expand(text: &str, defined: &BTreeMap<&str, Option<String>>, limit: usize) ->
         if let Some(stripped) = after.strip_prefix('$') {
             out.push('$');
             rest = stripped;
-        } else if let Some((name, tail)) = after.strip_prefix('(').and_then(|inner| {
-            inner
-                .find(')')
-                .map(|end| (&inner[..end], &inner[end + 1..]))
-        }) {
+        } else if let Some((name, tail)) = after.strip_prefix('(').and_then(|i| i.split_once(')')) {
             let value = defined.get(name)?.as_deref()?;
             if out.len().saturating_add(value.len()) > limit {
                 return None;
@@ -275,7 +248,7 @@ mod tests {
     /// What each entry of a container with this `env` resolves to.
     fn resolve(
         env: Value,
-        injected: &[WantedVar],
+        injected: &[&WantedVar],
         lookup: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Vec<Option<String>>, InputError> {
         let c = json!({ "env": env });
@@ -299,7 +272,7 @@ mod tests {
             {"name": "USES_SECRET", "value": "a-$(SECRET)"},
             {"name": "UNCLOSED", "value": "$(ADDR"}
         ]);
-        let injected = [WantedVar::new("MEGASCALE_SLICE_ID", "3")];
+        let injected = [&WantedVar::new("MEGASCALE_SLICE_ID", "3")];
         let lookup = |p: &str| {
             (metadata_key(p) == Some(("annotations", "jobset.sigs.k8s.io/jobset-name")))
                 .then(|| "js".to_string())

@@ -1,5 +1,4 @@
-//! A read-only view over a raw `batch/v1` Job that opted into the JAX env (SPEC §4.6): what rules
-//! J1–J3 and the stamping need, each read naming its JSON path.
+//! A read-only view over a raw `batch/v1` Job that opted into the JAX env (SPEC §4.6).
 use crate::error::InputError;
 use crate::facts::{Facts, JobFacts};
 use crate::json::{self, Object};
@@ -13,13 +12,10 @@ pub struct JobView<'a> {
     pub name: &'a str,
     /// `metadata.annotations`: the opt-in, and Kueue's partial admission (J4).
     pub annotations: Option<&'a Object>,
-    /// `spec.parallelism`; the Job default is 1.
     pub parallelism: u32,
     pub completions: Option<u32>,
     pub completion_mode: Option<&'a str>,
-    /// `spec.template.spec.subdomain`, when set and not empty.
     pub subdomain: Option<&'a str>,
-    /// `spec.template`: the pod template, with its containers.
     pub template: PodTemplateView<'a>,
 }
 

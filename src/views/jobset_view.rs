@@ -1,5 +1,4 @@
-//! A read-only view over the raw JobSet JSON: what the policy needs, typed and checked, each
-//! read naming its JSON path. Nothing reads the raw JobSet again once the view is built.
+//! A read-only view over the raw JobSet JSON: what the policy needs, typed and checked.
 use crate::affinity_mark::AffinityMark;
 use crate::error::InputError;
 use crate::json::{self, join, map_str, Object};
@@ -20,7 +19,6 @@ pub struct JobSetView<'a> {
     pub labels: Option<&'a Object>,
     /// `spec.managedBy`: the controller that runs the JobSet (JobSet's own when unset).
     pub managed_by: Option<&'a str>,
-    /// `spec.network.subdomain`, when set and not empty.
     pub subdomain: Option<&'a str>,
     pub enable_dns_hostnames: Option<bool>,
     pub suspend: bool,
@@ -39,7 +37,6 @@ pub struct QueueName<'a> {
 }
 
 impl QueueName<'_> {
-    /// `metadata.<map>["kueue.x-k8s.io/queue-name"]`, for messages.
     pub fn path(&self) -> String {
         format!("metadata.{}[{:?}]", self.map, keys::KUEUE_QUEUE_NAME)
     }
@@ -54,7 +51,6 @@ pub struct CoordinatorRef<'a> {
 }
 
 impl CoordinatorRef<'_> {
-    /// The coordinator pod, `<rjob>-<jobIndex>-<podIndex>`.
     pub fn pod(&self) -> String {
         names::rjob_pod(self.replicated_job, self.job_index, self.pod_index)
     }
@@ -62,38 +58,32 @@ impl CoordinatorRef<'_> {
 
 #[derive(Debug)]
 pub struct ReplicatedJob<'a> {
-    /// Its place in `spec.replicatedJobs`.
+    /// Its place in `spec.replicatedJobs`, and that place's path for messages.
     pub index: usize,
-    /// `spec.replicatedJobs[i]`, for messages.
     pub at: ReplicatedJobAt,
     pub name: &'a str,
     pub replicas: u32,
     /// `groupName`; the API server prunes it on JobSet CRDs before v0.9.
     pub group_field: Option<&'a str>,
-    /// `jobset.sigs.k8s.io/group-name` on `template.metadata.annotations`.
     pub group_annotation: Option<&'a str>,
     /// `template.metadata.annotations`: where rjob-level exclusive placement lives.
     pub job_annotations: Option<&'a Object>,
-    /// Pods per Job (Job default 1).
     pub parallelism: u32,
     pub completions: Option<u32>,
     pub completion_mode: Option<&'a str>,
-    /// `template.spec.template`: the pod template, with its containers.
     pub template: PodTemplateView<'a>,
     /// Node labels the pod template's author pins to one value (see `node_pins::selection`).
     pub pins: Vec<Pin<'a>>,
-    /// The required node-selector terms, as stored.
+    /// The required node-selector terms as stored, and the author's: without what the policy's
+    /// narrowing added.
     pub required_terms: &'a [Value],
-    /// The author's required node-selector terms, without what the policy's narrowing added.
     pub own_terms: Vec<OwnTerm<'a>>,
     /// The policy's narrowing of the required node affinity (SPEC §4.7), when it made one.
     pub mark: Option<AffinityMark>,
     pub chips_per_pod: u32,
-    /// The replicated jobs it waits for to complete (`dependsOn` with `status: Complete`).
     pub waits_to_complete: Vec<&'a str>,
-    /// Another replicated job waits for it to complete (JobSet `dependsOn`), so it runs, and ends,
-    /// before them: an initializer is no process, slice or coordinator of the training job (SPEC
-    /// §3).
+    /// Another replicated job waits for it to complete, so it runs, and ends, before them: an
+    /// initializer is no process, slice or coordinator of the training job (SPEC §3).
     pub runs_first: bool,
 }
 
@@ -151,39 +141,34 @@ impl<'a> JobSetView<'a> {
             ),
             None => (None, None),
         };
-        let suspend = json::opt_bool(spec, "suspend", "spec")?.unwrap_or(false);
-        let managed_by = json::opt_str(spec, "managedBy", "spec")?;
-        let coordinator = json::opt_object(spec, "coordinator", "spec")?
-            .map(parse_coordinator)
-            .transpose()?;
-        let items =
-            json::opt_array(spec, "replicatedJobs", "spec")?.ok_or(InputError::Missing {
-                path: "spec.replicatedJobs".into(),
-            })?;
-        let mut replicated_jobs = items
-            .iter()
-            .enumerate()
-            .map(|(i, item)| parse_replicated_job(item, i, tpu_resource))
-            .collect::<Result<Vec<_>, _>>()?;
-        let waited_for: BTreeSet<&str> = replicated_jobs
-            .iter()
-            .flat_map(|r| r.waits_to_complete.iter().copied())
-            .collect();
-        for rjob in &mut replicated_jobs {
-            rjob.runs_first = waited_for.contains(rjob.name);
-        }
-        Ok(JobSetView {
+        let mut view = JobSetView {
             name,
             annotations,
             labels,
-            managed_by,
             subdomain,
             enable_dns_hostnames,
-            suspend,
+            suspend: json::opt_bool(spec, "suspend", "spec")?.unwrap_or(false),
+            managed_by: json::opt_str(spec, "managedBy", "spec")?,
             queue,
-            coordinator,
-            replicated_jobs,
-        })
+            coordinator: json::opt_object(spec, "coordinator", "spec")?
+                .map(parse_coordinator)
+                .transpose()?,
+            replicated_jobs: json::opt_array(spec, "replicatedJobs", "spec")?
+                .ok_or_else(|| InputError::missing("spec.replicatedJobs"))?
+                .iter()
+                .enumerate()
+                .map(|(i, item)| parse_replicated_job(item, i, tpu_resource))
+                .collect::<Result<_, _>>()?,
+        };
+        let waited_for: BTreeSet<&str> = view
+            .replicated_jobs
+            .iter()
+            .flat_map(|r| r.waits_to_complete.iter().copied())
+            .collect();
+        for rjob in &mut view.replicated_jobs {
+            rjob.runs_first = waited_for.contains(rjob.name);
+        }
+        Ok(view)
     }
 
     pub fn tpu_jobs(&self) -> impl Iterator<Item = (usize, &ReplicatedJob<'a>)> {
@@ -219,9 +204,8 @@ impl<'a> JobSetView<'a> {
 fn parse_coordinator(c: &Object) -> Result<CoordinatorRef<'_>, InputError> {
     let path = "spec.coordinator";
     Ok(CoordinatorRef {
-        replicated_job: json::opt_str(c, "replicatedJob", path)?.ok_or(InputError::Missing {
-            path: join(path, "replicatedJob"),
-        })?,
+        replicated_job: json::opt_str(c, "replicatedJob", path)?
+            .ok_or_else(|| InputError::missing(join(path, "replicatedJob")))?,
         job_index: json::opt_count(c, "jobIndex", path)?.unwrap_or(0),
         pod_index: json::opt_count(c, "podIndex", path)?.unwrap_or(0),
     })
@@ -237,9 +221,7 @@ fn parse_replicated_job<'a>(
     let r = json::as_object(item, &path)?;
     let name = json::opt_str(r, "name", &path)?
         .filter(|n| !n.is_empty())
-        .ok_or_else(|| InputError::Missing {
-            path: at.field("name"),
-        })?;
+        .ok_or_else(|| InputError::missing(at.field("name")))?;
     let replicas = json::opt_count(r, "replicas", &path)?.unwrap_or(1);
     let group_field = json::opt_str(r, "groupName", &path)?;
 
@@ -287,12 +269,11 @@ fn parse_replicated_job<'a>(
 
 /// The names in `dependsOn` whose `status` is `Complete`. With `Ready` the two run together.
 fn waits_to_complete(r: &Object, at: ReplicatedJobAt) -> Result<Vec<&str>, InputError> {
-    let Some(items) = json::opt_array(r, "dependsOn", &at.field("dependsOn"))? else {
-        return Ok(Vec::new());
-    };
+    let items = json::opt_array(r, "dependsOn", &at.path())?.map_or(&[][..], Vec::as_slice);
+    let path = at.field("dependsOn");
     let mut out = Vec::new();
     for (i, item) in items.iter().enumerate() {
-        let item_path = json::index(&at.field("dependsOn"), i);
+        let item_path = json::index(&path, i);
         let dependency = json::as_object(item, &item_path)?;
         let name = json::opt_str(dependency, "name", &item_path)?;
         if json::opt_str(dependency, "status", &item_path)? == Some("Complete") {

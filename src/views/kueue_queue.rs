@@ -1,18 +1,12 @@
-//! Read-only views over the Kueue objects the queue check reads (SPEC §8 `queueCheck`): a
-//! LocalQueue names its ClusterQueue, a ClusterQueue's resource groups name the flavours that serve
-//! each resource, and a ResourceFlavor carries the node labels of its nodes. A ClusterQueue's
-//! AdmissionChecks say whether MultiKueue dispatches its workloads to other clusters.
-//!
-//! They are read as `kueue.x-k8s.io/v1beta2`, Kueue's API from v0.15 (its storage version from
-//! v0.16, where v1beta1 became deprecated), and as v1beta1 after any v1beta2 failure (a Kueue
-//! before v0.15 serves only it; docs/kueue-gke-xpk.md). The fields read here are the same in both.
+//! Read-only views over the Kueue objects the queue check reads (SPEC §8 `queueCheck`). They are
+//! read as `kueue.x-k8s.io/v1beta2`, Kueue's API from v0.15 (its storage version from v0.16, where
+//! v1beta1 became deprecated), and as v1beta1 after any v1beta2 failure (a Kueue before v0.15
+//! serves only it; docs/kueue-gke-xpk.md). The fields read here are the same in both.
 use crate::keys;
 use serde_json::Value;
 use std::collections::BTreeMap;
 
-/// Kueue's current API, read first.
 pub const API_VERSION: &str = "kueue.x-k8s.io/v1beta2";
-/// Its deprecated API, asked once after any failure in the current one.
 pub const FALLBACK_API_VERSION: &str = "kueue.x-k8s.io/v1beta1";
 
 /// A ResourceFlavor as Kueue's flavour assigner reads it: its name and node labels.
@@ -22,7 +16,6 @@ pub struct Flavour {
     pub labels: BTreeMap<String, String>,
 }
 
-/// `spec.clusterQueue` of a LocalQueue.
 pub fn cluster_queue_of(local_queue: &Value) -> Result<&str, String> {
     local_queue
         .pointer("/spec/clusterQueue")
@@ -48,17 +41,18 @@ pub fn flavours_for<'a>(cluster_queue: &'a Value, resource: &str) -> Option<Vec<
 /// `spec.admissionChecksStrategy.admissionChecks[].name`, and v1beta1's `spec.admissionChecks`,
 /// which only an object stored before v1beta2 still shows.
 pub fn admission_checks(cluster_queue: &Value) -> Vec<&str> {
-    let strategy = cluster_queue.pointer("/spec/admissionChecksStrategy/admissionChecks");
-    let names = strategy.and_then(Value::as_array).into_iter().flatten();
-    let old = cluster_queue.pointer("/spec/admissionChecks");
+    let list = |at| {
+        cluster_queue
+            .pointer(at)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+    };
+    let names = list("/spec/admissionChecksStrategy/admissionChecks");
+    let old = list("/spec/admissionChecks").filter_map(Value::as_str);
     names
         .filter_map(|c| c.get("name")?.as_str())
-        .chain(
-            old.and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str),
-        )
+        .chain(old)
         .collect()
 }
 
@@ -116,12 +110,11 @@ mod tests {
             "admissionChecks": ["old"]
         }});
         assert_eq!(admission_checks(&checked), ["mk", "prov", "old"]);
-        assert!(is_multikueue(
-            &json!({"spec": {"controllerName": "kueue.x-k8s.io/multikueue"}})
-        ));
-        assert!(!is_multikueue(
-            &json!({"spec": {"controllerName": "kueue.x-k8s.io/provisioning-request"}})
-        ));
+        let check = |controller| json!({"spec": {"controllerName": controller}});
+        assert!(is_multikueue(&check("kueue.x-k8s.io/multikueue")));
+        assert!(!is_multikueue(&check(
+            "kueue.x-k8s.io/provisioning-request"
+        )));
         let rf = json!({"spec": {"nodeLabels": {"a": "1", "b": 2}}});
         assert_eq!(
             flavour("f", &rf),

@@ -1,10 +1,9 @@
-//! The node labels a pod spec pins to one value, read the way the scheduler reads them. Part
-//! of the JobSet view: it is read once, with the pod template.
+//! The node labels a pod spec pins to one value, read as the scheduler reads them, per template.
 use crate::affinity_mark::AffinityMark;
 use crate::error::InputError;
 use crate::json::{self, Object};
 use crate::keys;
-use crate::paths::{SpecAt, REQUIRED_TERMS};
+use crate::paths::{SpecAt, TemplateAt, REQUIRED_TERMS};
 use serde_json::Value;
 use std::collections::BTreeSet;
 
@@ -16,7 +15,6 @@ pub struct Pin<'a> {
     pub source: PinSource,
 }
 
-/// Where a pin stands in the pod spec.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PinSource {
     NodeSelector,
@@ -27,19 +25,15 @@ pub enum PinSource {
 }
 
 impl Pin<'_> {
-    /// JSON path of the selector entry under `pod_spec_path` (built for messages only).
-    pub fn path(&self, pod_spec_path: &str) -> String {
+    /// The selector entry in the pod template at `at`, for messages.
+    pub fn path(&self, at: TemplateAt) -> String {
         match self.source {
-            PinSource::NodeSelector => format!("{pod_spec_path}.nodeSelector[{:?}]", self.key),
-            PinSource::Affinity(i) => format!(
-                "{pod_spec_path}.{}[0].matchExpressions[{i}]",
-                REQUIRED_TERMS.join(".")
-            ),
-            PinSource::SliceTopologyAnnotation => format!(
-                "{}.metadata.annotations[{:?}]",
-                pod_spec_path.strip_suffix(".spec").unwrap_or(pod_spec_path),
-                keys::SLICE_TOPOLOGY
-            ),
+            PinSource::NodeSelector => format!("{}[{:?}]", at.spec_field("nodeSelector"), self.key),
+            PinSource::Affinity(i) => {
+                let terms = SpecAt::Template(at).required_terms();
+                format!("{terms}[0].matchExpressions[{i}]")
+            }
+            PinSource::SliceTopologyAnnotation => at.annotation(keys::SLICE_TOPOLOGY),
         }
     }
 }
@@ -53,10 +47,9 @@ pub struct OwnTerm<'a> {
 }
 
 /// What a pod spec selects of its own: its pins, and its required node-selector terms.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Selection<'a> {
     pub pins: Vec<Pin<'a>>,
-    /// The required node-selector terms as stored.
     pub terms: &'a [Value],
     pub own_terms: Vec<OwnTerm<'a>>,
 }
@@ -72,18 +65,20 @@ pub fn selection<'a>(
 ) -> Result<Selection<'a>, InputError> {
     let mut pins = Vec::new();
     let mut pinned_keys = BTreeSet::new();
+    // The first pin of a key (a nodeSelector entry before any expression) wins in messages.
+    let mut pin = |key: &'a str, value: &'a str, source| {
+        if pinned_keys.insert(key) {
+            pins.push(Pin { key, value, source });
+        }
+    };
     if let Some(selector) = json::opt_string_map(pod_spec, "nodeSelector", &at.path())? {
         for (key, value) in selector {
-            pinned_keys.insert(key.as_str());
-            pins.push(Pin {
-                key,
-                value: value.as_str().unwrap_or(""),
-                source: PinSource::NodeSelector,
-            });
+            pin(key, value.as_str().unwrap_or(""), PinSource::NodeSelector);
         }
     }
     let terms = required_terms(pod_spec, at)?;
-    let t_path = |i: usize| json::index(&at.required_terms(), i);
+    let terms_path = at.required_terms();
+    let t_path = |i: usize| json::index(&terms_path, i);
     let mut stored = Vec::with_capacity(terms.len());
     for (i, term) in terms.iter().enumerate() {
         let path = t_path(i);
@@ -101,19 +96,10 @@ pub fn selection<'a>(
             let operator = json::opt_str(e, "operator", &e_path)?.unwrap_or("");
             let values = json::opt_array(e, "values", &e_path)?.map_or(&[][..], Vec::as_slice);
             if let ("In", [value]) = (operator, values) {
-                let value = value.as_str().ok_or_else(|| InputError::WrongType {
-                    path: format!("{e_path}.values[0]"),
-                    expected: "a string",
-                    found: json::type_name(value),
+                let value = value.as_str().ok_or_else(|| {
+                    json::wrong(&format!("{e_path}.values[0]"), "a string", value)
                 })?;
-                // A nodeSelector entry for the same key comes first and wins in messages.
-                if pinned_keys.insert(key) {
-                    pins.push(Pin {
-                        key,
-                        value,
-                        source: PinSource::Affinity(i),
-                    });
-                }
+                pin(key, value, PinSource::Affinity(i));
             }
         }
     }
@@ -169,12 +155,9 @@ fn strip_mark<'a>(stored: &[OwnTerm<'a>], mark: &AffinityMark) -> Option<Vec<Own
             expressions: prefix,
         });
     }
-    // Terms the policy made with no term of the author's hold nothing else.
-    let made_from_none = own
-        .iter()
-        .all(|t| t.expressions.is_empty() && t.term.len() == 1);
-    if made_from_none && own.len() == 1 {
-        return Some(Vec::new());
+    match own.as_slice() {
+        // Made from no term of the author's: the policy's pair alone.
+        [t] if t.expressions.is_empty() && t.term.len() == 1 => Some(Vec::new()),
+        _ => Some(own),
     }
-    Some(own)
 }

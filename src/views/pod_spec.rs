@@ -46,34 +46,21 @@ impl<'a> ContainerView<'a> {
         !matches!(self.tpu_chips, Ok(0))
     }
 
-    /// The entries as the kubelet reads them; the first malformed one is the error.
     pub fn user_entries(&self) -> Result<Vec<UserEntry<'a>>, InputError> {
         container_env::user_entries(&self.env)
     }
 
-    /// Whether an entry names `name`, as written.
+    /// Whether an entry names one of `names`, as written.
     pub fn names_any(&self, names: &[&str]) -> bool {
-        self.env.as_ref().is_ok_and(|env| {
-            env.iter()
-                .any(|e| e.name.is_some_and(|n| names.contains(&n)))
-        })
+        let env = self.env.as_deref().unwrap_or_default();
+        env.iter()
+            .any(|e| e.name.is_some_and(|n| names.contains(&n)))
     }
 
     /// `<spec>.<list>[<index>]`, for messages.
     pub fn path(&self) -> String {
         self.spec.container(self.list, self.index)
     }
-}
-
-/// The containers, failing on the first TPU quantity that does not parse (pod admission has no
-/// rule to report it under, so it is a plain bad-input rejection).
-pub fn require_valid_chips(
-    containers: Vec<ContainerView<'_>>,
-) -> Result<Vec<ContainerView<'_>>, InputError> {
-    if let Some(Err(e)) = containers.iter().map(|c| &c.tpu_chips).find(|c| c.is_err()) {
-        return Err(e.clone());
-    }
-    Ok(containers)
 }
 
 pub fn containers<'a>(
@@ -83,21 +70,17 @@ pub fn containers<'a>(
 ) -> Result<Vec<ContainerView<'a>>, InputError> {
     let mut out = Vec::new();
     for list in CONTAINER_LISTS {
-        let Some(items) = json::opt_array(spec, list, &at.path())? else {
-            continue;
-        };
+        let items = json::opt_array(spec, list, &at.path())?.map_or(&[][..], Vec::as_slice);
         for (index, item) in items.iter().enumerate() {
             let c_path = at.container(list, index);
             let c = json::as_object(item, &c_path)?;
-            let name = json::opt_str(c, "name", &c_path)?.unwrap_or("");
-            let tpu_chips = tpu_chips(c, &c_path, tpu_resource)?;
             out.push(ContainerView {
                 list,
                 index,
                 spec: at,
-                name,
+                name: json::opt_str(c, "name", &c_path)?.unwrap_or(""),
+                tpu_chips: tpu_chips(c, &c_path, tpu_resource)?,
                 env: container_env::env_entries(c, &c_path),
-                tpu_chips,
             });
         }
     }
@@ -132,10 +115,8 @@ fn tpu_chips(
             continue;
         };
         if let Some(q) = field(map, resource) {
-            return Ok(quantity_value(
-                q,
-                &format!("{}[{resource:?}]", join(&r_path, kind)),
-            ));
+            let q_path = format!("{}[{resource:?}]", join(&r_path, kind));
+            return Ok(quantity_value(q, &q_path));
         }
     }
     Ok(Ok(0))
@@ -146,18 +127,9 @@ fn quantity_value(v: &Value, path: &str) -> Result<u32, InputError> {
     let text = match v {
         Value::String(s) => Cow::Borrowed(s.as_str()),
         Value::Number(n) => Cow::Owned(n.to_string()),
-        other => {
-            return Err(InputError::WrongType {
-                path: path.to_string(),
-                expected: "a quantity",
-                found: json::type_name(other),
-            })
-        }
+        other => return Err(json::wrong(path, "a quantity", other)),
     };
-    quantity::parse_whole(&text).map_err(|e| InputError::Invalid {
-        path: path.to_string(),
-        reason: format!("{text:?} {e}"),
-    })
+    quantity::parse_whole(&text).map_err(|e| InputError::invalid(path, format!("{text:?} {e}")))
 }
 
 /// The pod's TPU containers numbered k = 0..n-1 (SPEC §3), as indexes into `containers`: the
@@ -177,6 +149,7 @@ pub fn tpu_order(containers: &[ContainerView]) -> Vec<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rstest::rstest;
     use serde_json::json;
 
     #[test]
@@ -193,33 +166,25 @@ mod tests {
         assert_eq!(tpu_order(&cs), vec![3, 4, 0]);
     }
 
-    fn chips(spec: Value) -> Result<Vec<u32>, InputError> {
-        let spec = spec.as_object().unwrap().clone();
-        let cs = require_valid_chips(containers(&spec, SpecAt::Pod, "google.com/tpu")?)?;
-        Ok(cs.iter().map(|c| c.tpu_chips.clone().unwrap()).collect())
-    }
-
-    #[test]
-    fn limit_wins_over_request_and_numbers_count() {
-        let got = chips(json!({
+    #[rstest]
+    #[case::limit_wins_over_request_and_numbers_count(
+        json!({
             "initContainers": [{"name": "i", "resources": {"requests": {"google.com/tpu": "1"}}}],
             "containers": [
                 {"name": "a", "resources": {"limits": {"google.com/tpu": 4}, "requests": {"google.com/tpu": "2"}}},
                 {"name": "b", "resources": {"limits": {"cpu": "1"}}},
                 {"name": "c"}
             ]
-        }));
-        assert_eq!(got, Ok(vec![1, 4, 0, 0]));
-    }
-
-    #[test]
-    fn bad_quantity_names_the_field() {
-        let got = chips(
-            json!({"containers": [{"name": "a", "resources": {"limits": {"google.com/tpu": "-4"}}}]}),
-        );
-        assert_eq!(
-            got.unwrap_err().to_string(),
-            "spec.containers[0].resources.limits[\"google.com/tpu\"]: \"-4\" is negative"
-        );
+        }),
+        Ok(vec![1, 4, 0, 0])
+    )]
+    #[case::bad_quantity_names_the_field(
+        json!({"containers": [{"name": "a", "resources": {"limits": {"google.com/tpu": "-4"}}}]}),
+        Err("spec.containers[0].resources.limits[\"google.com/tpu\"]: \"-4\" is negative")
+    )]
+    fn chips_of_each_container(#[case] spec: Value, #[case] want: Result<Vec<u32>, &str>) {
+        let cs = containers(spec.as_object().unwrap(), SpecAt::Pod, "google.com/tpu").unwrap();
+        let got: Result<Vec<u32>, _> = cs.iter().map(|c| c.tpu_chips.clone()).collect();
+        assert_eq!(got.map_err(|e| e.to_string()), want.map_err(str::to_string));
     }
 }

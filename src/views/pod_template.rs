@@ -17,13 +17,11 @@ pub struct PodTemplateView<'a> {
     /// `hostNetwork` and `dnsPolicy` of the pod spec: how its pods resolve names (N2).
     pub host_network: bool,
     pub dns_policy: Option<&'a str>,
-    /// The pod spec's containers, each with its own env.
     pub containers: Vec<ContainerView<'a>>,
 }
 
 impl<'a> PodTemplateView<'a> {
-    /// Reads the pod template at `at`, under `job_spec["template"]`; returns its pod spec too,
-    /// for what only one kind reads.
+    /// Reads the pod template at `at`, under `job_spec["template"]`, and returns its pod spec too.
     pub fn parse(
         job_spec: &'a Object,
         at: TemplateAt,
@@ -54,10 +52,6 @@ impl<'a> PodTemplateView<'a> {
         SpecAt::Template(self.at)
     }
 
-    pub fn spec_path(&self) -> String {
-        self.at.spec()
-    }
-
     pub fn annotation(&self, key: &str) -> Option<&'a str> {
         map_str(self.annotations, key)
     }
@@ -69,7 +63,5 @@ impl<'a> PodTemplateView<'a> {
 
 /// `obj[key]`, an object that must be there.
 pub fn required<'a>(obj: &'a Object, key: &str, path: &str) -> Result<&'a Object, InputError> {
-    json::opt_object(obj, key, path)?.ok_or_else(|| InputError::Missing {
-        path: join(path, key),
-    })
+    json::opt_object(obj, key, path)?.ok_or_else(|| InputError::missing(join(path, key)))
 }

@@ -18,7 +18,6 @@ pub struct PodView<'a> {
     pub facts: Facts,
     /// The Job named by the pod's controller owner reference.
     owning_job: Option<&'a str>,
-    /// `spec.subdomain`, when set and not empty.
     pub subdomain: Option<&'a str>,
     /// The containers. A TPU quantity that does not parse is bad input here: pod admission has
     /// no rule to report it under.
@@ -38,17 +37,18 @@ impl<'a> PodView<'a> {
         };
         let spec = required(root, "spec", "")?;
         let facts = Facts::read(annotations, "metadata.annotations")?.unwrap_or_default();
+        let subdomain = json::opt_str(spec, "subdomain", "spec")?.filter(|s| !s.is_empty());
+        let containers = pod_spec::containers(spec, SpecAt::Pod, tpu_resource)?;
+        if let Some(e) = containers.iter().find_map(|c| c.tpu_chips.as_ref().err()) {
+            return Err(e.clone());
+        }
         Ok(PodView {
             labels,
             annotations,
             facts,
             owning_job: metadata.and_then(owning_job),
-            subdomain: json::opt_str(spec, "subdomain", "spec")?.filter(|s| !s.is_empty()),
-            containers: pod_spec::require_valid_chips(pod_spec::containers(
-                spec,
-                SpecAt::Pod,
-                tpu_resource,
-            )?)?,
+            subdomain,
+            containers,
         })
     }
 
@@ -91,7 +91,6 @@ impl<'a> PodView<'a> {
     }
 }
 
-/// The name of the Job that controls the pod, from `metadata.ownerReferences`.
 fn owning_job(metadata: &Object) -> Option<&str> {
     metadata
         .get("ownerReferences")?

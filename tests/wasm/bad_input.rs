@@ -40,6 +40,8 @@ const TPU_LIMIT: &str = "/spec/replicatedJobs/0/template/spec/template/spec/cont
     "spec.replicatedJobs[0].template.spec.parallelism: expected a whole number, found a boolean")]
 #[case::rjob_name_number(RJOB, "name", json!(7),
     "spec.replicatedJobs[0].name: expected a string, found the number 7")]
+#[case::depends_on_not_a_list(RJOB, "dependsOn", json!("initializer"),
+    "spec.replicatedJobs[0].dependsOn: expected a list, found the string \"initializer\"")]
 #[case::annotations_not_strings("/metadata", "annotations", json!({"a": 1}),
     "metadata.annotations[\"a\"]: expected a string, found the number 1")]
 fn wrong_types_name_the_field(
