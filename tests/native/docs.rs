@@ -519,7 +519,9 @@ fn every_example_policy_lists_every_setting_or_defers_to_the_pairs() {
 /// release cases, issue 51; 2,400 until docs/operations.md, the operator's page of issue 52, came
 /// in: it counts, since an operator reads it as the rest, and the README gave it what it held on
 /// upgrade and uninstall; 2,700 until issue 51's rules P1–P3 and E2, four sections with their
-/// before/after and what happens without them, and the facts-across-releases rule).
+/// before/after and what happens without them, and the facts-across-releases rule; 2,800 until
+/// issue 60's "Topology-aware scheduling" section of docs/kueue-gke-xpk.md, up to 80 lines, and
+/// issue 61's audit, signing and operations-page facts, up to 40).
 #[test]
 fn the_markdown_stays_short() {
     let counts: Vec<(PathBuf, usize)> = markdown_files()
@@ -536,12 +538,12 @@ fn the_markdown_stays_short() {
         .collect();
     let said = read(Path::new("docs/contributing/testing.md"));
     assert!(
-        said.contains("(at most 2,800 lines)"),
+        said.contains("(at most 2,920 lines)"),
         "testing.md states another cap"
     );
     assert!(
-        total <= 2_800,
-        "README.md, CONTRIBUTING.md and docs/ have {total} lines, more than 2,800: give each fact \
+        total <= 2_920,
+        "README.md, CONTRIBUTING.md and docs/ have {total} lines, more than 2,920: give each fact \
          one home and link to it ({})",
         each.join(", ")
     );
