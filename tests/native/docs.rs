@@ -5,7 +5,7 @@
 //! (with a before/after YAML and what happens without it) and its row in the README's rule
 //! table; every example file is linked from the docs or admitted by a test; every example
 //! policy lists every setting, or defers to the pair's one settings file; the README names
-//! this version; and all of that markdown stays within 2,800 lines.
+//! this version; and all of that markdown stays within 2,920 lines.
 use jobset_multislice_policy::settings::KEYS;
 use multislice_host::{files_under, workspace_root};
 use std::collections::BTreeSet;
@@ -514,7 +514,7 @@ fn every_example_policy_lists_every_setting_or_defers_to_the_pairs() {
     assert!(seen >= 6, "read {seen} example policies");
 }
 
-/// The docs stay within 2,800 lines: one home for each fact, and links to it elsewhere (issue 44;
+/// The docs stay within 2,920 lines: one home for each fact, and links to it elsewhere (issue 44;
 /// 2,300 until the control plane gained the policy's host process and its outage, label and
 /// release cases, issue 51; 2,400 until docs/operations.md, the operator's page of issue 52, came
 /// in: it counts, since an operator reads it as the rest, and the README gave it what it held on
