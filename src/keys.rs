@@ -98,15 +98,42 @@ pub const KUEUE_JOB_COMPLETIONS_EQUAL_PARALLELISM: &str =
     "kueue.x-k8s.io/job-completions-equal-parallelism";
 /// Pod template annotation naming the slice's topology under GKE dynamic slicing (SPEC §3).
 pub const SLICE_TOPOLOGY: &str = "cloud.google.com/gke-tpu-slice-topology";
-/// Kueue Topology Aware Scheduling: place a pod set inside one topology domain.
+/// Kueue Topology Aware Scheduling (pod template annotations): every pod of the pod set (replicas ×
+/// parallelism) in one domain of this node label, or preferably so, or anywhere.
 pub const KUEUE_REQUIRED_TOPOLOGY: &str = "kueue.x-k8s.io/podset-required-topology";
+pub const KUEUE_PREFERRED_TOPOLOGY: &str = "kueue.x-k8s.io/podset-preferred-topology";
+pub const KUEUE_UNCONSTRAINED_TOPOLOGY: &str = "kueue.x-k8s.io/podset-unconstrained-topology";
+/// ...and each run of this many pods (by job index, then completion index) in one domain of that
+/// label; Kueue refuses either without the other.
 pub const KUEUE_SLICE_REQUIRED_TOPOLOGY: &str = "kueue.x-k8s.io/podset-slice-required-topology";
-/// Pod template annotations that give a slice its own hosts without exclusive-topology (X1).
-pub const SLICE_PLACEMENT: [&str; 3] = [
-    SLICE_TOPOLOGY,
+pub const KUEUE_SLICE_SIZE: &str = "kueue.x-k8s.io/podset-slice-size";
+/// The same, layer by layer, coarsest first: a JSON list of `{"topology", "size"}` (Kueue's
+/// `TASMultiLayerTopology`, alpha in v0.17).
+pub const KUEUE_SLICE_CONSTRAINTS: &str =
+    "kueue.x-k8s.io/podset-slice-required-topology-constraints";
+/// Every annotation by which Kueue TAS places a pod set: where one is set, K1–K3 judge whether
+/// each slice is kept whole, and X1 leaves the replicated job to them.
+pub const KUEUE_TOPOLOGY_REQUEST: [&str; 5] = [
     KUEUE_REQUIRED_TOPOLOGY,
+    KUEUE_PREFERRED_TOPOLOGY,
+    KUEUE_UNCONSTRAINED_TOPOLOGY,
     KUEUE_SLICE_REQUIRED_TOPOLOGY,
+    KUEUE_SLICE_CONSTRAINTS,
 ];
+
+// --- Node labels that name a domain of hosts (K1–K3, SPEC §6).
+pub const HOSTNAME: &str = "kubernetes.io/hostname";
+/// A GKE node pool: one slice's hosts, for a multi-host TPU slice.
+pub const NODEPOOL: &str = "cloud.google.com/gke-nodepool";
+/// GKE dynamic slicing: the slice a node belongs to...
+pub const GKE_TPU_SLICE: &str = "cloud.google.com/gke-tpu-slice";
+/// ...the sub-slice of a topology (`cloud.google.com/gke-tpu-slice-4x4-id`)...
+pub const GKE_TPU_SUB_SLICE: (&str, &str) = ("cloud.google.com/gke-tpu-slice-", "-id");
+/// ...and the cube (`cloud.google.com/gke-tpu-partition-4x4x4-id`): a super-slice spans whole
+/// cubes of one block.
+pub const GKE_TPU_CUBE: (&str, &str) = ("cloud.google.com/gke-tpu-partition-", "-id");
+/// The block of a GCE topology: the level above cubes and node pools.
+pub const GCE_TOPOLOGY_BLOCK: &str = "cloud.google.com/gce-topology-block";
 
 /// The default group of JobSet v0.9+ (the CRD default of `groupName`).
 pub const DEFAULT_GROUP: &str = "default";

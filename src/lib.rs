@@ -37,6 +37,7 @@ pub mod placement;
 pub mod pods;
 pub mod queue_fit;
 pub mod rules;
+pub mod tas;
 pub mod violation;
 
 // Patches: the plans written into the object, only where something differs.

@@ -24,11 +24,12 @@ pub fn slice_topology<'a>(rjob: &ReplicatedJob<'a>, topology_label: &str) -> Opt
     }
 }
 
-/// Whether GKE's slice controller or Kueue TAS places the replicated job's pods as one slice:
-/// such JobSets carry no exclusive-topology (a super-slice spans node pools on purpose).
+/// Whether GKE's slice controller or Kueue TAS places the replicated job's pods: such JobSets
+/// carry no exclusive-topology (a super-slice spans node pools on purpose), and K1–K3 judge
+/// whether Kueue keeps each slice whole.
 pub fn placed_as_slice(rjob: &ReplicatedJob) -> bool {
-    keys::SLICE_PLACEMENT
-        .iter()
+    std::iter::once(keys::SLICE_TOPOLOGY)
+        .chain(keys::KUEUE_TOPOLOGY_REQUEST)
         .any(|k| rjob.template.annotation(k).is_some())
 }
 

@@ -17,6 +17,10 @@ pub enum Rule {
     X2,
     X3,
     X4,
+    /// Kueue Topology Aware Scheduling keeps each slice whole.
+    K1,
+    K2,
+    K3,
     N1,
     N2,
     /// JAX processes of a JobSet (P1–P3), where J1–J4 are a plain Job's.

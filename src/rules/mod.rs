@@ -4,6 +4,7 @@ pub mod elastic;
 pub mod exclusive_placement;
 pub mod indexed_job;
 pub mod jax_processes;
+pub mod kueue_topology;
 pub mod network;
 pub mod replica_groups;
 pub mod tpu;
@@ -54,9 +55,9 @@ const fn rule(check: RuleFn) -> (RuleFn, When) {
     (check, When::Always)
 }
 
-/// Every rule in the order a rejection lists them: what a JobSet's shape needs (G, T, X, N),
+/// Every rule in the order a rejection lists them: what a JobSet's shape needs (G, T, X, K, N),
 /// then what its JAX processes need (P), whose fixes may rest on the shape's.
-const RULES: [(RuleFn, When); 20] = [
+const RULES: [(RuleFn, When); 23] = [
     rule(replica_groups::g1_group_name_is_a_label),
     rule(replica_groups::g2_field_and_annotation_agree),
     rule(replica_groups::g3_no_cpu_job_among_slices),
@@ -81,6 +82,9 @@ const RULES: [(RuleFn, When); 20] = [
     rule(exclusive_placement::x2_one_placement_per_slice_group),
     rule(exclusive_placement::x3_node_selector_flag_takes_effect),
     rule(exclusive_placement::x4_exclusive_key_not_pinned),
+    rule(kueue_topology::k1_required_domain_holds_every_pod),
+    rule(kueue_topology::k2_slice_size_keeps_slices_whole),
+    rule(kueue_topology::k3_a_slice_stays_in_one_domain),
     rule(network::n1_hostnames_resolve),
     rule(network::n2_pods_resolve_cluster_dns),
     rule(jax_processes::p1_indexed),

@@ -403,6 +403,7 @@ const LAYERS: [(&str, &[&str]); 6] = [
             "queue_fit",
             "pods",
             "rules",
+            "tas",
             "violation",
         ],
     ),
