@@ -7,6 +7,8 @@ use serde_json::Value;
 const FACTS_KEY: &str = "multislice.kubewarden.io~1facts";
 /// The policy's mark of a narrowed affinity (docs/contributing/spec.md §4.7), on a JobSet's pod templates.
 const MARK_KEY: &str = "multislice.kubewarden.io~1narrowed";
+/// Kueue's slice size, which the policy adds where a slice topology lacks it (docs/rules.md, K2).
+const SLICE_SIZE_KEY: &str = "kueue.x-k8s.io~1podset-slice-size";
 const REQUIRED: [&str; 3] = [
     "affinity",
     "nodeAffinity",
@@ -39,7 +41,8 @@ fn is_index(s: &str) -> bool {
 }
 
 /// The operation is one the policy may cause on a JobSet: adding its facts annotation (or
-/// the objects that hold it), or replacing its own facts; and the narrowing of a pod
+/// the objects that hold it), or replacing its own facts; adding Kueue's slice size where a slice
+/// topology lacks it; and the narrowing of a pod
 /// template's required node affinity with its mark (docs/contributing/spec.md §4.7): the objects that hold the
 /// terms, and any edit of the terms, which [`nothing_lost`] then checks term by term.
 fn jobset_op_allowed(op: &str, seg: &[&str]) -> bool {
@@ -54,6 +57,7 @@ fn jobset_op_allowed(op: &str, seg: &[&str]) -> bool {
         ["metadata", ref below @ ..] => {
             facts_op_allowed(op, below)
                 || matches!((below, op), (["annotations", key], "add" | "replace") if *key == MARK_KEY)
+                || matches!((below, op), (["annotations", key], "add") if *key == SLICE_SIZE_KEY)
         }
         ["spec", ref below @ ..] => affinity_op_allowed(op, below),
         _ => false,

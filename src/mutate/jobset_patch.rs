@@ -1,5 +1,6 @@
-//! JobSet CREATE's patch: each pod template stamped with its [`Facts`], and the narrowing of
-//! SPEC §4.7 written as a required node affinity and the policy's mark. Each of the author's terms
+//! JobSet CREATE's patch: each pod template stamped with its [`Facts`], a Kueue slice topology
+//! given the slice size it lacks (SPEC §6, K2), and the narrowing of SPEC §4.7 written as a
+//! required node affinity and the policy's mark. Each of the author's terms
 //! is repeated once per term of the mark, with its expressions appended, so that Kueue, which
 //! drops an affinity that a term leaves empty after its label filter, keeps it.
 use super::{annotate, object_at};
@@ -11,12 +12,14 @@ use crate::keys;
 use crate::multikueue;
 use crate::narrowing;
 use crate::paths::{TemplateAt, REQUIRED_TERMS};
+use crate::tas;
 use crate::views::jobset_view::{JobSetView, ReplicatedJob};
 use serde_json::{Map, Value};
 
 /// What a JobSet lacks: facts annotations, as (replicated job index, value), and narrowings.
 pub struct JobSetPatch {
     stamps: Vec<(usize, String)>,
+    slice_sizes: Vec<(usize, String)>,
     narrowings: Vec<Narrowing>,
 }
 
@@ -47,13 +50,24 @@ impl JobSetPatch {
         }
         let warning = |n: &Narrowing| narrowing::warning(&view.replicated_jobs[n.index], &n.mark);
         warnings.extend(narrowings.iter().map(warning));
-        JobSetPatch { stamps, narrowings }
+        let slice_sizes = view
+            .tpu_jobs()
+            .filter_map(|(i, r)| {
+                let size = tas::filled_size(r, &tas::request(r), plan.settings)?;
+                Some((i, size.to_string()))
+            })
+            .collect();
+        JobSetPatch {
+            stamps,
+            slice_sizes,
+            narrowings,
+        }
     }
 
     /// The JobSet, patched in place (no copy of a JobSet that may be megabytes); `None` when it
     /// lacks nothing.
     pub fn applied_to(self, mut object: Value) -> Option<Value> {
-        if self.stamps.is_empty() && self.narrowings.is_empty() {
+        if self.stamps.is_empty() && self.slice_sizes.is_empty() && self.narrowings.is_empty() {
             return None;
         }
         for (i, value) in self.stamps {
@@ -63,6 +77,10 @@ impl JobSetPatch {
                 keys::FACTS,
                 value,
             );
+        }
+        for (i, size) in self.slice_sizes {
+            let at = TemplateAt::ReplicatedJob(i);
+            annotate(&mut object, at, keys::KUEUE_SLICE_SIZE, size);
         }
         let [affinity @ .., terms] = REQUIRED_TERMS;
         let required = [&["spec"][..], &affinity].concat();
