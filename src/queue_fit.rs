@@ -7,6 +7,7 @@ use crate::accelerators;
 use crate::affinity_mark::Pairs;
 use crate::groups::JobSetPlan;
 use crate::narrowing::{self, Shapes};
+use crate::tas::{self, Request};
 use crate::views::jobset_view::ReplicatedJob;
 use crate::views::kueue_queue::Flavour;
 use crate::violation::{Rule, Violation};
@@ -99,13 +100,13 @@ pub fn judge_flavours(plan: &JobSetPlan, queue: &Queue) -> QueueFindings {
     let acc_key = settings.accelerator_label.as_str();
     let topo_key = settings.topology_label.as_str();
     let carried = |key: &str| flavours.iter().any(|f| f.labels.contains_key(key));
-    if !carried(topo_key) {
+    let shapes_judged = carried(topo_key);
+    if !shapes_judged {
         out.warnings.push(format!(
             "{}: {named}: its {} flavours carry no {topo_key} label, so the policy could not check the slice shape; every flavour counts",
             queue_path(plan),
             settings.tpu_resource
         ));
-        return out;
     }
     let acc_carried = carried(acc_key);
     let shown = |fs: &[&Flavour]| {
@@ -115,8 +116,19 @@ pub fn judge_flavours(plan: &JobSetPlan, queue: &Queue) -> QueueFindings {
             .join(", ")
     };
     for rjob in plan.view.replicated_jobs.iter().filter(|r| r.is_tpu()) {
+        let request = tas::request(rjob);
         let pairs = match &plan.shapes().own[rjob.index] {
-            Some(Shapes::Fixed(p) | Shapes::Open(p)) => p,
+            Some(Shapes::Fixed(p) | Shapes::Open(p)) if shapes_judged => p,
+            _ if request.is_any() => {
+                out.extend(judge_topologies(
+                    plan,
+                    rjob,
+                    &request,
+                    &named,
+                    flavours.iter().collect(),
+                ));
+                continue;
+            }
             _ => continue,
         };
         // A flavour of an accelerator the table lacks is left open (SPEC §4.7).
@@ -132,7 +144,9 @@ pub fn judge_flavours(plan: &JobSetPlan, queue: &Queue) -> QueueFindings {
         if fit.is_empty() {
             out.violations
                 .push(no_flavour_fits(plan, rjob, pairs, &named, &shown(&misfit)));
-        } else if !misfit.is_empty() {
+            continue;
+        }
+        if !misfit.is_empty() {
             out.warnings.push(format!(
                 "{}: {named}: replicated job {:?} fits only {}; Kueue will skip {} for it",
                 queue_path(plan),
@@ -141,6 +155,77 @@ pub fn judge_flavours(plan: &JobSetPlan, queue: &Queue) -> QueueFindings {
                 shown(&misfit)
             ));
         }
+        if request.is_any() {
+            out.extend(judge_topologies(plan, rjob, &request, &named, fit));
+        }
+    }
+    out
+}
+
+impl QueueFindings {
+    fn extend(&mut self, other: QueueFindings) {
+        self.violations.extend(other.violations);
+        self.warnings.extend(other.warnings);
+    }
+}
+
+/// Why Kueue skips flavour `f` for a replicated job that asks for `request`, if it does: its
+/// Topology lacks a level the request names, or puts the slice level above the required one.
+fn topology_misfit(f: &Flavour, request: &Request) -> Option<String> {
+    let (Some(name), Some(levels)) = (&f.topology_name, &f.levels) else {
+        return f.topology_name.is_none().then(|| "no Topology".to_string());
+    };
+    let index = |key: &str| levels.iter().position(|l| l == key);
+    if let Some(missing) = request.levels().find(|key| index(key).is_none()) {
+        return Some(format!("Topology {name:?} has no level {missing}"));
+    }
+    let top = request.required.or(request.preferred)?;
+    let slice = request.layers.first()?.key.as_ref();
+    (index(slice) < index(top))
+        .then(|| format!("Topology {name:?} has the slice level {slice} above {top}"))
+}
+
+/// The flavours that fit `rjob`'s slices, judged again by their Topologies: a refusal where none
+/// places it, else a warning naming those Kueue skips for it.
+fn judge_topologies(
+    plan: &JobSetPlan,
+    rjob: &ReplicatedJob,
+    request: &Request,
+    named: &str,
+    fit: Vec<&Flavour>,
+) -> QueueFindings {
+    let mut out = QueueFindings::default();
+    let (placed, unplaced): (Vec<&Flavour>, Vec<&Flavour>) = fit
+        .into_iter()
+        .partition(|f| topology_misfit(f, request).is_none());
+    let why = |fs: &[&Flavour]| {
+        fs.iter()
+            .filter_map(|f| Some(format!("{:?} ({})", f.name, topology_misfit(f, request)?)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if placed.is_empty() {
+        out.violations.push(Violation::new(
+            Rule::Q1,
+            queue_path(plan),
+            format!(
+                "names {named}, whose flavours cannot place replicated job {:?} by topology: {}, so Kueue would never admit it",
+                rjob.name,
+                why(&unplaced)
+            ),
+            "use levels of the flavour's Topology in the kueue.x-k8s.io/podset-* annotations, the slice level at or below the required one, or add the levels to the Topology",
+        ));
+        return out;
+    }
+    if !unplaced.is_empty() {
+        let placed: Vec<String> = placed.iter().map(|f| format!("{:?}", f.name)).collect();
+        out.warnings.push(format!(
+            "{}: {named}: replicated job {:?} can be placed by topology only in {}; Kueue will skip {} for it",
+            queue_path(plan),
+            rjob.name,
+            placed.join(", "),
+            why(&unplaced),
+        ));
     }
     out
 }
@@ -189,6 +274,8 @@ mod tests {
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
+            topology_name: None,
+            levels: None,
         }
     }
 

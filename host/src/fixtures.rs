@@ -164,9 +164,17 @@ pub fn generate_all() -> Result<Vec<(PathBuf, String)>> {
         out.push((rule_request_path(&name), pretty(&request)?));
     }
     // Sent as Kueue stores it: the validating role's view, so not as served by a CRD version.
-    let queued = load_yaml(&test_data().join("queue").join("jobset.yaml"))?;
-    let request = admission_request(Kind::JobSet, "CREATE", &queued, None);
-    out.push((queue_request_path(), pretty(&request)?));
+    for (source, path) in [
+        ("jobset.yaml", queue_request_path()),
+        (
+            "jobset-tas.yaml",
+            test_data().join("requests").join("jobset-queue-tas.json"),
+        ),
+    ] {
+        let queued = load_yaml(&test_data().join("queue").join(source))?;
+        let request = admission_request(Kind::JobSet, "CREATE", &queued, None);
+        out.push((path, pretty(&request)?));
+    }
     for name in job_names()? {
         let request = admission_request(Kind::Job, "CREATE", &job_yaml(&name)?, None);
         out.push((job_request_path(&name), pretty(&request)?));

@@ -8,6 +8,7 @@
 use crate::groups::JobSetPlan;
 use crate::queue_fit::{self, Queue, QueueFindings};
 use crate::settings::QueueCheck;
+use crate::tas;
 use crate::views::kueue_queue::{self, API_VERSION, FALLBACK_API_VERSION};
 /// The SDK's request for one object, re-exported for the hosts that answer the module natively.
 pub use kubewarden_policy_sdk::host_capabilities::kubernetes::GetResourceRequest;
@@ -30,7 +31,9 @@ pub(super) fn check_queue(plan: &JobSetPlan, cluster: &Cluster) -> QueueFindings
     let Cluster {
         reader, namespace, ..
     } = *cluster;
-    let found = look_up(reader, namespace, queue.name, &settings.tpu_resource);
+    // A Topology is read only for a JobSet that asks for topology-aware placement.
+    let tas = plan.view.tpu_jobs().any(|(_, r)| tas::request(r).is_any());
+    let found = look_up(reader, namespace, queue.name, &settings.tpu_resource, tas);
     let mut judged = match found {
         Ok(q) => queue_fit::judge_flavours(plan, &q),
         Err(why) => {
@@ -79,12 +82,14 @@ impl ClusterReader for HostCapabilities {
     }
 }
 
-/// Reads the queue `queue` of `namespace`, for the TPU resource `resource`.
+/// Reads the queue `queue` of `namespace`, for the TPU resource `resource`, with each flavour's
+/// Topology where `topologies`.
 fn look_up(
     reader: &dyn ClusterReader,
     namespace: &str,
     queue: &str,
     resource: &str,
+    topologies: bool,
 ) -> Result<Queue, String> {
     // One object, namespaced or not (`None`). policy-server caches answers for 5 seconds: fresh
     // enough for a queue's setup.
@@ -133,7 +138,7 @@ fn look_up(
         Some(_) => None,
         None => kueue_queue::flavours_for(&cluster_queue, resource),
     };
-    let flavours = match covering {
+    let mut flavours = match covering {
         Some(names) => Some(
             names
                 .into_iter()
@@ -142,6 +147,22 @@ fn look_up(
         ),
         None => None,
     };
+    // Each Topology once, however many flavours name it.
+    let mut read_levels: Vec<(String, Vec<String>)> = Vec::new();
+    for f in flavours.iter_mut().flatten().filter(|_| topologies) {
+        let Some(name) = &f.topology_name else {
+            continue;
+        };
+        let levels = match read_levels.iter().find(|(n, _)| n == name) {
+            Some((_, levels)) => levels.clone(),
+            None => {
+                let levels = kueue_queue::levels(&read("Topology", name)?);
+                read_levels.push((name.clone(), levels.clone()));
+                levels
+            }
+        };
+        f.levels = Some(levels);
+    }
     Ok(Queue {
         namespace: namespace.to_string(),
         local_queue: queue.to_string(),
@@ -227,7 +248,7 @@ mod tests {
         #[case] asked: &[&str],
     ) {
         let kueue = Kueue::new(served, None);
-        let queue = look_up(&kueue, "ns", "q", "google.com/tpu").unwrap();
+        let queue = look_up(&kueue, "ns", "q", "google.com/tpu", false).unwrap();
         assert_eq!(queue.cluster_queue, "cq");
         assert_eq!(queue.flavours.map(|f| f.len()), Some(1));
         assert_eq!(*kueue.asked.borrow(), asked);
@@ -250,7 +271,7 @@ mod tests {
     )]
     fn any_v1beta2_failure_asks_v1beta1_once(#[case] error: &str) {
         let kueue = Kueue::new(&["v1beta1"], Some(error));
-        let found = look_up(&kueue, "ns", "q", "google.com/tpu");
+        let found = look_up(&kueue, "ns", "q", "google.com/tpu", false);
         assert!(found.is_ok(), "{found:?}");
         assert_eq!(kueue.asked.borrow().len(), 4);
     }
@@ -267,7 +288,7 @@ mod tests {
     ) {
         let kueue = Kueue::new(served, local_queue_v1beta2);
         assert_eq!(
-            look_up(&kueue, "ns", "q", "google.com/tpu").unwrap_err(),
+            look_up(&kueue, "ns", "q", "google.com/tpu", false).unwrap_err(),
             error
         );
         assert_eq!(kueue.asked.borrow().len(), 2);

@@ -9,11 +9,16 @@ use std::collections::BTreeMap;
 pub const API_VERSION: &str = "kueue.x-k8s.io/v1beta2";
 pub const FALLBACK_API_VERSION: &str = "kueue.x-k8s.io/v1beta1";
 
-/// A ResourceFlavor as Kueue's flavour assigner reads it: its name and node labels.
+/// A ResourceFlavor as Kueue's flavour assigner reads it: its name and node labels, and for a
+/// JobSet that asks for topology-aware placement, its Topology.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Flavour {
     pub name: String,
     pub labels: BTreeMap<String, String>,
+    /// `spec.topologyName`.
+    pub topology_name: Option<String>,
+    /// That Topology's levels (`spec.levels[].nodeLabel`), highest first, where it was read.
+    pub levels: Option<Vec<String>>,
 }
 
 pub fn cluster_queue_of(local_queue: &Value) -> Result<&str, String> {
@@ -76,10 +81,20 @@ pub fn flavour(name: &str, resource_flavor: &Value) -> Flavour {
                 .collect()
         })
         .unwrap_or_default();
+    let topology_name = resource_flavor.pointer("/spec/topologyName");
     Flavour {
         name: name.to_string(),
         labels,
+        topology_name: topology_name.and_then(Value::as_str).map(str::to_string),
+        levels: None,
     }
+}
+
+/// A Topology's levels, highest first: `spec.levels[].nodeLabel`.
+pub fn levels(topology: &Value) -> Vec<String> {
+    let levels = topology.pointer("/spec/levels").and_then(Value::as_array);
+    let label = |l: &Value| Some(l.get("nodeLabel")?.as_str()?.to_string());
+    levels.into_iter().flatten().filter_map(label).collect()
 }
 
 #[cfg(test)]
@@ -115,13 +130,17 @@ mod tests {
         assert!(!is_multikueue(&check(
             "kueue.x-k8s.io/provisioning-request"
         )));
-        let rf = json!({"spec": {"nodeLabels": {"a": "1", "b": 2}}});
+        let rf = json!({"spec": {"nodeLabels": {"a": "1", "b": 2}, "topologyName": "t"}});
         assert_eq!(
             flavour("f", &rf),
             Flavour {
                 name: "f".into(),
-                labels: [("a".to_string(), "1".to_string())].into()
+                labels: [("a".to_string(), "1".to_string())].into(),
+                topology_name: Some("t".into()),
+                levels: None,
             }
         );
+        let topology = json!({"spec": {"levels": [{"nodeLabel": "b"}, {"nodeLabel": "h"}, {}]}});
+        assert_eq!(levels(&topology), ["b", "h"]);
     }
 }

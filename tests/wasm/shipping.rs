@@ -666,6 +666,7 @@ fn the_metadata_grants_each_kueue_kind_in_both_versions() {
                 "ClusterQueue",
                 "ResourceFlavor",
                 "AdmissionCheck",
+                "Topology",
             ]
             .map(|kind| json!({"apiVersion": version, "kind": kind}))
         })
