@@ -91,8 +91,10 @@ settings! {
     topology_label: String = "topologyLabel", "cloud.google.com/gke-tpu-topology".into(), read;
     require_tpu_node_selectors: bool = "requireTpuNodeSelectors", true, read;
     require_exclusive_topology: bool = "requireExclusiveTopology", true, read;
-    exclusive_topology_keys: Vec<String> =
-        "exclusiveTopologyKeys", vec!["cloud.google.com/gke-nodepool".into()], read;
+    /// Label keys whose domain is one multi-host slice (X1; K1–K3 read them as slice-level): the
+    /// node pool, and GKE dynamic slicing's slice.
+    exclusive_topology_keys: Vec<String> = "exclusiveTopologyKeys",
+        vec!["cloud.google.com/gke-nodepool".into(), "cloud.google.com/gke-tpu-slice".into()], read;
     /// Added to, or overriding, the built-in accelerator table (SPEC §7).
     accelerators: accelerators::Overrides = "accelerators", BTreeMap::new(), read_accelerators;
     reject_unknown_accelerators: bool = "rejectUnknownAccelerators", false, read;

@@ -12,7 +12,7 @@ use serde_json::{json, Value};
     "multisliceEnv": true, "tpuWorkerEnv": false, "jaxEnv": "annotated", "jaxCoordinatorPort": 6666,
     "tpuResource": "google.com/tpu", "acceleratorLabel": "cloud.google.com/gke-tpu-accelerator",
     "topologyLabel": "cloud.google.com/gke-tpu-topology", "requireTpuNodeSelectors": true,
-    "requireExclusiveTopology": true, "exclusiveTopologyKeys": ["cloud.google.com/gke-nodepool"],
+    "requireExclusiveTopology": true, "exclusiveTopologyKeys": ["cloud.google.com/gke-nodepool", "cloud.google.com/gke-tpu-slice"],
     "accelerators": {"tpu-v8-example": {"dims": 3, "chipsPerHost": [4], "cubeRule": {"maxCubes": 256, "sorted": true}}},
     "rejectUnknownAccelerators": false, "multiKueueUsers": ["system:serviceaccount:kueue-system:multikueue"]
 }))]
