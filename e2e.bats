@@ -269,6 +269,18 @@ check_manifest() {
   check_case queue-2x4-and-4x4-warn
 }
 
+@test "queueCheck refuse: a JobSet placed by topology whose flavour's Topology lacks a level is refused" {
+  check_case queue-tas-no-level-refuse
+}
+
+@test "queueCheck warn: a JobSet placed by topology whose flavour's Topology lacks a level is accepted with a warning" {
+  check_case queue-tas-no-level-warn
+}
+
+@test "queueCheck refuse: a JobSet placed by topology is warned that Kueue skips the flavour without a Topology" {
+  check_case queue-tas-topology-refuse
+}
+
 @test "queueCheck refuse: a queue whose flavours carry no topology label is accepted with a warning" {
   check_case queue-no-topology-labels-refuse
 }

@@ -3,6 +3,7 @@
 //! they say each setting turns off, and what the operator's smoke test prints), and the pair's
 //! one settings source.
 mod docs;
+mod kueue_topology;
 mod operations;
 mod pair;
 mod rules;

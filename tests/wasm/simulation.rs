@@ -51,6 +51,8 @@ const SIMULATED: [&str; 30] = [
     "xpk-pathways",
     "xpk-gpu",
     "jobset-v6e-example",
+    "gke-tpu-multislice",
+    "gke-super-slices-placed",
 ];
 
 #[test]
