@@ -106,7 +106,7 @@ pub fn slice_level(rjob: &ReplicatedJob, settings: &Settings) -> SliceLevel {
             level(id(keys::GKE_TPU_SUB_SLICE, t), p, above, false)
         }
         (Some(t), None) => match hosts_of(CUBE, rjob.chips_per_pod) {
-            Some(cube) if cube < p && p % cube == 0 => {
+            Some(cube) if cube < p && p.is_multiple_of(cube) => {
                 level(id(keys::GKE_TPU_CUBE, CUBE), cube, block, true)
             }
             _ => level(id(keys::GKE_TPU_SUB_SLICE, t), p, block, false),
@@ -154,7 +154,7 @@ fn keeps(domain: Domain, parallelism: u32) -> Keeps {
     match domain {
         _ if p <= 1 => Keeps::Slice, // a slice of one host is never split
         Domain::Hosts(h) | Domain::Cube(h) if h == p => Keeps::Slice,
-        Domain::Cube(h) if h < p && p % h == 0 => Keeps::Cubes(h),
+        Domain::Cube(h) if h < p && p.is_multiple_of(h) => Keeps::Cubes(h),
         Domain::Cube(h) if h < p => Keeps::Nothing(Split::NotWholeCubes(h)),
         Domain::Hosts(h) | Domain::Cube(h) => Keeps::Nothing(Split::ByOtherSize(h)),
         Domain::Host => Keeps::Nothing(Split::ByHost),

@@ -131,14 +131,18 @@ const K2_OUTER_LAYER_OVER_A_JOB: &str = concat!(
     "slice at a domain of one slice, kueue.x-k8s.io/podset-slice-required-topology: cloud.google.com/gke-nodepool with kueue.x-k8s.io/podset-slice-size: \"4\" (a label whose domain is one slice may join the setting exclusiveTopologyKeys); ",
     "see docs/rules.md, K2"
 );
-const K2_SLICES_BY_BLOCK_OVER_A_JOB: &str = concat!(
+const K2_K3_SLICES_BY_BLOCK_OVER_A_JOB: &str = concat!(
     "[K2] spec.replicatedJobs[0].template.spec.template.metadata.annotations[\"kueue.x-k8s.io/podset-slice-size\"] (replicated job \"slice\"): is \"8\", more than the 4 pods of one Job, so Kueue's webhook refuses every child Job and none starts; ",
     "slice at a domain of one slice, kueue.x-k8s.io/podset-slice-required-topology: cloud.google.com/gke-nodepool with kueue.x-k8s.io/podset-slice-size: \"4\" (a label whose domain is one slice may join the setting exclusiveTopologyKeys); ",
-    "see docs/rules.md, K2"
+    "see docs/rules.md, K2\n[K3] spec.replicatedJobs[0].template.spec.template.metadata.annotations[\"kueue.x-k8s.io/podset-slice-required-topology\"] (replicated job \"slice\"): is \"cloud.google.com/gce-topology-block\", a domain of many slices, so Kueue may place a slice's 4 hosts across node pools; ",
+    "slice at a domain of one slice, kueue.x-k8s.io/podset-slice-required-topology: cloud.google.com/gke-nodepool with kueue.x-k8s.io/podset-slice-size: \"4\" (a label whose domain is one slice may join the setting exclusiveTopologyKeys); ",
+    "see docs/rules.md, K3"
 );
-const K2_INNER_LAYER_BELOW_A_SLICE: &str = concat!(
+const K2_OUTER_OVER_A_JOB_INNER_BELOW_A_SLICE: &str = concat!(
     "[K2] spec.replicatedJobs[0].template.spec.template.metadata.annotations[\"kueue.x-k8s.io/podset-slice-required-topology-constraints\"] (replicated job \"slice\"): layer 0 (cloud.google.com/gce-topology-block): its size is \"8\", more than the 4 pods of one Job, so Kueue's webhook refuses every child Job and none starts; ",
     "slice at a domain of one slice, kueue.x-k8s.io/podset-slice-required-topology: cloud.google.com/gke-nodepool with kueue.x-k8s.io/podset-slice-size: \"4\" (a label whose domain is one slice may join the setting exclusiveTopologyKeys); ",
+    "see docs/rules.md, K2\n[K2] spec.replicatedJobs[0].template.spec.template.metadata.annotations[\"kueue.x-k8s.io/podset-slice-required-topology-constraints\"] (replicated job \"slice\"): layer 1 (cloud.google.com/gke-nodepool): its size is \"2\", which cuts a slice of 4 hosts, so Kueue may place one slice in two cloud.google.com/gke-nodepool domains; ",
+    "set it to \"4\", the hosts of one slice; ",
     "see docs/rules.md, K2"
 );
 const K3_SLICES_BY_HOST: &str = concat!(
@@ -213,8 +217,8 @@ const K3_SLICES_BY_BLOCK_WITHOUT_SIZE: &str = concat!(
 #[case::k2_layers_not_a_list(2, 4, V6E, &[(LAYERS, r#"{"topology":"cloud.google.com/gke-nodepool","size":4}"#)], Some(K2_LAYERS_NOT_A_LIST))]
 #[case::k2_two_single_host_slices_per_job(4, 1, V6E_ONE_HOST, &[(REQUIRED, BLOCK), (SLICE, POOL), (SIZE, "2")], Some(K2_TWO_SINGLE_HOST_SLICES_PER_JOB))]
 #[case::k2_outer_layer_over_a_job(2, 4, V6E, &[(LAYERS, r#"[{"topology":"cloud.google.com/gce-topology-block","size":8},{"topology":"cloud.google.com/gke-nodepool","size":4}]"#)], Some(K2_OUTER_LAYER_OVER_A_JOB))]
-#[case::k2_slices_by_block_over_a_job(2, 4, V6E, &[(SLICE, BLOCK), (SIZE, "8")], Some(K2_SLICES_BY_BLOCK_OVER_A_JOB))]
-#[case::k2_inner_layer_below_a_slice(2, 4, V6E, &[(LAYERS, r#"[{"topology":"cloud.google.com/gce-topology-block","size":8},{"topology":"cloud.google.com/gke-nodepool","size":2}]"#)], Some(K2_INNER_LAYER_BELOW_A_SLICE))]
+#[case::k2_k3_slices_by_block_over_a_job(2, 4, V6E, &[(SLICE, BLOCK), (SIZE, "8")], Some(K2_K3_SLICES_BY_BLOCK_OVER_A_JOB))]
+#[case::k2_outer_layer_over_a_job_inner_below_a_slice(2, 4, V6E, &[(LAYERS, r#"[{"topology":"cloud.google.com/gce-topology-block","size":8},{"topology":"cloud.google.com/gke-nodepool","size":2}]"#)], Some(K2_OUTER_OVER_A_JOB_INNER_BELOW_A_SLICE))]
 // K3: nothing keeps a slice in one domain.
 #[case::k3_slices_by_host(2, 4, V6E, &[(SLICE, HOST), (SIZE, "1")], Some(K3_SLICES_BY_HOST))]
 #[case::k3_only_the_block(2, 4, V6E, &[(REQUIRED, BLOCK)], Some(K3_ONLY_THE_BLOCK))]

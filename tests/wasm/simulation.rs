@@ -19,7 +19,7 @@ const MEGASCALE: [&str; 3] = [
 
 /// Every fixture simulated below; `user-set-env` and `manual-env-block` have their own tests
 /// (`manual-env-block` in references.rs).
-const SIMULATED: [&str; 30] = [
+const SIMULATED: [&str; 32] = [
     "tpu-4-slices",
     "tpu-two-rjobs-one-group",
     "tpu-two-groups",
