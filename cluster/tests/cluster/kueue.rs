@@ -53,7 +53,7 @@ pub async fn cases(binaries: &Binaries, report: &mut Report) -> anyhow::Result<(
         release_cases(&mut plane, report).await;
     }
     let queue_check = part("kueue") || part("queue-check");
-    if queue_check || part("queue-check-v1beta2") {
+    if queue_check || part("queue-check-v1beta2") || part("queue-check-tas") {
         queue_check_cases(&plane, &check, queue_check, report).await;
     }
     if let Err(e) = plane.check_alive() {
@@ -66,7 +66,7 @@ pub async fn cases(binaries: &Binaries, report: &mut Report) -> anyhow::Result<(
 }
 
 /// The queue check's cases (parts `queue-check` and `kueue`, all of them; part
-/// `queue-check-v1beta2`, only the version case).
+/// `queue-check-v1beta2`, the version case; `queue-check-tas`, it and the Topology case).
 async fn queue_check_cases(
     plane: &ControlPlane,
     check: &queue_check::QueueCheck,
@@ -83,6 +83,12 @@ async fn queue_check_cases(
         "queueCheck on Kueue v0.17: the lookups ask kueue.x-k8s.io/v1beta2 alone, and the misfit is refused with Q1; a group version the API server does not serve is answered with its 404",
         queue_check::reads_v1beta2(plane, check).await,
     );
+    if all || part("queue-check-tas") {
+        report.record(
+            "queueCheck refuse: a TPU JobSet placed by topology, into a queue whose flavour's Topology lacks a level it names, fails with Q1",
+            queue_check::topology_lacks_a_level(plane, check).await,
+        );
+    }
     if !all {
         return;
     }

@@ -37,8 +37,8 @@ pub const POOL: &str = "cloud.google.com/gke-nodepool";
 pub const GROUP_ANN: &str = "jobset.sigs.k8s.io/group-name";
 pub const QUEUE: &str = "kueue.x-k8s.io/queue-name";
 pub const SLICE_TOPOLOGY: &str = "cloud.google.com/gke-tpu-slice-topology";
-pub const TAS_REQUIRED: &str = "kueue.x-k8s.io/podset-required-topology";
 pub const TAS_SLICE_REQUIRED: &str = "kueue.x-k8s.io/podset-slice-required-topology";
+pub const TAS_SLICE_SIZE: &str = "kueue.x-k8s.io/podset-slice-size";
 
 /// A valid slice: accelerator, topology, chips per pod, hosts (= parallelism).
 #[derive(Debug, Clone, PartialEq)]
@@ -322,10 +322,13 @@ fn tpu_rjob(name: &str, group: Option<&str>, slice: &Slice, replicas: u32, shape
     if extras.dynamic_slicing > 0 {
         pod_meta["annotations"] = json!({SLICE_TOPOLOGY: slice.topology});
         if extras.dynamic_slicing == 1 {
-            pod_meta["annotations"][TAS_REQUIRED] = json!(format!(
+            // Each slice in a sub-slice of its own (K1's fix of xpk's render, which requires
+            // every slice in one sub-slice).
+            pod_meta["annotations"][TAS_SLICE_REQUIRED] = json!(format!(
                 "cloud.google.com/gke-tpu-slice-{}-id",
                 slice.topology
             ));
+            pod_meta["annotations"][TAS_SLICE_SIZE] = json!(slice.hosts.to_string());
         } else {
             pod_spec["nodeSelector"]
                 .as_object_mut()
@@ -842,7 +845,8 @@ pub fn break_rule(shape: &Shape, rule: &str) -> Option<Broken> {
                 let topology = pod["metadata"]["annotations"]
                     .as_object_mut()
                     .and_then(|a| {
-                        a.remove(TAS_REQUIRED);
+                        a.remove(TAS_SLICE_REQUIRED);
+                        a.remove(TAS_SLICE_SIZE);
                         a.remove(SLICE_TOPOLOGY)
                     });
                 if let Some(t) = topology {

@@ -28,6 +28,13 @@ const LOCAL_QUEUE: &str = "tpu-queue";
 
 /// Under `refuse`: a queue of 2x4 only, and a queue of 4x4.
 const REFUSED: &str = "queue-check-refuse";
+/// Under `refuse`: a queue whose 4x4 flavour's Topology has no block level, for the JobSet of
+/// test_data/queue/jobset-tas.yaml, which requires the block.
+const TAS_REFUSED: &str = "queue-check-tas";
+const TAS_FIXTURE: &str = "test_data/queue/jobset-tas.yaml";
+const ONLY_POOLS: &str = "queue-check-pools";
+const POOLS_FLAVOUR: &str = "tpu-v6e-4x4-pools";
+const POOLS_TOPOLOGY: &str = "tpu-pools-no-block";
 const FITS: &str = "queue-check-fits";
 /// Under `warn`: a queue of 2x4 only.
 const WARNED: &str = "queue-check-warn";
@@ -54,7 +61,33 @@ pub(crate) async fn set_up(plane: &mut ControlPlane) -> anyhow::Result<QueueChec
             ))
             .await?;
     }
-    for (namespace, queue) in [(REFUSED, ONLY_2X4), (FITS, ONLY_4X4), (WARNED, ONLY_2X4)] {
+    // A Topology of node pools and hosts, without the block; the flavour places by it.
+    cluster
+        .apply(&kueue::topology(
+            POOLS_TOPOLOGY,
+            &[
+                multislice_cluster::fleet::NODEPOOL,
+                "kubernetes.io/hostname",
+            ],
+        ))
+        .await?;
+    let mut rf = kueue::resource_flavor(POOLS_FLAVOUR, &V6E_4X4.labels());
+    rf["spec"]["topologyName"] = json!(POOLS_TOPOLOGY);
+    cluster.apply(&rf).await?;
+    cluster
+        .apply(&kueue::tpu_cluster_queue(
+            ONLY_POOLS,
+            POOLS_FLAVOUR,
+            256,
+            CPU_FLAVOUR,
+        ))
+        .await?;
+    for (namespace, queue) in [
+        (REFUSED, ONLY_2X4),
+        (FITS, ONLY_4X4),
+        (WARNED, ONLY_2X4),
+        (TAS_REFUSED, ONLY_POOLS),
+    ] {
         policies::namespace(&cluster, namespace, Some(policies::NONE)).await?;
         cluster
             .apply(&kueue::local_queue(namespace, LOCAL_QUEUE, queue))
@@ -80,7 +113,7 @@ pub(crate) async fn set_up(plane: &mut ControlPlane) -> anyhow::Result<QueueChec
                 Variant::QueueCheck,
                 Some("refuse"),
                 &json!({}),
-                &scope(&[REFUSED, FITS]),
+                &scope(&[REFUSED, FITS, TAS_REFUSED]),
             )
             .await?,
     )?;
@@ -173,6 +206,44 @@ pub(crate) async fn misfit_refused(
         &format!("{what}: the queue check's CREATE verdicts (allowed, suspend)"),
     );
     eprintln!("queue check: {what}: {} {message}", sub.created.status);
+    Ok(f)
+}
+
+/// `refuse`, a JobSet that requires the block and slices by node pool, in a queue whose one
+/// flavour fits its shape but whose Topology has no block level: refused with Q1, where Kueue
+/// would skip the flavour ("does not contain the requested level", the Kueue record) and leave
+/// it pending; nothing is stored.
+pub(crate) async fn topology_lacks_a_level(
+    plane: &ControlPlane,
+    check: &QueueCheck,
+) -> anyhow::Result<Failures> {
+    let mut f = Failures::default();
+    let mut object = fixture_jobset(TAS_FIXTURE, TAS_REFUSED)?;
+    if let Some(spec) = object["spec"].as_object_mut() {
+        spec.remove("suspend");
+    }
+    let sub = run::submit(&plane.cluster, std::slice::from_ref(&object))
+        .await?
+        .remove(0);
+    let what = format!("JobSet {TAS_REFUSED}/{}", sub.name);
+    let q1 = format!(
+        "[Q1] metadata.labels[\"kueue.x-k8s.io/queue-name\"]: names queue \"{TAS_REFUSED}/{LOCAL_QUEUE}\" (ClusterQueue \"{ONLY_POOLS}\"), whose flavours cannot place replicated job \"workers\" by topology: \"{POOLS_FLAVOUR}\" (Topology \"{POOLS_TOPOLOGY}\" has no level cloud.google.com/gce-topology-block), so Kueue would never admit it; use levels of the flavour's Topology in the kueue.x-k8s.io/podset-* annotations, the slice level at or below the required one, or add the levels to the Topology; see docs/rules.md, Q1"
+    );
+    f.eq(sub.created.status, 400, &format!("{what}: status"));
+    f.eq(
+        sub.created.message().unwrap_or_default().to_string(),
+        format!(
+            "admission webhook \"{}\" denied the request: {q1}",
+            check.refuse.webhook
+        ),
+        &format!("{what}: message"),
+    );
+    let stored = plane.cluster.get(&object).await?;
+    f.check(stored.is_none(), || format!("{what}: stored"));
+    if stored.is_some() {
+        plane.cluster.delete(&object).await?;
+    }
+    eprintln!("queue check: {what}: {}", sub.created.status);
     Ok(f)
 }
 
