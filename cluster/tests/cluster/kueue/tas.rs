@@ -87,8 +87,14 @@ pub(crate) enum Kueue {
     /// The Workload stays `QuotaReserved=False (Pending)` with this message (`{id}`: the run's
     /// flavour); no pod exists.
     Pending(&'static str),
-    /// Admitted; this many pods stay gated for good, the rest are bound.
+    /// As `Pending`, and Kueue's Job webhook refuses each Job the JobSet controller creates
+    /// (suspended) with the second message.
+    PendingNoJobs(&'static str, &'static str),
+    /// Admitted; at least this many pods stay gated for good, the rest are bound.
     Gated(usize),
+    /// Admitted, yet no pod ever exists: Kueue's Job webhook refuses each Job the JobSet
+    /// controller creates, with this message (in JobSet's `JobCreationFailed` Event).
+    NoJobs(&'static str),
     /// Admitted, every pod bound, and a Job's pods in two domains of this level.
     Split(&'static str),
     /// Admitted, every pod bound, each Job in one domain of `slice` that no other Job uses,
@@ -136,6 +142,9 @@ const POOL_WHOLE: Kueue = Kueue::Whole {
     within: None,
 };
 
+/// Kueue's Job webhook on each Job of a JobSet whose slice size (8) is above its parallelism (4).
+const SIZE_8_JOB: &str = "admission webhook \"vjob.kb.io\" denied the request: spec.template.metadata.annotations[kueue.x-k8s.io/podset-slice-size]: Invalid value: \"8\": must not be greater than pod set count 4";
+
 /// The record. A wrong shape's expectation fails if Kueue places it whole; a right shape's if
 /// it does not.
 pub(crate) const CASES: &[Case] = &[
@@ -144,14 +153,19 @@ pub(crate) const CASES: &[Case] = &[
         NEVER),
     case("slice-size-3", Fleet::Pools, Kueue::Gated(2), Verdict::Refused("K2")),
     case("slice-size-2", Fleet::Pools, Kueue::Split(NODEPOOL), Verdict::Refused("K3")),
-    case("slice-size-8", Fleet::Pools, Kueue::Pending(
-        "couldn't assign flavors to pod set slice: topology \"tas-pools\" doesn't allow to fit any of 1 slice(s). Total nodes: 20; excluded: resource \"google.com/tpu\": 2"),
+    case("slice-size-8", Fleet::Pools, Kueue::PendingNoJobs(
+        "couldn't assign flavors to pod set slice: topology \"tas-pools\" doesn't allow to fit any of 1 slice(s). Total nodes: 20; excluded: resource \"google.com/tpu\": 2",
+        SIZE_8_JOB),
         NEVER),
     case("per-host-multi-host", Fleet::Pools, Kueue::Split(NODEPOOL), Verdict::Refused("K3")),
     case("slice-no-size", Fleet::Nothing, Kueue::Refused(
         "admission webhook \"vjobset.kb.io\" denied the request: spec.replicatedJobs[0].template.spec.template.metadata.annotations[kueue.x-k8s.io/podset-slice-size]: Required value: must be set when 'kueue.x-k8s.io/podset-slice-required-topology' is specified"),
         Verdict::Accepted),
-    case("layers-right", Fleet::Pools, Kueue::Whole { slice: NODEPOOL, within: Some(BLOCK) }, Verdict::Accepted),
+    case("slice-block-8", Fleet::Pools, Kueue::NoJobs(SIZE_8_JOB), NEVER),
+    case("layers-sub-slice", Fleet::SubSlices, Kueue::Whole { slice: SUB_4X4, within: None }, Verdict::Accepted),
+    case("layers-block", Fleet::Pools, Kueue::NoJobs(
+        "admission webhook \"vjob.kb.io\" denied the request: spec.template.metadata.annotations[kueue.x-k8s.io/podset-slice-required-topology-constraints]: Invalid value: 8: must not be greater than pod set count 4"),
+        NEVER),
     case("layers-split", Fleet::Pools, Kueue::Split(NODEPOOL), Verdict::Refused("K3")),
     case("missing-level", Fleet::Pools, Kueue::Pending(
         "couldn't assign flavors to pod set slice: Flavor \"{id}\" does not contain the requested level"),
@@ -181,7 +195,10 @@ pub(crate) async fn set_up(cluster: &Cluster) -> anyhow::Result<()> {
     policies::namespace(cluster, BUSY_NAMESPACE, Some(policies::NONE)).await?;
     for (name, levels) in [
         ("tas-pools", &[BLOCK, NODEPOOL, HOST][..]),
-        ("sub-slice-topology", &[SUB_8X8, SUB_4X8, SUB_4X4, SUB_2X4, HOST][..]),
+        (
+            "sub-slice-topology",
+            &[SUB_8X8, SUB_4X8, SUB_4X4, SUB_2X4, HOST][..],
+        ),
         ("super-slice-topology", &[BLOCK, CUBE, HOST][..]),
     ] {
         cluster.apply(&kueue::topology(name, levels)).await?;
@@ -234,7 +251,7 @@ fn build(fleet: Fleet, id: &str) -> Built {
         busy: Vec::new(),
     };
     match fleet {
-        Fleet::Nothing => {}
+        Fleet::Nothing => built.node_labels = base("tpu-v6e-slice", Some("4x4")),
         Fleet::Pools | Fleet::SingleHost => {
             let (machine, layout): (&str, &[(&str, &str, bool)]) = match fleet {
                 Fleet::Pools => (
@@ -323,6 +340,8 @@ pub(crate) struct Observed {
     pub(crate) stored: Value,
     /// Node name → its labels.
     pub(crate) nodes: BTreeMap<String, BTreeMap<String, String>>,
+    /// The messages of JobSet's `JobCreationFailed` Events in the namespace.
+    pub(crate) job_failures: Vec<String>,
     pub(crate) seconds: f64,
 }
 
@@ -412,6 +431,13 @@ async fn run_case(cluster: Cluster, case: Case, prefix: &'static str) -> anyhow:
     if sub.allowed() {
         watch(&cluster, &sub, expected, &mut seen).await?;
         seen.stored = cluster.get(&sub.created.body).await?.unwrap_or_default();
+        seen.job_failures = cluster
+            .list("v1", "Event", Some(&namespace), None)
+            .await?
+            .into_iter()
+            .filter(|e| e["reason"] == "JobCreationFailed")
+            .filter_map(|e| e["message"].as_str().map(str::to_string))
+            .collect();
         seen.nodes = fleet::nodes_by_name(&cluster)
             .await?
             .into_iter()
@@ -471,7 +497,7 @@ async fn watch(
         }
         let pending = kueue::condition(&seen.workload, "QuotaReserved")
             .is_some_and(|c| c["status"] == "False" && c["reason"] == "Pending");
-        let answered = (seen.admitted() && seen.pods.len() == expected) || pending;
+        let answered = seen.admitted() || pending;
         if (answered && since.elapsed() >= SETTLE) || Instant::now() > deadline {
             return Ok(());
         }
@@ -485,18 +511,23 @@ fn describe(seen: &Observed, level: &str) -> String {
         return "not submitted".into();
     };
     if !sub.allowed() {
-        return format!("refused at CREATE ({}): {:?}", sub.created.status, sub.created.message());
+        return format!(
+            "refused at CREATE ({}): {:?}",
+            sub.created.status,
+            sub.created.message()
+        );
     }
     let pending = kueue::condition(&seen.workload, "QuotaReserved")
         .filter(|c| c["status"] == "False")
         .and_then(|c| c["message"].as_str());
     format!(
-        "admitted {}; {} pods, {} bound, {} gated; pending message {pending:?}; {level} by Job {:?}; in {:.1} s",
+        "admitted {}; {} pods, {} bound, {} gated; pending message {pending:?}; {level} by Job {:?}; JobCreationFailed {:?}; in {:.1} s",
         seen.admitted(),
         seen.pods.len(),
         seen.bound(),
         seen.gated(),
         seen.domains(level),
+        seen.job_failures.first(),
         seen.seconds
     )
 }
@@ -509,8 +540,14 @@ fn check_kueue(f: &mut Failures, what: &str, kueue_did: Kueue, seen: &Observed) 
     };
     let expected = run::expected_pods(&sub.created.body) as usize;
     if let Kueue::Refused(message) = kueue_did {
-        f.check(!sub.allowed(), || format!("{what}: Kueue's webhook let it in"));
-        f.eq(sub.created.message(), Some(message), &format!("{what}: refusal"));
+        f.check(!sub.allowed(), || {
+            format!("{what}: Kueue's webhook let it in")
+        });
+        f.eq(
+            sub.created.message(),
+            Some(message),
+            &format!("{what}: refusal"),
+        );
         return;
     }
     if !sub.allowed() {
@@ -521,7 +558,24 @@ fn check_kueue(f: &mut Failures, what: &str, kueue_did: Kueue, seen: &Observed) 
         ));
         return;
     }
-    if let Kueue::Pending(message) = kueue_did {
+    let refused_jobs = match kueue_did {
+        Kueue::NoJobs(m) | Kueue::PendingNoJobs(_, m) => Some(m),
+        _ => None,
+    };
+    match refused_jobs {
+        Some(m) => f.check(seen.job_failures.iter().any(|e| e.contains(m)), || {
+            format!(
+                "{what}: JobCreationFailed Events {:?}, want {m:?}",
+                seen.job_failures
+            )
+        }),
+        None => f.eq(
+            seen.job_failures.as_slice(),
+            &[],
+            &format!("{what}: JobCreationFailed Events"),
+        ),
+    }
+    if let Kueue::Pending(message) | Kueue::PendingNoJobs(message, _) = kueue_did {
         let conditions = kueue::conditions_text(&seen.workload);
         let want = format!(
             "QuotaReserved=False (Pending): {}",
@@ -545,24 +599,35 @@ fn check_kueue(f: &mut Failures, what: &str, kueue_did: Kueue, seen: &Observed) 
             kueue::conditions_text(&seen.workload)
         )
     });
-    f.eq(seen.pods.len(), expected, &format!("{what}: pods"));
     let assignment = &seen.workload["status"]["admission"]["podSetAssignments"][0];
     f.check(!assignment["topologyAssignment"].is_null(), || {
         format!("{what}: the Workload has no topology assignment")
     });
+    if let Kueue::NoJobs(_) = kueue_did {
+        f.eq(seen.pods.len(), 0, &format!("{what}: pods"));
+        return;
+    }
+    f.eq(seen.pods.len(), expected, &format!("{what}: pods"));
     if let Kueue::Gated(gated) = kueue_did {
-        f.eq(seen.gated(), gated, &format!("{what}: pods gated for good"));
+        f.check(seen.gated() >= gated, || {
+            format!(
+                "{what}: {} pods gated for good, want {gated} at least",
+                seen.gated()
+            )
+        });
         f.eq(
-            seen.bound(),
-            expected - gated,
-            &format!("{what}: pods bound"),
+            seen.bound() + seen.gated(),
+            expected,
+            &format!("{what}: pods bound or gated"),
         );
         return;
     }
     f.eq(seen.bound(), expected, &format!("{what}: pods bound"));
     for p in &seen.pods {
         let name = p["metadata"]["name"].as_str().unwrap_or_default();
-        f.check(!is_gated(p), || format!("{what}: pod {name} is still gated"));
+        f.check(!is_gated(p), || {
+            format!("{what}: pod {name} is still gated")
+        });
         f.eq(
             p["spec"]["nodeSelector"][HOST].as_str(),
             p["spec"]["nodeName"].as_str(),
@@ -625,8 +690,13 @@ pub(crate) async fn cases(plane: &ControlPlane) -> Vec<(String, anyhow::Result<F
         passes.push("tasp-");
     }
     let mut tasks = tokio::task::JoinSet::new();
+    // CLUSTER_CASE=<part of a fixture's name> runs the cases it names.
+    let only = std::env::var("CLUSTER_CASE").unwrap_or_default();
     for prefix in &passes {
         for (i, case) in CASES.iter().enumerate() {
+            if !case.fixture.contains(only.as_str()) {
+                continue;
+            }
             let cluster = plane.cluster.clone();
             let (case, prefix) = (*case, *prefix);
             tasks.spawn(async move { (prefix, i, run_case(cluster, case, prefix).await) });
@@ -648,7 +718,11 @@ pub(crate) async fn cases(plane: &ControlPlane) -> Vec<(String, anyhow::Result<F
         let with_policy = prefix != "tas-";
         let name = format!(
             "TAS {} {}: {}",
-            if with_policy { "with the policy" } else { "without the policy" },
+            if with_policy {
+                "with the policy"
+            } else {
+                "without the policy"
+            },
             case.fixture,
             expectation(&case, with_policy)
         );
@@ -673,7 +747,7 @@ pub(crate) async fn cases(plane: &ControlPlane) -> Vec<(String, anyhow::Result<F
     }
     eprintln!(
         "tas: {} run(s) in {:.0} s",
-        CASES.len() * passes.len(),
+        out.len(),
         started.elapsed().as_secs_f64()
     );
     out
@@ -685,7 +759,11 @@ fn expectation(case: &Case, with_policy: bool) -> String {
         (_, _) => match case.kueue {
             Kueue::Refused(_) => "Kueue's webhook refuses it".into(),
             Kueue::Pending(_) => "Kueue never admits it (pending, its message)".into(),
-            Kueue::Gated(n) => format!("admitted, {n} pods gated for good"),
+            Kueue::Gated(n) => format!("admitted, {n} pods or more gated for good"),
+            Kueue::PendingNoJobs(..) => {
+                "Kueue never admits it, and its Job webhook refuses its Jobs".into()
+            }
+            Kueue::NoJobs(_) => "admitted, and Kueue's Job webhook refuses its Jobs".into(),
             Kueue::Split(level) => format!("placed, a Job across two {level} domains"),
             Kueue::Whole { slice, .. } => format!("placed, each Job whole in one {slice}"),
             Kueue::Cubes { .. } => "placed, each Job in whole cubes of one block".into(),
