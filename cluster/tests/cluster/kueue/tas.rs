@@ -148,35 +148,46 @@ const SIZE_8_JOB: &str = "admission webhook \"vjob.kb.io\" denied the request: s
 /// The record. A wrong shape's expectation fails if Kueue places it whole; a right shape's if
 /// it does not.
 pub(crate) const CASES: &[Case] = &[
+    // Wrong shapes (issue 60): (a) a slice-level key required for 2 slices.
     case("required-pool", Fleet::Pools, Kueue::Pending(
         "couldn't assign flavors to pod set slice: topology \"tas-pools\" allows to fit only 4 out of 8 pod(s). Total nodes: 20; excluded: resource \"google.com/tpu\": 2"),
         NEVER),
+    // (b) a size that does not divide R×P: the remainder, and with it every pod, stays gated.
     case("slice-size-3", Fleet::Pools, Kueue::Gated(2), Verdict::Refused("K2")),
+    // (c) a size below a slice's hosts under a slice-level key.
     case("slice-size-2", Fleet::Pools, Kueue::Split(NODEPOOL), Verdict::Refused("K3")),
+    // (d) a size above a slice's hosts; above P, Kueue's Job webhook refuses the Jobs too.
     case("slice-size-8", Fleet::Pools, Kueue::PendingNoJobs(
         "couldn't assign flavors to pod set slice: topology \"tas-pools\" doesn't allow to fit any of 1 slice(s). Total nodes: 20; excluded: resource \"google.com/tpu\": 2",
         SIZE_8_JOB),
         NEVER),
+    // (e) per-host slicing of multi-host slices.
     case("per-host-multi-host", Fleet::Pools, Kueue::Split(NODEPOOL), Verdict::Refused("K3")),
+    // (f) a slice topology without a size. The policy may fill it (issue 60 What 2).
     case("slice-no-size", Fleet::Nothing, Kueue::Refused(
         "admission webhook \"vjobset.kb.io\" denied the request: spec.replicatedJobs[0].template.spec.template.metadata.annotations[kueue.x-k8s.io/podset-slice-size]: Required value: must be set when 'kueue.x-k8s.io/podset-slice-required-topology' is specified"),
         Verdict::Accepted),
+    // (d) by block: it fits, so it is admitted, and its Jobs are refused (size above P).
     case("slice-block-8", Fleet::Pools, Kueue::NoJobs(SIZE_8_JOB), NEVER),
+    // (g) the multi-layer list: right; first layer above P; inner layer below a slice.
     case("layers-sub-slice", Fleet::SubSlices, Kueue::Whole { slice: SUB_4X4, within: None }, Verdict::Accepted),
     case("layers-block", Fleet::Pools, Kueue::NoJobs(
         "admission webhook \"vjob.kb.io\" denied the request: spec.template.metadata.annotations[kueue.x-k8s.io/podset-slice-required-topology-constraints]: Invalid value: 8: must not be greater than pod set count 4"),
         NEVER),
     case("layers-split", Fleet::Pools, Kueue::Split(NODEPOOL), Verdict::Refused("K3")),
+    // (h) a level the Topology lacks; a slice level above the required one.
     case("missing-level", Fleet::Pools, Kueue::Pending(
         "couldn't assign flavors to pod set slice: Flavor \"{id}\" does not contain the requested level"),
         NEVER),
     case("slice-above-required", Fleet::Pools, Kueue::Pending(
         "couldn't assign flavors to pod set slice: podset slice topology cloud.google.com/gce-topology-block is above the podset topology cloud.google.com/gke-nodepool"),
         NEVER),
+    // Right shapes.
     case("slice-pool", Fleet::Pools, POOL_WHOLE, Verdict::Accepted),
     case("block-slice-pool", Fleet::Pools, Kueue::Whole { slice: NODEPOOL, within: Some(BLOCK) }, Verdict::Accepted),
     case("one-slice-pool", Fleet::Pools, POOL_WHOLE, Verdict::Accepted),
     case("per-host-single-host", Fleet::SingleHost, Kueue::Whole { slice: HOST, within: Some(NODEPOOL) }, Verdict::Accepted),
+    // xpk's sub-slicing render for 1 and 2 slices, and fixes of the 2-slice one.
     case("xpk-sub-slice-1", Fleet::SubSlices, Kueue::Whole { slice: SUB_4X4, within: None }, Verdict::Accepted),
     case("xpk-sub-slice-2", Fleet::SubSlices, Kueue::Pending(
         "couldn't assign flavors to pod set slice-job: topology \"sub-slice-topology\" allows to fit only 4 out of 8 pod(s). Total nodes: 16; excluded: resource \"google.com/tpu\": 1"),
@@ -186,6 +197,7 @@ pub(crate) const CASES: &[Case] = &[
     case("xpk-sub-slice-2-block", Fleet::SubSlices, Kueue::Pending(
         "couldn't assign flavors to pod set slice-job: Flavor \"{id}\" does not contain the requested level"),
         NEVER),
+    // xpk's super-slicing render, with the slice controller's annotations hand-written.
     case("xpk-super-slice-1", Fleet::Cubes(3), Kueue::Cubes { hosts: 16 }, Verdict::Accepted),
     case("xpk-super-slice-2", Fleet::Cubes(5), Kueue::Cubes { hosts: 16 }, Verdict::Accepted),
 ];
@@ -431,13 +443,7 @@ async fn run_case(cluster: Cluster, case: Case, prefix: &'static str) -> anyhow:
     if sub.allowed() {
         watch(&cluster, &sub, expected, &mut seen).await?;
         seen.stored = cluster.get(&sub.created.body).await?.unwrap_or_default();
-        seen.job_failures = cluster
-            .list("v1", "Event", Some(&namespace), None)
-            .await?
-            .into_iter()
-            .filter(|e| e["reason"] == "JobCreationFailed")
-            .filter_map(|e| e["message"].as_str().map(str::to_string))
-            .collect();
+        seen.job_failures = job_failures(&cluster, &namespace).await?;
         seen.nodes = fleet::nodes_by_name(&cluster)
             .await?
             .into_iter()
@@ -462,8 +468,9 @@ async fn run_case(cluster: Cluster, case: Case, prefix: &'static str) -> anyhow:
     Ok(seen)
 }
 
-/// Polls the JobSet's Workload and pods until Kueue's answer stops changing for [`SETTLE`]
-/// (every pod bound: at once), or [`BOUND`] runs out.
+/// Polls the JobSet's Workload, pods and Events until Kueue's answer is there and has not
+/// changed for [`SETTLE`] (every pod bound: at once), or [`BOUND`] runs out. An answer: the
+/// Workload pending; admitted with every pod made; or a Job refused.
 async fn watch(
     cluster: &Cluster,
     sub: &Submitted,
@@ -480,16 +487,20 @@ async fn watch(
             .next()
             .unwrap_or_default();
         seen.pods = run::pods_of(cluster, sub).await?;
+        if seen.pods.is_empty() {
+            seen.job_failures = job_failures(cluster, &sub.namespace).await?;
+        }
         let placed = seen.pods.len() == expected && seen.bound() == expected;
         if seen.admitted() && placed {
             return Ok(());
         }
         let state = format!(
-            "{:?} {} pods, {} gated, {} bound",
+            "{:?} {} pods, {} gated, {} bound, {} Jobs refused",
             kueue::conditions_text(&seen.workload),
             seen.pods.len(),
             seen.gated(),
-            seen.bound()
+            seen.bound(),
+            seen.job_failures.len()
         );
         if state != last {
             last = state;
@@ -497,12 +508,25 @@ async fn watch(
         }
         let pending = kueue::condition(&seen.workload, "QuotaReserved")
             .is_some_and(|c| c["status"] == "False" && c["reason"] == "Pending");
-        let answered = seen.admitted() || pending;
+        let answered = pending
+            || (seen.admitted() && seen.pods.len() == expected)
+            || !seen.job_failures.is_empty();
         if (answered && since.elapsed() >= SETTLE) || Instant::now() > deadline {
             return Ok(());
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
+}
+
+/// The messages of JobSet's `JobCreationFailed` Events in a namespace.
+async fn job_failures(cluster: &Cluster, namespace: &str) -> anyhow::Result<Vec<String>> {
+    Ok(cluster
+        .list("v1", "Event", Some(namespace), None)
+        .await?
+        .into_iter()
+        .filter(|e| e["reason"] == "JobCreationFailed")
+        .filter_map(|e| e["message"].as_str().map(str::to_string))
+        .collect())
 }
 
 /// What Kueue did, in a line for the report and the record.
