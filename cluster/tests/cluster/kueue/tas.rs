@@ -52,8 +52,6 @@ const SETTLE: Duration = Duration::from_secs(10);
 /// The nodes of a case, and the Topology that names their levels.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Fleet {
-    /// None: Kueue's webhook answers first.
-    Nothing,
     /// Topology `tas-pools`, block → node pool → host. v6e 4x4 pools of 4 hosts: block b1
     /// holds pools a, b, c, d, of which b and c have a busy host; block b2 holds pool e.
     Pools,
@@ -115,6 +113,8 @@ pub(crate) enum Verdict {
     Refused(&'static str),
     /// Accepted, and Kueue then does what it does without the policy; placed pods get the env.
     Accepted,
+    /// Accepted with a patch of the mutating policy, after which Kueue does this.
+    Patched(Kueue),
 }
 
 /// One shape: its fixture (test_data/tas/<fixture>.yaml), the fleet it runs on, what Kueue
@@ -163,10 +163,10 @@ pub(crate) const CASES: &[Case] = &[
         NEVER),
     // (e) per-host slicing of multi-host slices.
     case("per-host-multi-host", Fleet::Pools, Kueue::Split(NODEPOOL), Verdict::Refused("K3")),
-    // (f) a slice topology without a size. The policy may fill it (issue 60 What 2).
-    case("slice-no-size", Fleet::Nothing, Kueue::Refused(
+    // (f) a slice topology without a size: the mutating roles add the slice's hosts (SPEC §4.8).
+    case("slice-no-size", Fleet::Pools, Kueue::Refused(
         "admission webhook \"vjobset.kb.io\" denied the request: spec.replicatedJobs[0].template.spec.template.metadata.annotations[kueue.x-k8s.io/podset-slice-size]: Required value: must be set when 'kueue.x-k8s.io/podset-slice-required-topology' is specified"),
-        Verdict::Accepted),
+        Verdict::Patched(POOL_WHOLE)),
     // (d) by block: it fits, so it is admitted, and its Jobs are refused (size above P).
     case("slice-block-8", Fleet::Pools, Kueue::NoJobs(SIZE_8_JOB), NEVER),
     // (g) the multi-layer list: right; first layer above P; inner layer below a slice.
@@ -263,7 +263,6 @@ fn build(fleet: Fleet, id: &str) -> Built {
         busy: Vec::new(),
     };
     match fleet {
-        Fleet::Nothing => built.node_labels = base("tpu-v6e-slice", Some("4x4")),
         Fleet::Pools | Fleet::SingleHost => {
             let (machine, layout): (&str, &[(&str, &str, bool)]) = match fleet {
                 Fleet::Pools => (
@@ -780,6 +779,7 @@ pub(crate) async fn cases(plane: &ControlPlane) -> Vec<(String, anyhow::Result<F
 fn expectation(case: &Case, with_policy: bool) -> String {
     match (with_policy, case.policy) {
         (true, Verdict::Refused(rule)) => format!("refused by {rule}"),
+        (true, Verdict::Patched(_)) => "patched by the mutating policy, then placed".into(),
         (_, _) => match case.kueue {
             Kueue::Refused(_) => "Kueue's webhook refuses it".into(),
             Kueue::Pending(_) => "Kueue never admits it (pending, its message)".into(),
@@ -813,8 +813,12 @@ fn check_policy(f: &mut Failures, what: &str, case: &Case, seen: &Observed, plan
                 format!("{what}: refusal {message:?}, want one starting {prefix:?}")
             });
         }
-        Verdict::Accepted => {
-            check_kueue(f, what, case.kueue, seen);
+        Verdict::Accepted | Verdict::Patched(_) => {
+            let kueue_did = match case.policy {
+                Verdict::Patched(then) => then,
+                _ => case.kueue,
+            };
+            check_kueue(f, what, kueue_did, seen);
             if sub.allowed() && seen.bound() == seen.pods.len() && !seen.pods.is_empty() {
                 check_jobset_pods(f, what, &seen.stored, &seen.pods);
             }
