@@ -88,7 +88,9 @@ pub fn configuration(
     // Secrets from this namespace.
     config["namespace"] = json!(KUEUE_NAMESPACE);
     // Its visibility API server would listen on every address; nothing here reads it.
-    config["featureGates"] = json!({"VisibilityOnDemand": false});
+    // TASMultiLayerTopology (alpha in v0.17) lets the TAS record (issue 60) place a JobSet by
+    // `podset-slice-required-topology-constraints`, which Kueue's webhook refuses without it.
+    config["featureGates"] = json!({"VisibilityOnDemand": false, "TASMultiLayerTopology": true});
     Ok(config)
 }
 

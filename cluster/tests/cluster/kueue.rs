@@ -13,6 +13,7 @@ mod quota;
 mod releases;
 pub(crate) mod runs;
 pub(crate) mod shared;
+mod tas;
 mod topology;
 
 use crate::common::{part, Report};
@@ -48,6 +49,9 @@ pub async fn cases(binaries: &Binaries, report: &mut Report) -> anyhow::Result<(
     }
     if part("kueue") {
         kueue_cases(&mut plane, &agent, report).await;
+    }
+    if part("kueue") || part("tas") {
+        tas_cases(&plane, report).await;
     }
     if part("kueue") || part("releases") {
         release_cases(&mut plane, report).await;
@@ -100,6 +104,18 @@ async fn queue_check_cases(
         "queueCheck warn: the misfit JobSet is accepted with Q1 as a warning and waits as a pending Workload",
         queue_check::misfit_warned(plane, check).await,
     );
+}
+
+/// Issue 60's record of Kueue's Topology Aware Scheduling (parts `kueue` and `tas`), all at
+/// once.
+async fn tas_cases(plane: &ControlPlane, report: &mut Report) {
+    if let Err(e) = tas::set_up(&plane.cluster).await {
+        report.record("the TAS record's Topologies", Err(e));
+        return;
+    }
+    for (name, result) in tas::cases(plane).await {
+        report.record(&name, result);
+    }
 }
 
 const UPGRADE: &str = "release-upgrade";

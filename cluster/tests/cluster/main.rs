@@ -61,6 +61,7 @@ pub(crate) async fn main_async() -> anyhow::Result<bool> {
         "queue-check-v1beta2",
         "accelerators",
         "releases",
+        "tas",
     ]
     .iter()
     .any(|p| part(p))
