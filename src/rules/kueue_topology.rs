@@ -2,15 +2,21 @@
 //! leaves the pods; these say it).
 use crate::groups::JobSetPlan;
 use crate::keys::{KUEUE_REQUIRED_TOPOLOGY, KUEUE_SLICE_REQUIRED_TOPOLOGY, KUEUE_SLICE_SIZE};
+use crate::rules::tpu::slice_hosts;
 use crate::tas::{self, Misplacement, Request, SizeProblem, Split};
 use crate::views::jobset_view::ReplicatedJob;
 use crate::violation::{Rule, Violation};
 
-/// Each TPU replicated job with its request and where Kueue leaves its pods.
+/// Each TPU replicated job with its request and where Kueue leaves its pods; not one whose slice
+/// topology has other hosts than its parallelism, which T4 refuses first (its slices are not yet
+/// what the annotations would place).
 fn misplaced<'p, 'a>(
     plan: &'p JobSetPlan<'_, 'a>,
 ) -> impl Iterator<Item = (&'p ReplicatedJob<'a>, Request<'a>, Vec<Misplacement>)> + 'p {
     plan.view.tpu_jobs().filter_map(|(_, r)| {
+        if slice_hosts(r, plan.settings).is_some_and(|h| h != r.parallelism) {
+            return None;
+        }
         let request = tas::request(r);
         let found = tas::misplacements(r, &request, plan.settings);
         (!found.is_empty()).then_some((r, request, found))

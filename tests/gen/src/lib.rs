@@ -707,6 +707,12 @@ pub fn break_rule(shape: &Shape, rule: &str) -> Option<Broken> {
             if let Some(a) = pod["metadata"]["annotations"].as_object_mut() {
                 if a.contains_key(SLICE_TOPOLOGY) {
                     a.insert(SLICE_TOPOLOGY.into(), json!(alt.topology));
+                    // Kueue slices it by its own sub-slice, as it did the first.
+                    if a.contains_key(TAS_SLICE_REQUIRED) {
+                        let id = format!("cloud.google.com/gke-tpu-slice-{}-id", alt.topology);
+                        a.insert(TAS_SLICE_REQUIRED.into(), json!(id));
+                        a.insert(TAS_SLICE_SIZE.into(), json!(alt.hosts.to_string()));
+                    }
                     lines.push(violation(
                         "G4",
                         &format!(

@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 /// Switched on once issue 60's rules land: each case runs a second time, in a namespace the
 /// pair judges, and its [`Verdict`] is asserted.
-const WITH_POLICY: bool = false;
+const WITH_POLICY: bool = true;
 
 const BLOCK: &str = "cloud.google.com/gce-topology-block";
 const HOST: &str = "kubernetes.io/hostname";
@@ -137,6 +137,7 @@ const fn case(fixture: &'static str, fleet: Fleet, kueue: Kueue, policy: Verdict
 }
 
 const NEVER: Verdict = Verdict::Refused("K1");
+const SIZE: Verdict = Verdict::Refused("K2");
 const POOL_WHOLE: Kueue = Kueue::Whole {
     slice: NODEPOOL,
     within: None,
@@ -155,12 +156,12 @@ pub(crate) const CASES: &[Case] = &[
     // (b) a size that does not divide R×P: the remainder, and with it every pod, stays gated.
     case("slice-size-3", Fleet::Pools, Kueue::Gated(2), Verdict::Refused("K2")),
     // (c) a size below a slice's hosts under a slice-level key.
-    case("slice-size-2", Fleet::Pools, Kueue::Split(NODEPOOL), Verdict::Refused("K3")),
+    case("slice-size-2", Fleet::Pools, Kueue::Split(NODEPOOL), SIZE),
     // (d) a size above a slice's hosts; above P, Kueue's Job webhook refuses the Jobs too.
     case("slice-size-8", Fleet::Pools, Kueue::PendingNoJobs(
         "couldn't assign flavors to pod set slice: topology \"tas-pools\" doesn't allow to fit any of 1 slice(s). Total nodes: 20; excluded: resource \"google.com/tpu\": 2",
         SIZE_8_JOB),
-        NEVER),
+        SIZE),
     // (e) per-host slicing of multi-host slices.
     case("per-host-multi-host", Fleet::Pools, Kueue::Split(NODEPOOL), Verdict::Refused("K3")),
     // (f) a slice topology without a size: the mutating roles add the slice's hosts (SPEC §4.8).
@@ -168,17 +169,18 @@ pub(crate) const CASES: &[Case] = &[
         "admission webhook \"vjobset.kb.io\" denied the request: spec.replicatedJobs[0].template.spec.template.metadata.annotations[kueue.x-k8s.io/podset-slice-size]: Required value: must be set when 'kueue.x-k8s.io/podset-slice-required-topology' is specified"),
         Verdict::Patched(POOL_WHOLE)),
     // (d) by block: it fits, so it is admitted, and its Jobs are refused (size above P).
-    case("slice-block-8", Fleet::Pools, Kueue::NoJobs(SIZE_8_JOB), NEVER),
+    case("slice-block-8", Fleet::Pools, Kueue::NoJobs(SIZE_8_JOB), SIZE),
     // (g) the multi-layer list: right; first layer above P; inner layer below a slice.
     case("layers-sub-slice", Fleet::SubSlices, Kueue::Whole { slice: SUB_4X4, within: None }, Verdict::Accepted),
     case("layers-block", Fleet::Pools, Kueue::NoJobs(
         "admission webhook \"vjob.kb.io\" denied the request: spec.template.metadata.annotations[kueue.x-k8s.io/podset-slice-required-topology-constraints]: Invalid value: 8: must not be greater than pod set count 4"),
-        NEVER),
-    case("layers-split", Fleet::Pools, Kueue::Split(NODEPOOL), Verdict::Refused("K3")),
-    // (h) a level the Topology lacks; a slice level above the required one.
+        SIZE),
+    case("layers-split", Fleet::Pools, Kueue::Split(NODEPOOL), SIZE),
+    // (h) a level the Topology lacks, which only the queue check reads (Q1, part
+    // queue-check-tas); a slice level above the required one, here also a required pool of 2 slices.
     case("missing-level", Fleet::Pools, Kueue::Pending(
         "couldn't assign flavors to pod set slice: Flavor \"{id}\" does not contain the requested level"),
-        NEVER),
+        Verdict::Accepted),
     case("slice-above-required", Fleet::Pools, Kueue::Pending(
         "couldn't assign flavors to pod set slice: podset slice topology cloud.google.com/gce-topology-block is above the podset topology cloud.google.com/gke-nodepool"),
         NEVER),
@@ -196,7 +198,7 @@ pub(crate) const CASES: &[Case] = &[
     case("xpk-sub-slice-2-slice-only", Fleet::SubSlices, Kueue::Whole { slice: SUB_4X4, within: None }, Verdict::Accepted),
     case("xpk-sub-slice-2-block", Fleet::SubSlices, Kueue::Pending(
         "couldn't assign flavors to pod set slice-job: Flavor \"{id}\" does not contain the requested level"),
-        NEVER),
+        Verdict::Accepted),
     // xpk's super-slicing render, with the slice controller's annotations hand-written.
     case("xpk-super-slice-1", Fleet::Cubes(3), Kueue::Cubes { hosts: 16 }, Verdict::Accepted),
     case("xpk-super-slice-2", Fleet::Cubes(5), Kueue::Cubes { hosts: 16 }, Verdict::Accepted),
@@ -346,6 +348,8 @@ fn busy_pod(node: &str) -> Value {
 pub(crate) struct Observed {
     pub(crate) namespace: String,
     pub(crate) created: Option<Submitted>,
+    /// The JobSet as submitted.
+    pub(crate) submitted: Value,
     pub(crate) workload: Value,
     pub(crate) pods: Vec<Value>,
     pub(crate) stored: Value,
@@ -437,6 +441,7 @@ async fn run_case(cluster: Cluster, case: Case, prefix: &'static str) -> anyhow:
         .remove(0);
     let mut seen = Observed {
         namespace: namespace.clone(),
+        submitted: object.clone(),
         ..Observed::default()
     };
     if sub.allowed() {
@@ -795,6 +800,18 @@ fn expectation(case: &Case, with_policy: bool) -> String {
     }
 }
 
+/// The validating half's refusal of `object` as written (what the real webhook answered must
+/// be it, word for word).
+fn native_refusal(object: &Value) -> String {
+    use jobset_multislice_policy::admission::evaluate;
+    use multislice_host::request::{admission_request, Kind};
+    let request = admission_request(Kind::JobSet, "CREATE", object, None);
+    let payload = json!({"request": request, "settings": {"role": "validate"}});
+    evaluate(&serde_json::to_vec(&payload).unwrap_or_default())
+        .message
+        .unwrap_or_default()
+}
+
 /// The second pass: the policy's verdict, then, where it accepts, Kueue's record and the env.
 fn check_policy(f: &mut Failures, what: &str, case: &Case, seen: &Observed, plane: &ControlPlane) {
     let Some(sub) = &seen.created else {
@@ -804,14 +821,20 @@ fn check_policy(f: &mut Failures, what: &str, case: &Case, seen: &Observed, plan
     match case.policy {
         Verdict::Refused(rule) => {
             f.eq(sub.created.status, 400, &format!("{what}: status"));
-            let message = sub.created.message().unwrap_or_default();
-            let prefix = format!(
-                "admission webhook \"{}\" denied the request: [{rule}]",
-                plane.webhook_name
-            );
-            f.check(message.starts_with(&prefix), || {
-                format!("{what}: refusal {message:?}, want one starting {prefix:?}")
+            // The policy's own refusal of the JobSet, led by the rule: each names its
+            // annotation, what Kueue would do, and the fix.
+            let mine = native_refusal(&seen.submitted);
+            f.check(mine.starts_with(&format!("[{rule}] ")), || {
+                format!("{what}: the policy refuses it with {mine:?}, not {rule}")
             });
+            f.eq(
+                sub.created.message().unwrap_or_default().to_string(),
+                format!(
+                    "admission webhook \"{}\" denied the request: {mine}",
+                    plane.webhook_name
+                ),
+                &format!("{what}: refusal"),
+            );
         }
         Verdict::Accepted | Verdict::Patched(_) => {
             let kueue_did = match case.policy {
