@@ -11,6 +11,8 @@
 #                              (tests/registry/publish.bats), which `make e2e-tests` runs where
 #                              kwctl and policy-server are installed: a run that would skip it
 #                              does not build it
+#   cluster/deps.sh kubectl    only kubectl (the control plane's, cached with it), for e2e.bats'
+#                              run of docs/operations.md's settings check (`kubectl kustomize`)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 cache="${CLUSTER_CACHE:-$HOME/.cache/jobset-multislice-policy/cluster}"
@@ -48,12 +50,16 @@ if [ "${1-}" = registry ]; then
     github.com/distribution/distribution/v3/cmd/registry registry
   exit 0
 fi
-[ $# -eq 0 ] || { echo "usage: cluster/deps.sh [registry]" >&2; exit 2; }
+[ $# -eq 0 ] || [ "$1" = kubectl ] || { echo "usage: cluster/deps.sh [registry|kubectl]" >&2; exit 2; }
 
 k8s=$(required kubernetes k8s.io/kubernetes)
 minor=${k8s#v1.}; minor=${minor%%.*}
 # Without a version the binaries say v0.0.0-master, which controllers such as Kueue refuse.
 k8s_version="-X k8s.io/component-base/version.gitVersion=$k8s -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean"
+if [ "${1-}" = kubectl ]; then
+  build kubectl k8s.io/kubernetes k8s.io/kubernetes/cmd/kubectl kubectl "$k8s_version"
+  exit 0
+fi
 
 build etcd go.etcd.io/etcd/server/v3 jobset-multislice-policy/cluster/etcd etcd
 for cmd in kube-apiserver kube-controller-manager kube-scheduler; do

@@ -49,8 +49,8 @@ impl Report {
     }
 }
 
-/// Which parts run: `CLUSTER_PARTS=shapes,rules,match-conditions,node-selector,unprotected,kueue,queue-check,accelerators,multikueue`
-/// (all by default; `kueue` includes cluster-preview with Kueue; `queue-check` alone runs only
+/// Which parts run: `CLUSTER_PARTS=shapes,rules,match-conditions,node-selector,unprotected,operations,kueue,queue-check,accelerators,multikueue`
+/// (all by default; `operations` runs docs/operations.md's commands; `kueue` includes cluster-preview with Kueue; `queue-check` alone runs only
 /// the queue check's cases on the Kueue control plane, `accelerators` only those of
 /// kueue/accelerators.rs, `multikueue` the manager and worker of multikueue.rs), to narrow a
 /// run when debugging.

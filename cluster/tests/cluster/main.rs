@@ -13,6 +13,7 @@ mod labels;
 mod match_conditions;
 mod multikueue;
 mod node_selector;
+mod operations;
 mod outage;
 mod placement;
 mod pods;
@@ -49,6 +50,7 @@ pub(crate) async fn main_async() -> anyhow::Result<bool> {
         "unprotected",
         "labels",
         "outage",
+        "operations",
     ]
     .iter()
     .any(|p| part(p))
@@ -199,6 +201,10 @@ pub(crate) async fn plain_cases(binaries: &Binaries, report: &mut Report) -> any
             "the policy's host SIGKILLed while the Job controller makes a 4 x 16-host JobSet's pods, back 30 s later: every pod exists with its env, none made while it was down",
             outage::host_killed_while_pods_are_made(&mut plane).await,
         );
+    }
+    if part("operations") {
+        // Last: it deletes and applies the policies again.
+        operations::cases(&plane, report).await;
     }
     if let Err(e) = plane.check_alive() {
         report.record("the control plane stayed up", Err(e));
