@@ -14,7 +14,7 @@ use serde_json::{json, Value};
     "topologyLabel": "cloud.google.com/gke-tpu-topology", "requireTpuNodeSelectors": true,
     "requireExclusiveTopology": true, "exclusiveTopologyKeys": ["cloud.google.com/gke-nodepool"],
     "accelerators": {"tpu-v8-example": {"dims": 3, "chipsPerHost": [4], "cubeRule": {"maxCubes": 256, "sorted": true}}},
-    "rejectUnknownAccelerators": false, "multiKueueUsers": ["system:serviceaccount:kueue-system:multikueue-sa"]
+    "rejectUnknownAccelerators": false, "multiKueueUsers": ["system:serviceaccount:kueue-system:multikueue"]
 }))]
 // What a YAML 1.1 reader makes of an unquoted `queueCheck: off` (docs/contributing/spec.md §8).
 #[case::queue_check_false(json!({"queueCheck": false}))]
