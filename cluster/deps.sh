@@ -11,6 +11,9 @@
 #                              (tests/registry/publish.bats), which `make e2e-tests` runs where
 #                              kwctl and policy-server are installed: a run that would skip it
 #                              does not build it
+#   cluster/deps.sh audit-scanner   only Kubewarden's audit scanner, for `make cluster-test`'s part
+#                              `audit`, which runs it only where kwctl and policy-server are
+#                              installed: elsewhere it is not built
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 cache="${CLUSTER_CACHE:-$HOME/.cache/jobset-multislice-policy/cluster}"
@@ -48,7 +51,12 @@ if [ "${1-}" = registry ]; then
     github.com/distribution/distribution/v3/cmd/registry registry
   exit 0
 fi
-[ $# -eq 0 ] || { echo "usage: cluster/deps.sh [registry]" >&2; exit 2; }
+if [ "${1-}" = audit-scanner ]; then
+  build audit-scanner github.com/kubewarden/audit-scanner github.com/kubewarden/audit-scanner \
+    audit-scanner
+  exit 0
+fi
+[ $# -eq 0 ] || { echo "usage: cluster/deps.sh [registry|audit-scanner]" >&2; exit 2; }
 
 k8s=$(required kubernetes k8s.io/kubernetes)
 minor=${k8s#v1.}; minor=${minor%%.*}

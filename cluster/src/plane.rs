@@ -161,6 +161,13 @@ impl ControlPlane {
         ))
     }
 
+    /// A kubeconfig of this API server for `user`, authenticated by a bearer `token` (a
+    /// ServiceAccount's, from the TokenRequest API).
+    pub(crate) fn token_kubeconfig(&self, user: &str, token: &str) -> String {
+        let ca = format!("certificate-authority: {}", self.pki.ca_cert().display());
+        kubeconfig_text(self.api_port, &ca, user, &format!("token: {token}"), "")
+    }
+
     /// Keeps `thing` until every process has stopped.
     pub(crate) fn hold(&mut self, thing: Box<dyn Any + Send>) {
         self.held.push(thing);
