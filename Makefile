@@ -306,7 +306,9 @@ $(OLD_MODULE): | wasm-target
 	git worktree remove --force $(OLD_TREE)
 
 # The policy as the API server's webhook, the pods made by the real controllers and bound by
-# the real scheduler; prints `N passed, N failed`.
+# the real scheduler; prints `N passed, N failed`. Where kwctl and policy-server are found, also
+# Kubewarden's audit scanner (part `audit`: `cluster/deps.sh audit-scanner` builds it there
+# only; elsewhere one `skipped:` line).
 .PHONY: cluster-test
 cluster-test: policy.wasm $(OLD_MODULE) cluster-deps jax-venv cluster-tools
 	JAX_PYTHON=$(JAX_PYTHON) CLUSTER_OLD_MODULE=$(abspath $(OLD_MODULE)) \

@@ -13,6 +13,9 @@
 #                              does not build it
 #   cluster/deps.sh kubectl    only kubectl (the control plane's, cached with it), for e2e.bats'
 #                              run of docs/operations.md's settings check (`kubectl kustomize`)
+#   cluster/deps.sh audit-scanner   only Kubewarden's audit scanner, for `make cluster-test`'s part
+#                              `audit`, which runs it only where kwctl and policy-server are
+#                              installed: elsewhere it is not built
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 cache="${CLUSTER_CACHE:-$HOME/.cache/jobset-multislice-policy/cluster}"
@@ -50,7 +53,13 @@ if [ "${1-}" = registry ]; then
     github.com/distribution/distribution/v3/cmd/registry registry
   exit 0
 fi
-[ $# -eq 0 ] || [ "$1" = kubectl ] || { echo "usage: cluster/deps.sh [registry|kubectl]" >&2; exit 2; }
+if [ "${1-}" = audit-scanner ]; then
+  build audit-scanner github.com/kubewarden/audit-scanner github.com/kubewarden/audit-scanner \
+    audit-scanner
+  exit 0
+fi
+[ $# -eq 0 ] || [ "$1" = kubectl ] ||
+  { echo "usage: cluster/deps.sh [registry|audit-scanner|kubectl]" >&2; exit 2; }
 
 k8s=$(required kubernetes k8s.io/kubernetes)
 minor=${k8s#v1.}; minor=${minor%%.*}

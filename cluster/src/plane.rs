@@ -156,6 +156,13 @@ impl ControlPlane {
         ))
     }
 
+    /// A kubeconfig of this API server for `user`, authenticated by a bearer `token` (a
+    /// ServiceAccount's, from the TokenRequest API).
+    pub(crate) fn token_kubeconfig(&self, user: &str, token: &str) -> String {
+        let ca = format!("certificate-authority: {}", self.pki.ca_cert().display());
+        kubeconfig_text(self.api_port, &ca, user, &format!("token: {token}"), "")
+    }
+
     /// Keep the folder with the logs after the run (when a test failed).
     pub fn keep_logs(&mut self) {
         self.keep = true;

@@ -539,6 +539,34 @@ fn example_policies_bind_every_rule_with_valid_settings() {
     }
 }
 
+/// The audit scanner reads each result's severity and category from the policy's annotations
+/// (docs/operations.md "Background audit"): every policy that examples/ renders carries the
+/// module's own, from policy-metadata.yml.
+#[test]
+fn every_example_policy_carries_the_metadatas_severity_and_category() {
+    let meta = yaml("policy-metadata.yml");
+    let mut seen = 0;
+    for dir in KUSTOMIZATIONS {
+        for policy in rendered(dir) {
+            for key in [
+                "io.kubewarden.policy.severity",
+                "io.kubewarden.policy.category",
+            ] {
+                assert_eq!(
+                    policy["metadata"]["annotations"][key], meta["annotations"][key],
+                    "{dir}: {} {key}",
+                    policy["metadata"]["name"]
+                );
+            }
+            seen += 1;
+        }
+    }
+    assert_eq!(
+        seen, 4,
+        "the pair, the single policy and the namespaced one"
+    );
+}
+
 /// The pair's two policies come from one module and differ only where a role must: their
 /// settings only in `role`; the mutating one is `mutating: true` without audit (it gives no
 /// verdicts), binds only the CREATEs it mutates and pods; the validating one is `mutating:
