@@ -142,9 +142,12 @@ e2e-tests: policy.wasm evaluate-bin $(VENV_STAMP)
 		--evaluate $(EVALUATE) --wasm policy.wasm
 
 # The publish steps against a real OCI registry on loopback (tests/registry/publish.bats):
-# `make push` to CNCF distribution's registry, `kwctl pull` and `kwctl run registry://…`, and
-# policy-server loading the policy from it. The registry is built from its Go module
-# (cluster/deps.sh registry, 76 s cold on 2 cores, cached after) only by this test, which
+# `make push` to CNCF distribution's registry, `kwctl pull` and `kwctl run registry://…`,
+# policy-server loading the policy from it, and the module signed by cosign as release.yml
+# signs it, then checked by `kwctl verify` and policy-server's `--verification-path`. The
+# registry (cluster/deps.sh registry, 76 s cold on 2 cores) and cosign v3.0.6 (cluster/deps.sh
+# cosign, 132 s cold on 2 cores, with the Go build cache that cluster-deps leaves, after 25 s of
+# module downloads) are built from their Go modules, cached after, only by this test, which
 # `make e2e-tests` runs only where kwctl and policy-server are installed.
 .PHONY: registry-test
 registry-test: annotated-policy.wasm
