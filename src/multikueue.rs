@@ -9,10 +9,15 @@ use crate::views::jobset_view::JobSetView;
 use crate::violation::Violation;
 
 /// Whether a JobSet CREATE is a copy made by a manager's Kueue: the origin label, and a requester
-/// among `multiKueueUsers`. A user who adds the label by hand is judged as usual.
+/// among `multiKueueUsers`. A user who adds the label by hand is judged as usual. The audit
+/// scanner's CREATE names no requester (an API server's always does): there, in a worker (some
+/// `multiKueueUsers`), a copy is known by both its labels, as at UPDATE.
 pub fn is_copy_created(view: &JobSetView, requester: &str, settings: &Settings) -> bool {
-    view.label(keys::MULTIKUEUE_ORIGIN).is_some()
-        && settings.multi_kueue_users.iter().any(|u| u == requester)
+    let users = &settings.multi_kueue_users;
+    if requester.is_empty() {
+        return !users.is_empty() && is_copy_updated(view);
+    }
+    view.label(keys::MULTIKUEUE_ORIGIN).is_some() && users.iter().any(|u| u == requester)
 }
 
 /// Whether an UPDATE is of a copy: its old object carries the origin label and the prebuilt

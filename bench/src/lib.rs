@@ -4,4 +4,5 @@ pub mod floor;
 pub mod host_work;
 pub mod responses;
 pub mod server_floor;
+pub mod server_memory;
 pub mod workloads;

@@ -33,6 +33,9 @@ pub struct Options {
     pub etcd: Option<String>,
     /// The API server's `--etcd-prefix` (its default, `/registry`, when `None`).
     pub etcd_prefix: Option<String>,
+    /// Whether kube-controller-manager aggregates ClusterRoles: `view`, `edit` and `admin` are
+    /// empty without it (the audit scanner is bound to `view`).
+    pub role_aggregation: bool,
 }
 
 impl Default for Options {
@@ -45,6 +48,7 @@ impl Default for Options {
             controller_qps: None,
             etcd: None,
             etcd_prefix: None,
+            role_aggregation: false,
         }
     }
 }
@@ -61,7 +65,12 @@ impl ControlPlane {
         };
         kubernetes::start_api_server(&mut plane, binaries, storage).await?;
         jobset::start(&mut plane, binaries).await?;
-        kubernetes::start_controllers(&mut plane, binaries, options.controller_qps)?;
+        kubernetes::start_controllers(
+            &mut plane,
+            binaries,
+            options.controller_qps,
+            options.role_aggregation,
+        )?;
         if options.webhook {
             kubewarden::install(&mut plane, binaries).await?;
             let deployment = Deployment::from_env()?;

@@ -187,6 +187,13 @@ impl Host {
         newest(&pods).map(|(_, p)| p.version.clone())
     }
 
+    /// Where the process of the pod that gets the Service's traffic listens: what a client
+    /// outside the cluster reaches policy-server at (the audit scanner's `-u`).
+    pub(crate) fn served_address(&self) -> Option<SocketAddr> {
+        let pods = self.pods.lock().ok()?;
+        newest(&pods).map(|(_, p)| SocketAddr::from((Ipv4Addr::LOCALHOST, p.port)))
+    }
+
     /// SIGKILLs the process of the pod that gets the Service's traffic.
     pub(crate) fn kill(&self) -> Result<()> {
         let mut pods = self.pods.lock().map_err(|_| anyhow!("poisoned"))?;

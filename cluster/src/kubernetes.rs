@@ -101,17 +101,23 @@ pub(crate) fn start_controllers(
     plane: &mut ControlPlane,
     binaries: &Binaries,
     qps: Option<u32>,
+    role_aggregation: bool,
 ) -> Result<()> {
     let kubeconfig_arg = format!("--kubeconfig={}", plane.kubeconfig.display());
     let ca = plane.pki.ca_cert();
+    // No node-lifecycle controller: the fake nodes have no kubelet to heartbeat. The
+    // Deployment and ReplicaSet controllers run policy-server's Deployment; the ClusterRole
+    // aggregation one, where asked, fills `view` (the audit scanner's).
+    let mut controllers = "--controllers=job-controller,garbage-collector-controller,namespace-controller,ttl-after-finished-controller,deployment-controller,replicaset-controller".to_string();
+    if role_aggregation {
+        controllers.push_str(",clusterrole-aggregation-controller");
+    }
     let mut controller_args = args(&[
         &kubeconfig_arg,
         "--leader-elect=false",
         "--bind-address=127.0.0.1",
         &format!("--secure-port={}", free_port()?),
-        // No node-lifecycle controller: the fake nodes have no kubelet to heartbeat. The
-        // Deployment and ReplicaSet controllers run policy-server's Deployment.
-        "--controllers=job-controller,garbage-collector-controller,namespace-controller,ttl-after-finished-controller,deployment-controller,replicaset-controller",
+        &controllers,
         &format!("--root-ca-file={}", ca.display()),
     ]);
     if let Some(qps) = qps {

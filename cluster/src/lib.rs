@@ -7,11 +7,13 @@
 //!
 //! One file per component, each started by one line of `ControlPlane::start`
 //! (controlplane.rs): kubernetes.rs, jobset.rs, kubewarden.rs, webhook.rs (our policies, served
-//! by the processes of host.rs: policy-server, or src/bin/policy-host.rs), kueue/install.rs.
+//! by the processes of host.rs: policy-server, or src/bin/policy-host.rs), kueue/install.rs;
+//! audit.rs runs Kubewarden's audit scanner against it.
 //! Each takes the control plane's state (plane.rs) as an argument; none imports
 //! controlplane.rs, and plane.rs imports none of them (it holds host.rs's host and
 //! policies.rs's state of the installed policies).
 pub mod agent;
+pub mod audit;
 pub mod context_aware;
 pub mod controlplane;
 pub mod fleet;

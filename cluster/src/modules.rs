@@ -69,8 +69,9 @@ pub(crate) fn crd_files(dir: &Path) -> Result<Vec<PathBuf>> {
 }
 
 /// A webhook configuration from a project's `config/`, under its released name (kustomize's
-/// `namePrefix`), each webhook's Service reference replaced by the same path on loopback:
-/// there is no kube-proxy, so no Service can be reached.
+/// `namePrefix`), each webhook's Service reference replaced by the same path on loopback, where
+/// the serving certificate our CA signed for 127.0.0.1 answers (JobSet's, its certificate
+/// management off; Kueue's are reached by Service, kueue/install.rs).
 pub(crate) fn released_by_url(configuration: &mut Value, prefix: &str, port: u16, ca: &str) {
     let name = configuration["metadata"]["name"]
         .as_str()

@@ -1,6 +1,6 @@
 //! One CA for the whole control plane, made at start with Debian's `openssl`: a serving
-//! certificate for 127.0.0.1 (the API server, our webhook, JobSet's and Kueue's webhook servers
-//! all listen there), an admin client certificate in `system:masters`, and the service-account
+//! certificate for 127.0.0.1 (the API server, our webhook and JobSet's webhook server all
+//! listen there; Kueue's rotator makes its own), an admin client certificate in `system:masters`, and the service-account
 //! signing key the API server requires.
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};

@@ -11,7 +11,6 @@ use crate::policies::{Deployment, Installed, Kubectl, Overlay};
 use crate::procs::{free_port, Process, Supervision};
 use anyhow::{bail, Result};
 use serde_json::{json, Value};
-use std::any::Any;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -46,9 +45,6 @@ pub struct ControlPlane {
     pub(crate) module: PathBuf,
     /// Every kustomization applied, to apply again with another module.
     pub(crate) overlays: Vec<Overlay>,
-    /// What a component keeps until every process has stopped (Kueue's files outside the
-    /// project), dropped after them.
-    held: Vec<Box<dyn Any + Send>>,
     started: Instant,
     lifetime: Duration,
     keep: bool,
@@ -89,7 +85,6 @@ impl ControlPlane {
             kubectl: None,
             module: PathBuf::new(),
             overlays: Vec::new(),
-            held: Vec::new(),
             started: Instant::now(),
             lifetime,
             // CLUSTER_KEEP_LOGS=1 keeps them after a run that passed too.
@@ -161,9 +156,11 @@ impl ControlPlane {
         ))
     }
 
-    /// Keeps `thing` until every process has stopped.
-    pub(crate) fn hold(&mut self, thing: Box<dyn Any + Send>) {
-        self.held.push(thing);
+    /// A kubeconfig of this API server for `user`, authenticated by a bearer `token` (a
+    /// ServiceAccount's, from the TokenRequest API).
+    pub(crate) fn token_kubeconfig(&self, user: &str, token: &str) -> String {
+        let ca = format!("certificate-authority: {}", self.pki.ca_cert().display());
+        kubeconfig_text(self.api_port, &ca, user, &format!("token: {token}"), "")
     }
 
     /// Keep the folder with the logs after the run (when a test failed).
@@ -227,7 +224,6 @@ impl Drop for ControlPlane {
         while let Some(p) = self.processes.pop() {
             drop(p);
         }
-        self.held.clear();
         if self.keep {
             eprintln!("logs kept in {}", self.logs().display());
         } else {

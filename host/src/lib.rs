@@ -12,7 +12,8 @@
 //!   [`review`] is the AdmissionReview response they exchange.
 //!
 //! Around them: the AdmissionRequests ([`request`]), the fixtures ([`fixtures`]), the examples'
-//! kustomizations rendered ([`kustomization`]) and the preview ([`preview`]); and the host
+//! kustomizations rendered ([`kustomization`]), the commands of docs/operations.md
+//! ([`operations_page`]) and the preview ([`preview`]); and the host
 //! capabilities the policy's host calls reach ([`capabilities`]: the allow-list and the
 //! Kubernetes backend; [`session`]: kwctl's recorded sessions).
 //!
@@ -27,6 +28,7 @@ mod guest_calls;
 pub mod judges;
 pub mod kustomization;
 pub mod native;
+pub mod operations_page;
 pub mod outcome;
 pub mod policy_server_client;
 pub mod preview;

@@ -5,7 +5,8 @@
 //! (with a before/after YAML and what happens without it) and its row in the README's rule
 //! table; every example file is linked from the docs or admitted by a test; every example
 //! policy lists every setting, or defers to the pair's one settings file; the README names
-//! this version; and all of that markdown stays within 2,920 lines.
+//! this version; CI's budget is the workflows' timeout; and all of that markdown stays within
+//! 2,920 lines.
 use jobset_multislice_policy::settings::KEYS;
 use multislice_host::{files_under, workspace_root};
 use std::collections::BTreeSet;
@@ -604,6 +605,46 @@ fn the_docs_name_the_kubewarden_release_the_workflows_install() {
             "{file} does not name kwctl and policy-server {version}"
         );
     }
+}
+
+/// CI's budget for a cold `.ci/run` is what the workflows hold it to: every workflow step that
+/// runs `.ci/run` has a `timeout-minutes`, one figure in all, and testing.md's "CI's N-minute
+/// budget" is that figure.
+#[test]
+fn testing_md_states_the_timeout_the_workflows_give_ci() {
+    let mut minutes = BTreeSet::new();
+    let mut steps = Vec::new();
+    for entry in std::fs::read_dir(workspace_root().join(".github/workflows")).unwrap() {
+        let path = entry.unwrap().path();
+        let workflow = multislice_host::fixtures::load_yaml(&path).unwrap();
+        for job in workflow["jobs"]
+            .as_object()
+            .into_iter()
+            .flat_map(|j| j.values())
+        {
+            for step in job["steps"].as_array().into_iter().flatten() {
+                if step["run"].as_str().map(str::trim) != Some("bash .ci/run") {
+                    continue;
+                }
+                let timeout = step["timeout-minutes"].as_u64();
+                steps.push(format!("{}: {timeout:?}", path.display()));
+                minutes.insert(timeout);
+            }
+        }
+    }
+    assert_eq!(steps.len(), 2, "the workflows run .ci/run in {steps:?}");
+    assert_eq!(
+        minutes.len(),
+        1,
+        "the .ci/run steps' timeout-minutes: {steps:?}"
+    );
+    let minutes = minutes
+        .pop_first()
+        .flatten()
+        .expect("a .ci/run step has no timeout-minutes");
+    let testing = read(Path::new("docs/contributing/testing.md")).replace('\n', " ");
+    let said = format!("CI's {minutes}-minute budget (`timeout-minutes` of the workflows'");
+    assert!(testing.contains(&said), "testing.md does not say {said:?}");
 }
 
 /// testing.md's count of the bad-input corpus is the corpus's.

@@ -135,6 +135,11 @@ const NOT_CASES: &[(&str, Twin)] = &[
         ),
     ),
     (
+        "operations.md: the settings check runs the rendered pair, and refuses invalid settings \
+         as the page says",
+        Twin::Harness("the_settings_check_of_operations_md_runs_the_rendered_pair"),
+    ),
+    (
         "make artifacthub leaves the committed artifacthub-pkg.yml unchanged",
         Twin::KwctlOnly("runs `kwctl scaffold artifacthub` through make"),
     ),

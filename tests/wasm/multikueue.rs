@@ -227,3 +227,50 @@ fn the_manager_refuses_a_dispatched_jobset_no_slice_fits() {
     );
     assert_eq!(outcome.message, Some(message_of("t4-fail-queued")));
 }
+
+/// The audit scanner's request for a stored JobSet (SPEC §5, Background audit): a CREATE with an
+/// empty userInfo, no oldObject and no options, its resource named by the kind.
+fn audit_of(jobset: &Value) -> Value {
+    let mut request = admission_request(Kind::JobSet, "CREATE", jobset, None);
+    request["userInfo"] = json!({});
+    request["options"] = Value::Null;
+    request["resource"]["resource"] = json!("JobSet");
+    request.as_object_mut().unwrap().remove("dryRun");
+    request
+}
+
+/// In a worker (`multiKueueUsers` set), the audit of a copy that its CREATE admitted with a
+/// warning gives that warning again, not a refusal that the scanner would report `fail`. The
+/// origin label alone, or a cluster that names no MultiKueue identity, changes nothing.
+#[test]
+fn the_audit_of_a_copy_warns_as_its_create_did() {
+    let violation = message_of("t2-fail");
+    for role in ["both", "validate"] {
+        let settings = json!({"role": role, "multiKueueUsers": [MULTIKUEUE_USER]});
+        let outcome = validate(&audit_of(&as_copy(fixture("t2-fail"))), &settings);
+        assert_eq!(
+            (outcome.accepted, outcome.message, outcome.warnings),
+            (
+                true,
+                None,
+                vec![format!("MultiKueue copy, admitted: {violation}")]
+            ),
+            "{role}"
+        );
+    }
+    let mut origin_only = fixture("t2-fail");
+    origin_only["metadata"]["labels"]["kueue.x-k8s.io/multikueue-origin"] = json!("multikueue");
+    for (jobset, settings) in [
+        (origin_only, settings()),
+        (fixture("t2-fail"), settings()),
+        (as_copy(fixture("t2-fail")), no_settings()),
+    ] {
+        let outcome = validate(&audit_of(&jobset), &settings);
+        assert_eq!(
+            (outcome.accepted, outcome.message, outcome.code),
+            (false, Some(violation.clone()), Some(400)),
+            "{settings}: {}",
+            jobset["metadata"]["labels"]
+        );
+    }
+}

@@ -539,6 +539,34 @@ fn example_policies_bind_every_rule_with_valid_settings() {
     }
 }
 
+/// The audit scanner reads each result's severity and category from the policy's annotations
+/// (docs/operations.md "Background audit"): every policy that examples/ renders carries the
+/// module's own, from policy-metadata.yml.
+#[test]
+fn every_example_policy_carries_the_metadatas_severity_and_category() {
+    let meta = yaml("policy-metadata.yml");
+    let mut seen = 0;
+    for dir in KUSTOMIZATIONS {
+        for policy in rendered(dir) {
+            for key in [
+                "io.kubewarden.policy.severity",
+                "io.kubewarden.policy.category",
+            ] {
+                assert_eq!(
+                    policy["metadata"]["annotations"][key], meta["annotations"][key],
+                    "{dir}: {} {key}",
+                    policy["metadata"]["name"]
+                );
+            }
+            seen += 1;
+        }
+    }
+    assert_eq!(
+        seen, 4,
+        "the pair, the single policy and the namespaced one"
+    );
+}
+
 /// The pair's two policies come from one module and differ only where a role must: their
 /// settings only in `role`; the mutating one is `mutating: true` without audit (it gives no
 /// verdicts), binds only the CREATEs it mutates and pods; the validating one is `mutating:
@@ -773,4 +801,74 @@ fn the_metadata_says_what_the_policy_does() {
         "jaxEnv never turns off J1-J4 (admission/job.rs)"
     );
     assert!(!text("policy-metadata.yml").contains("never rejected"));
+}
+
+/// docs/operations.md's settings check (`kubectl kustomize <your overlay of examples/> >
+/// pair.yaml`, then `kwctl run --request-path REQUEST.json pair.yaml`), on the policy's side:
+/// an overlay of examples/ rendered as kustomize renders it, each policy of it run with its own
+/// settings on the example JobSet's CREATE (the mutating half stamps the facts, the validating
+/// one accepts), and `queueCheck: sometimes` on the validating half refused with the message the
+/// page quotes. The twin of e2e.bats' run of the page's two commands.
+#[test]
+fn the_settings_check_of_operations_md_runs_the_rendered_pair() {
+    let page = multislice_host::operations_page::page().unwrap();
+    let page = page.split_whitespace().collect::<Vec<_>>().join(" ");
+    let quoted = page
+        .split("`Error: Policy settings are invalid: ")
+        .nth(1)
+        .and_then(|rest| rest.split('`').next())
+        .expect("the page quotes policy-server's refusal");
+    let dir = std::env::temp_dir().join(format!("jsp-settings-check-{}", std::process::id()));
+    let render = |extra: &str| {
+        std::fs::create_dir_all(&dir).unwrap();
+        let up = "../".repeat(dir.components().count() - 1);
+        let examples = workspace_root().join("examples");
+        std::fs::write(
+            dir.join("kustomization.yaml"),
+            format!(
+                "resources:\n- {up}{}\npatches:\n- target: {{group: policies.kubewarden.io}}\n  \
+                 patch: |-\n    - {{op: replace, path: /spec/module, value: file:///policy.wasm}}\n{extra}",
+                examples.display().to_string().trim_start_matches('/')
+            ),
+        )
+        .unwrap();
+        multislice_host::kustomization::render(&dir).unwrap()
+    };
+    let example = yaml("examples/multislice-v5p.yaml");
+    let request = admission_request(Kind::JobSet, "CREATE", &example, None);
+
+    let pair = render("");
+    let names: Vec<&str> = pair
+        .iter()
+        .map(|p| p["metadata"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["jobset-multislice-mutate", "jobset-multislice-validate"]
+    );
+    for half in &pair {
+        let settings = &half["spec"]["settings"];
+        assert!(policy().validate_settings(settings).unwrap().valid);
+        let outcome = validate(&request, settings);
+        assert!(outcome.accepted, "{:?}", outcome.message);
+        let stamps = outcome
+            .patch_json()
+            .to_string()
+            .contains("multislice.kubewarden.io/facts");
+        assert_eq!(stamps, half["spec"]["mutating"] == json!(true));
+    }
+
+    let broken = render(
+        "- target: {kind: ClusterAdmissionPolicy, name: jobset-multislice-validate}\n  patch: |-\n    \
+         - {op: add, path: /spec/settings/queueCheck, value: sometimes}\n",
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    let verdicts: Vec<(bool, Option<String>)> = broken
+        .iter()
+        .map(|p| {
+            let answer = policy().validate_settings(&p["spec"]["settings"]).unwrap();
+            (answer.valid, answer.message)
+        })
+        .collect();
+    assert_eq!(verdicts, [(true, None), (false, Some(quoted.to_string()))]);
 }

@@ -3,7 +3,8 @@
 //! `--against`, beside another build of the policy (`make bench-server AGAINST=<commit>`).
 //! For each it prints requests per second, p50 and p99 latency, and policy-server's CPU per
 //! request, read from /proc: what an operator pays for the policy. Medians of rounds that take
-//! the modules in turn, so that the machine's drift falls on all of them.
+//! the modules in turn, so that the machine's drift falls on all of them. Then policy-server's
+//! resident memory serving the pair ([`server_memory`]), which docs/operations.md sizes from.
 //!
 //! usage: bench-server [--quick] [--against <annotated module>]
 //!
@@ -11,6 +12,7 @@
 //! ../shared/tools; `make bench-server` skips this, with one line, where either is missing.
 use anyhow::{anyhow, bail, Context, Result};
 use multislice_bench::server_floor::{self, Floors};
+use multislice_bench::server_memory::{self, wrk_ms, Durations};
 use multislice_bench::workloads::*;
 use multislice_host::policy_server_client::{find_on_path, PolicyServer, ServedPolicy};
 use multislice_host::review::ReviewResponse;
@@ -47,20 +49,6 @@ fn median(mut v: Vec<f64>) -> f64 {
     v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
-/// `1.23ms`, `456.00us`, `1.01s` (wrk's units) -> milliseconds.
-fn parse_duration_ms(text: &str) -> Option<f64> {
-    let split = text.find(|c: char| c.is_ascii_alphabetic())?;
-    let (number, unit) = text.split_at(split);
-    let n: f64 = number.parse().ok()?;
-    match unit {
-        "us" => Some(n / 1000.0),
-        "ms" => Some(n),
-        "s" => Some(n * 1000.0),
-        "m" => Some(n * 60_000.0),
-        _ => None,
-    }
-}
-
 /// A process's CPU time so far, in clock ticks (fields 14 and 15 of /proc/<pid>/stat).
 fn cpu_ticks(pid: u32) -> Result<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
@@ -88,7 +76,7 @@ fn ticks_per_second() -> Result<f64> {
 fn latency(text: &str, percentile: &str) -> Result<f64> {
     text.lines()
         .find_map(|l| l.trim().strip_prefix(percentile))
-        .and_then(|v| parse_duration_ms(v.trim()))
+        .and_then(|v| wrk_ms(v.trim()))
         .ok_or_else(|| anyhow!("no {percentile} latency in wrk's output:\n{text}"))
 }
 
@@ -300,6 +288,19 @@ fn main() -> Result<()> {
         }
     }
     drop(server);
+    let durations = if quick {
+        Durations {
+            ordinary: 2,
+            large: 1,
+        }
+    } else {
+        Durations {
+            ordinary: 20,
+            large: 5,
+        }
+    };
+    let rows = server_memory::measure(&root.join("annotated-policy.wasm"), &dir, &durations)?;
+    server_memory::print(&rows);
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }

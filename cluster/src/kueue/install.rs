@@ -1,68 +1,38 @@
 //! Kueue started on the control plane as its release installs it, but on loopback: its CRDs
-//! (server-side applied, conversion webhooks by URL), its released configuration with
-//! certificate management off, and its webhook configurations under their released names
-//! (`kueue-…`), which sort after `clusterwide-…` and `jobset-…` and before a namespaced
+//! (server-side applied, conversion webhooks by Service reference), its released configuration
+//! with its own certificate management, and its webhook configurations under their released
+//! names (`kueue-…`), which sort after `clusterwide-…` and `jobset-…` and before a namespaced
 //! policy's `namespaced-…`: the API server calls the mutating webhooks in that order (a
 //! cluster-wide mutating policy, JobSet's, Kueue's, a namespaced policy), then every validating
 //! webhook, on the object as it will be stored.
+//!
+//! Its webhooks and conversions are reached as on a cluster, through its webhook Service, which
+//! the kube-proxy shim maps to its webhook server on loopback. Its certificate rotator
+//! (cert-controller) makes a CA and a serving certificate for the Service's name, stores them in
+//! the release's Secret and injects the CA into the five CRDs and two webhook configurations; the
+//! harness plays the kubelet that mounts the Secret at the server's `certDir`. With its
+//! certificate management off, this release would instead read a metrics certificate from a
+//! fixed path under /etc (cmd/kueue/main.go), which a user who is not root cannot write.
 use super::queues::QUEUE_LABEL;
-use crate::modules::{args, crd_files, module_dir, released_by_url, Binaries};
+use crate::kube_proxy::Route;
+use crate::modules::{args, crd_files, module_dir, Binaries};
 use crate::plane::ControlPlane;
 use crate::procs::free_port;
 use anyhow::{bail, Context, Result};
+use base64::Engine as _;
 use multislice_host::fixtures::load_yaml;
 use multislice_host::preview::yaml_documents;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::Path;
+use std::time::{Duration, Instant};
 
 pub const KUEUE_NAMESPACE: &str = "kueue-system";
-/// With its certificate management off, this Kueue release reads a metrics certificate from
-/// this fixed path and exits when there is none (cmd/kueue/main.go), even with metrics off.
-pub const METRICS_CERTS: &str = "/etc/kueue/metrics/certs";
+/// kustomize's `namePrefix` of the release (config/default).
+const PREFIX: &str = "kueue-";
 /// The integrations this control plane runs: the JobSets, and plain Jobs.
 const FRAMEWORKS: [&str; 2] = ["batch/job", "jobset.x-k8s.io/jobset"];
-
-/// Files this run wrote outside the project, removed when the control plane stops.
-#[derive(Debug, Default)]
-pub struct FixedFiles {
-    files: Vec<PathBuf>,
-    dirs: Vec<PathBuf>,
-}
-
-impl Drop for FixedFiles {
-    fn drop(&mut self) {
-        for f in &self.files {
-            let _ = std::fs::remove_file(f);
-        }
-        // Innermost first; a directory something else has filled stays.
-        for d in self.dirs.iter().rev() {
-            let _ = std::fs::remove_dir(d);
-        }
-    }
-}
-
-/// Puts a certificate where Kueue looks for one, unless one is there already (another run's,
-/// or an installation's): that one is left alone, and only what this run created is removed.
-fn metrics_certificate(cert: &Path, key: &Path) -> Result<FixedFiles> {
-    let dir = Path::new(METRICS_CERTS);
-    let mut fixed = FixedFiles::default();
-    if dir.join("tls.crt").is_file() && dir.join("tls.key").is_file() {
-        return Ok(fixed);
-    }
-    let mut missing: Vec<&Path> = dir.ancestors().take_while(|d| !d.exists()).collect();
-    missing.reverse();
-    std::fs::create_dir_all(dir).with_context(|| {
-        format!("Kueue needs a metrics certificate in {METRICS_CERTS}, and it cannot be written")
-    })?;
-    fixed.dirs = missing.into_iter().map(Path::to_path_buf).collect();
-    for (from, name) in [(cert, "tls.crt"), (key, "tls.key")] {
-        let to = dir.join(name);
-        std::fs::copy(from, &to)?;
-        fixed.files.push(to);
-    }
-    Ok(fixed)
-}
 
 /// Kueue's released configuration (config/components/manager), changed only where a
 /// loopback control plane needs it.
@@ -80,8 +50,6 @@ pub fn configuration(
         "port": webhook_port, "host": "127.0.0.1", "certDir": cert_dir.display().to_string(),
     });
     config["leaderElection"] = json!({"leaderElect": false});
-    // Our CA signs its serving certificate; it must not make and inject its own.
-    config["internalCertManagement"] = json!({"enable": false});
     config["integrations"]["frameworks"] = json!(FRAMEWORKS);
     // Said, not left to the default: Kueue defaults it from a pod's service-account namespace
     // file where there is one (CI may run in a pod), and MultiKueue reads its kubeconfig
@@ -94,42 +62,44 @@ pub fn configuration(
     Ok(config)
 }
 
-/// Kueue's CRDs, with the conversion webhooks its kustomization enables pointed at its
-/// webhook server on loopback.
-pub fn crds(module: &Path, webhook_port: u16, ca: &str) -> Result<Vec<Value>> {
+/// A `name` and `namespace` of the module's `config/` (an object's metadata, a Service
+/// reference) as kustomize releases them: the name prefixed, in Kueue's namespace.
+fn as_released(named: &mut Value) {
+    let name = named["name"].as_str().unwrap_or_default();
+    named["name"] = json!(format!("{PREFIX}{name}"));
+    named["namespace"] = json!(KUEUE_NAMESPACE);
+}
+
+/// An object of the module's `config/components` (a Service, a Secret), as released.
+fn released_object(module: &Path, file: &str) -> Result<Value> {
+    let mut object = load_yaml(&module.join("config/components").join(file))?;
+    as_released(&mut object["metadata"]);
+    Ok(object)
+}
+
+/// Kueue's CRDs, with the conversion webhooks its kustomization enables, by Service reference
+/// and without a CA bundle, which its certificate rotator injects.
+pub fn crds(module: &Path) -> Result<Vec<Value>> {
     let dir = module.join("config/components/crd");
     let kustomization = load_yaml(&dir.join("kustomization.yaml"))?;
-    let mut converted = Vec::new();
+    let mut conversions = BTreeMap::new();
     for patch in kustomization["patches"].as_array().into_iter().flatten() {
         let Some(path) = patch["path"].as_str() else {
             continue;
         };
-        let doc = load_yaml(&dir.join(path))?;
+        let mut doc = load_yaml(&dir.join(path))?;
         if doc["spec"]["conversion"]["strategy"] == "Webhook" {
-            converted.push(
-                doc["metadata"]["name"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_string(),
-            );
+            as_released(&mut doc["spec"]["conversion"]["webhook"]["clientConfig"]["service"]);
+            let name = doc["metadata"]["name"].as_str().unwrap_or_default();
+            conversions.insert(name.to_string(), doc["spec"]["conversion"].clone());
         }
     }
     let mut out = Vec::new();
     for file in crd_files(&dir.join("bases"))? {
         let mut crd = load_yaml(&file)?;
-        let name = crd["metadata"]["name"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
-        if converted.contains(&name) {
-            crd["spec"]["conversion"] = json!({
-                "strategy": "Webhook",
-                "webhook": {
-                    "clientConfig": {"url": format!("https://127.0.0.1:{webhook_port}/convert"),
-                                     "caBundle": ca},
-                    "conversionReviewVersions": ["v1"],
-                },
-            });
+        let name = crd["metadata"]["name"].as_str().unwrap_or_default();
+        if let Some(conversion) = conversions.get(name) {
+            crd["spec"]["conversion"] = conversion.clone();
         }
         out.push(crd);
     }
@@ -140,8 +110,9 @@ pub fn crds(module: &Path, webhook_port: u16, ca: &str) -> Result<Vec<Value>> {
 }
 
 /// Kueue's webhook configurations from its module (config/components/webhook, with the
-/// namespace selectors its kustomization patches in), named as released, by URL.
-pub fn webhook_configurations(module: &Path, port: u16, ca: &str) -> Result<Vec<Value>> {
+/// namespace selectors its kustomization patches in), as released: their names prefixed, each
+/// webhook calling the webhook Service, with no CA bundle until the rotator injects one.
+pub fn webhook_configurations(module: &Path) -> Result<Vec<Value>> {
     let dir = module.join("config/components/webhook");
     let selectors = namespace_selectors(&load_yaml(&dir.join("kustomization.yaml"))?)?;
     let text = std::fs::read_to_string(dir.join("manifests.yaml"))?;
@@ -151,8 +122,10 @@ pub fn webhook_configurations(module: &Path, port: u16, ca: &str) -> Result<Vec<
         if !kind.ends_with("WebhookConfiguration") {
             continue;
         }
-        released_by_url(&mut doc, "kueue-", port, ca);
+        let name = doc["metadata"]["name"].as_str().unwrap_or_default();
+        doc["metadata"]["name"] = json!(format!("{PREFIX}{name}"));
         for webhook in doc["webhooks"].as_array_mut().into_iter().flatten() {
+            as_released(&mut webhook["clientConfig"]["service"]);
             let key = (
                 kind.clone(),
                 webhook["name"].as_str().unwrap_or_default().to_string(),
@@ -197,22 +170,44 @@ fn namespace_selectors(kustomization: &Value) -> Result<BTreeMap<(String, String
 /// Starts Kueue; JobSet's CRD exists by now, so its JobSet integration starts at once.
 pub(crate) async fn start(plane: &mut ControlPlane, binaries: &Binaries) -> Result<()> {
     let module = module_dir("kueue", "sigs.k8s.io/kueue")?;
-    let ca = plane.pki.ca_bundle_base64()?;
     let port = free_port()?;
     plane
         .cluster
         .apply(&json!({"apiVersion": "v1", "kind": "Namespace",
                        "metadata": {"name": KUEUE_NAMESPACE}}))
         .await?;
-    for crd in crds(&module, port, &ca)? {
+    for crd in crds(&module)? {
         plane.cluster.apply(&crd).await?;
         let name = crd["metadata"]["name"].as_str().unwrap_or_default();
         plane.cluster.wait_crd_established(name).await?;
     }
-    let fixed = metrics_certificate(&plane.pki.serving_cert(), &plane.pki.serving_key())?;
-    plane.hold(Box::new(fixed));
+    // The Secret the rotator fills, and the Service by which the API server reaches the
+    // webhook server: its ClusterIP's port leads to the server on loopback.
+    let secret = released_object(&module, "internalcert/secret.yaml")?;
+    plane.cluster.apply(&secret).await?;
+    let service = plane
+        .cluster
+        .apply(&released_object(&module, "webhook/service.yaml")?)
+        .await?;
+    let ip = service["spec"]["clusterIP"]
+        .as_str()
+        .context("Kueue's webhook Service has no ClusterIP")?;
+    for p in service["spec"]["ports"].as_array().into_iter().flatten() {
+        let service_port = p["port"].as_u64().and_then(|n| u16::try_from(n).ok());
+        let service_port = service_port.context("Kueue's webhook Service names no port")?;
+        plane.proxy()?.route(
+            ip,
+            service_port,
+            Route::Pass(SocketAddr::from((Ipv4Addr::LOCALHOST, port))),
+        );
+    }
+    // Before Kueue starts: its rotator injects the CA into the configurations it finds.
+    for configuration in webhook_configurations(&module)? {
+        plane.cluster.apply(&configuration).await?;
+    }
+    let cert_dir = plane.dir.join("kueue/serving-certs");
     let config_path = plane.dir.join("kueue-config.yaml");
-    let config = configuration(&module, port, free_port()?, &plane.pki.cert_dir())?;
+    let config = configuration(&module, port, free_port()?, &cert_dir)?;
     std::fs::write(&config_path, serde_json::to_string(&config)?)?;
     let kubeconfig = plane.kubeconfig.display().to_string();
     plane.spawn(
@@ -226,9 +221,7 @@ pub(crate) async fn start(plane: &mut ControlPlane, binaries: &Binaries) -> Resu
         ]),
         &[("KUBECONFIG", kubeconfig.clone())],
     )?;
-    for configuration in webhook_configurations(&module, port, &ca)? {
-        plane.cluster.apply(&configuration).await?;
-    }
+    mount_secret(plane, &secret, &cert_dir).await?;
     // Its webhooks answer once its manager has started: a dry-run ResourceFlavor goes
     // through them, then a dry-run queued JobSet through its JobSet webhook.
     let probes = [
@@ -244,4 +237,29 @@ pub(crate) async fn start(plane: &mut ControlPlane, binaries: &Binaries) -> Resu
         }),
     ];
     plane.wait_for_webhooks("Kueue", &probes).await
+}
+
+/// The kubelet's part for the release's volume of `secret` at the webhook server's `certDir`
+/// (config/default/manager_webhook_patch.yaml): once the rotator has stored the serving pair,
+/// its files, the key first (the rotator waits for `tls.crt`, then the server reads both).
+/// Kueue starts its webhook server only after that, and the pair lasts beyond any run.
+async fn mount_secret(plane: &mut ControlPlane, secret: &Value, dir: &Path) -> Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        plane.check_alive()?;
+        let data = plane.cluster.get(secret).await?.map(|s| s["data"].clone());
+        if let Some(data) = data.filter(|d| d["tls.crt"].is_string() && d["tls.key"].is_string()) {
+            std::fs::create_dir_all(dir)?;
+            for file in ["tls.key", "tls.crt"] {
+                let pem = base64::engine::general_purpose::STANDARD
+                    .decode(data[file].as_str().unwrap_or_default())?;
+                std::fs::write(dir.join(file), pem)?;
+            }
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            bail!("Kueue's certificate rotator did not fill its Secret within 120 s");
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }

@@ -6,7 +6,5 @@ pub mod multikueue;
 mod queues;
 
 pub(crate) use install::start;
-pub use install::{
-    configuration, crds, webhook_configurations, FixedFiles, KUEUE_NAMESPACE, METRICS_CERTS,
-};
+pub use install::{configuration, crds, webhook_configurations, KUEUE_NAMESPACE};
 pub use queues::*;

@@ -49,11 +49,13 @@ impl Report {
     }
 }
 
-/// Which parts run: `CLUSTER_PARTS=shapes,rules,match-conditions,node-selector,unprotected,kueue,queue-check,accelerators,tas,multikueue`
-/// (all by default; `kueue` includes cluster-preview with Kueue and the TAS record; `queue-check`
-/// alone runs only the queue check's cases on the Kueue control plane, `accelerators` only those
-/// of kueue/accelerators.rs, `tas` only the TAS record of kueue/tas.rs, `multikueue` the manager
-/// and worker of multikueue.rs), to narrow a run when debugging.
+/// Which parts run: `CLUSTER_PARTS=shapes,rules,match-conditions,node-selector,unprotected,operations,kueue,queue-check,accelerators,tas,multikueue`
+/// (all by default; `operations` runs docs/operations.md's commands; `kueue` includes
+/// cluster-preview with Kueue and the TAS record; `queue-check` alone runs only the queue check's
+/// cases on the Kueue control plane, `accelerators` only those of kueue/accelerators.rs, `tas`
+/// only the TAS record of kueue/tas.rs, `multikueue` the manager and worker of multikueue.rs,
+/// `audit` the audit scanner's cases of audit.rs where kwctl and policy-server are found), to
+/// narrow a run when debugging.
 pub(crate) fn part(name: &str) -> bool {
     std::env::var("CLUSTER_PARTS").map_or(true, |parts| parts.split(',').any(|p| p == name))
 }

@@ -3,6 +3,7 @@
 //! every case, in order; a case records its failures and the run goes on, then prints
 //! `N passed, N failed`. On a failure the control plane's logs are kept. This file only declares
 //! and runs the cases; what they share is in common.rs.
+mod audit;
 mod common;
 mod depends_on;
 mod fixtures;
@@ -13,6 +14,7 @@ mod labels;
 mod match_conditions;
 mod multikueue;
 mod node_selector;
+mod operations;
 mod outage;
 mod placement;
 mod pods;
@@ -30,6 +32,7 @@ use crate::unprotected::unprotected_runs;
 use multislice_cluster::agent::NodeAgent;
 use multislice_cluster::policies;
 use multislice_cluster::{Binaries, ControlPlane, Options};
+use std::path::Path;
 use std::process::ExitCode;
 
 pub(crate) async fn main_async() -> anyhow::Result<bool> {
@@ -40,20 +43,28 @@ pub(crate) async fn main_async() -> anyhow::Result<bool> {
         return Ok(true);
     }
     let mut report = Report::default();
-    if [
-        "kubewarden",
-        "shapes",
-        "rules",
-        "match-conditions",
-        "node-selector",
-        "unprotected",
-        "labels",
-        "outage",
-    ]
-    .iter()
-    .any(|p| part(p))
+    // Built, and run, only where kwctl and policy-server are found (one `skipped:` line else).
+    let scanner = if part("audit") {
+        multislice_cluster::audit::scanner()?
+    } else {
+        None
+    };
+    if scanner.is_some()
+        || [
+            "kubewarden",
+            "shapes",
+            "rules",
+            "match-conditions",
+            "node-selector",
+            "unprotected",
+            "labels",
+            "outage",
+            "operations",
+        ]
+        .iter()
+        .any(|p| part(p))
     {
-        plain_cases(&binaries, &mut report).await?;
+        plain_cases(&binaries, scanner.as_deref(), &mut report).await?;
     }
     if [
         "kueue",
@@ -83,9 +94,17 @@ pub(crate) async fn main_async() -> anyhow::Result<bool> {
     Ok(report.failed == 0)
 }
 
-/// The cases on a control plane without Kueue.
-pub(crate) async fn plain_cases(binaries: &Binaries, report: &mut Report) -> anyhow::Result<()> {
-    let mut plane = ControlPlane::start(binaries, Options::default()).await?;
+/// The cases on a control plane without Kueue; the audit scanner's where `scanner` is built.
+pub(crate) async fn plain_cases(
+    binaries: &Binaries,
+    scanner: Option<&Path>,
+    report: &mut Report,
+) -> anyhow::Result<()> {
+    let options = Options {
+        role_aggregation: scanner.is_some(),
+        ..Options::default()
+    };
+    let mut plane = ControlPlane::start(binaries, options).await?;
     let agent = NodeAgent::start(plane.cluster.clone(), plane.remaining());
     // Labelled long before their case submits, so the API server's namespace informer has the
     // label by then.
@@ -101,7 +120,16 @@ pub(crate) async fn plain_cases(binaries: &Binaries, report: &mut Report) -> any
     match_conditions::namespaces(&plane).await?;
     labels::namespace(&plane).await?;
     outage::namespace(&plane).await?;
+    if scanner.is_some() {
+        audit::namespace(&plane).await?;
+    }
     let before = report.failed;
+    // First, so that the scans find little else on the cluster.
+    if let Some(scanner) = scanner {
+        for (name, result) in audit::cases(&mut plane, scanner).await {
+            report.record(&name, result);
+        }
+    }
     if part("kubewarden") {
         report.record(
             "kubectl apply -k of examples/: every policy is active, and the webhook Kubewarden's controller wrote is what the example says (matchConditions, rules, namespaceSelector, failurePolicy, timeout)",
@@ -200,6 +228,10 @@ pub(crate) async fn plain_cases(binaries: &Binaries, report: &mut Report) -> any
             "the policy's host SIGKILLed while the Job controller makes a 4 x 16-host JobSet's pods, back 30 s later: every pod exists with its env, none made while it was down",
             outage::host_killed_while_pods_are_made(&mut plane).await,
         );
+    }
+    if part("operations") {
+        // Last: it deletes and applies the policies again.
+        operations::cases(&plane, report).await;
     }
     if let Err(e) = plane.check_alive() {
         report.record("the control plane stayed up", Err(e));
