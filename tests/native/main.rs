@@ -3,6 +3,7 @@
 //! they say each setting turns off, and what the operator's smoke test prints), the pair's one
 //! settings source, and release.yml's signing formats.
 mod docs;
+mod jax_members;
 mod kueue_topology;
 mod operations;
 mod pair;
