@@ -1,39 +1,54 @@
 //! The groups of a JobSet (SPEC §3), found once per request for the rules, the facts, the CREATE
 //! warnings and the resize check: replica, slice and JAX groups, the group keys (§4.1) and the
 //! slice shapes (§4.7). Every step is linear in the replicated jobs.
-use crate::error::{add_at, InputError};
+use crate::error::{add_at, count_at, InputError};
 use crate::facts::GroupFacts;
 use crate::keys;
 use crate::narrowing::{self, ShapePlan};
 use crate::settings::{JaxEnv, Settings};
+use crate::tas;
 use crate::views::jobset_view::{CoordinatorRef, JobSetView, ReplicatedJob};
-use std::cell::OnceCell;
 use std::collections::BTreeMap;
+
+/// A group's members numbered in spec order: how many in all, and each member's first. A total
+/// past `u32::MAX` is kept as the error for the reader that needs it.
+pub type Numbering = Result<(u32, Vec<u32>), InputError>;
 
 /// A group of replicated jobs, members in spec order.
 #[derive(Debug, Clone)]
 pub struct Group<'v, 'a> {
     pub name: &'a str,
     pub members: Vec<&'v ReplicatedJob<'a>>,
+    /// Its Jobs: a slice group's Jobs are its slices (SLICE_ID, SPEC §4.2); a replica group's
+    /// are what its group keys count (§4.1).
+    pub jobs: Numbering,
+    /// Its pods: a JAX group's processes (§4.4).
+    pub pods: Numbering,
 }
 
-impl Group<'_, '_> {
-    /// The group's Jobs, numbered in spec order: how many there are, and each member's first.
-    /// A slice group's Jobs are its slices (SLICE_ID, SPEC §4.2); a replica group's are what its
-    /// group keys count (§4.1).
-    pub fn jobs(&self) -> Result<(u32, Vec<u32>), InputError> {
-        offsets(&self.members, |r| Ok(r.replicas))
+impl<'v, 'a> Group<'v, 'a> {
+    fn new(name: &'a str, members: Vec<&'v ReplicatedJob<'a>>) -> Self {
+        let jobs = offsets(&members, |r| Ok(r.replicas));
+        let pods = offsets(&members, |r| count_at(r.pods(), &r.at.field("replicas")));
+        Group {
+            name,
+            members,
+            jobs,
+            pods,
+        }
     }
 
     /// Whether the slice group is a multislice: more than one slice. Past `u32::MAX` it is.
     pub fn is_multislice(&self) -> bool {
-        self.jobs().map_or(true, |(slices, _)| slices > 1)
+        self.jobs.as_ref().map_or(true, |(slices, _)| *slices > 1)
     }
 }
 
 pub struct JobSetPlan<'v, 'a> {
     pub view: &'v JobSetView<'a>,
     pub settings: &'v Settings,
+    /// Whether the policy judges this JobSet at all: it has a TPU replicated job or the JAX env is on.
+    pub in_scope: bool,
     /// Whether the JAX distributed env is on for this JobSet (SPEC §4.4).
     pub jax_enabled: bool,
     /// Whether it is on by the JobSet's own opt-in annotation: then P1–P3 judge its JAX
@@ -57,12 +72,19 @@ pub struct JobSetPlan<'v, 'a> {
     /// kept as the error for the reader that needs the keys: a JobSet that needs none is not
     /// refused for them.
     pub group_keys: Result<Vec<GroupFacts>, InputError>,
-    shapes: OnceCell<ShapePlan>,
+    /// What each replicated job's pod template asks of Kueue's topology-aware scheduling, in spec
+    /// order: read once for K1–K3, the queue check and the slice size the mutation adds.
+    pub tas: Vec<tas::Request<'a>>,
+    /// Computed with the plan: a JobSet's CREATE in the roles that mutate needs them anyway, and
+    /// what a lazy cell saved (an UPDATE, the role `validate`) comes once per JobSet, not by the
+    /// thousand (CONTRIBUTING.md, "Performance code").
+    shapes: ShapePlan,
 }
 
 impl<'v, 'a> JobSetPlan<'v, 'a> {
-    pub fn new(view: &'v JobSetView<'a>, settings: &'v Settings) -> Self {
-        let mut groups: Vec<Group> = Vec::new();
+    /// The plan of a JobSet, or its input error (SPEC §6): a coordinator that names no pod.
+    pub fn new(view: &'v JobSetView<'a>, settings: &'v Settings) -> Result<Self, InputError> {
+        let mut named: Vec<(&str, Vec<&ReplicatedJob>)> = Vec::new();
         let mut by_name: BTreeMap<&str, usize> = BTreeMap::new();
         for rjob in &view.replicated_jobs {
             // The field, else the annotation (how users of JobSet before v0.9 name groups).
@@ -71,19 +93,21 @@ impl<'v, 'a> JobSetPlan<'v, 'a> {
                 .or(rjob.group_annotation)
                 .unwrap_or(keys::DEFAULT_GROUP);
             let at = *by_name.entry(name).or_insert_with(|| {
-                groups.push(Group {
-                    name,
-                    members: Vec::new(),
-                });
-                groups.len().saturating_sub(1)
+                named.push((name, Vec::new()));
+                named.len().saturating_sub(1)
             });
-            groups[at].members.push(rjob);
+            named[at].1.push(rjob);
         }
+        let groups: Vec<Group> = named.into_iter().map(|(n, m)| Group::new(n, m)).collect();
         let running_groups = subgroups(&groups, |r| !r.runs_first);
         let slice_groups = subgroups(&running_groups, |r| r.is_tpu());
         let jax_opted_in =
             settings.jax_env != JaxEnv::Never && view.annotation(keys::JAX_OPT_IN) == Some("true");
         let jax_enabled = jax_opted_in || settings.jax_env == JaxEnv::Always;
+        // The policy judges a TPU JobSet, or one that gets the JAX env; JobSet's own webhook
+        // judges the rest (SPEC §6, last paragraph).
+        let in_scope = view.tpu_jobs().next().is_some() || jax_enabled;
+        check_coordinator(view, in_scope)?;
         let coordinator = view.coordinator.as_ref().filter(|c| {
             view.replicated_job(c.replicated_job)
                 .is_none_or(|r| !r.runs_first)
@@ -102,9 +126,13 @@ impl<'v, 'a> JobSetPlan<'v, 'a> {
         }
         let jax_groups = subgroups(candidates, |r| !batch[r.index]);
         let group_keys = group_keys(&groups, view.replicated_jobs.len());
-        JobSetPlan {
+        let members = slice_groups.iter().map(|g| g.members.as_slice());
+        let shapes = narrowing::plan(view, members, settings);
+        let tas = view.replicated_jobs.iter().map(tas::request).collect();
+        Ok(JobSetPlan {
             view,
             settings,
+            in_scope,
             jax_enabled,
             jax_opted_in,
             coordinator,
@@ -113,21 +141,53 @@ impl<'v, 'a> JobSetPlan<'v, 'a> {
             jax_groups,
             batch_beside_jax,
             group_keys,
-            shapes: OnceCell::new(),
-        }
+            tas,
+            shapes,
+        })
     }
 
     pub fn multi_member_slice_groups(&self) -> impl Iterator<Item = &Group<'v, 'a>> {
         self.slice_groups.iter().filter(|g| g.members.len() > 1)
     }
 
-    /// The slice shapes of §4.7, computed once.
+    /// The slice shapes of §4.7.
     pub fn shapes(&self) -> &ShapePlan {
-        self.shapes.get_or_init(|| {
-            let members = self.slice_groups.iter().map(|g| g.members.as_slice());
-            narrowing::plan(self.view, members, self.settings)
-        })
+        &self.shapes
     }
+}
+
+/// The input errors of a JobSet the policy judges (SPEC §6): a coordinator that names no pod, on
+/// which every process would wait. Every role refuses them, since the plan of the env reads it.
+pub fn check_input(plan: &JobSetPlan) -> Result<(), InputError> {
+    let view = plan.view;
+    let Some(c) = view.coordinator.as_ref().filter(|_| in_scope(plan)) else {
+        return Ok(());
+    };
+    let Some(rjob) = view.replicated_job(c.replicated_job) else {
+        return Err(InputError::invalid(
+            "spec.coordinator.replicatedJob",
+            format!("no replicated job is named {:?}", c.replicated_job),
+        ));
+    };
+    // The one error of an index past the `count` things that `rjob` has.
+    let past = |field: &str, index: u32, count: u32, has: String| {
+        let last = count.saturating_sub(1);
+        let name = rjob.name;
+        let reason = format!("is {index} but replicated job {name:?} {has}; use 0 to {last}");
+        Err(InputError::invalid(field, reason))
+    };
+    if c.job_index >= rjob.replicas {
+        let has = format!("has {} replicas", rjob.replicas);
+        return past("spec.coordinator.jobIndex", c.job_index, rjob.replicas, has);
+    }
+    // The completions the Job controller runs: the field, else parallelism (the API server
+    // refuses an Indexed Job without it, which T2 reports).
+    let pods = rjob.completions.unwrap_or(rjob.parallelism);
+    if c.pod_index >= pods {
+        let has = format!("runs {pods} pods per job");
+        return past("spec.coordinator.podIndex", c.pod_index, pods, has);
+    }
+    Ok(())
 }
 
 /// Each replicated job's group as its pods' group keys say (SPEC §4.1), in spec order: the group's
@@ -135,7 +195,7 @@ impl<'v, 'a> JobSetPlan<'v, 'a> {
 fn group_keys(groups: &[Group], rjobs: usize) -> Result<Vec<GroupFacts>, InputError> {
     let mut out = vec![None; rjobs];
     for group in groups {
-        let (replicas, starts) = group.jobs()?;
+        let (replicas, starts) = group.jobs.clone()?;
         for (rjob, offset) in group.members.iter().zip(starts) {
             out[rjob.index] = Some(GroupFacts {
                 name: group.name.to_string(),
@@ -193,11 +253,14 @@ fn subgroups<'v, 'a>(
 ) -> Vec<Group<'v, 'a>> {
     groups
         .iter()
-        .map(|g| Group {
-            name: g.name,
-            members: g.members.iter().copied().filter(|r| keep(r)).collect(),
+        .map(|g| {
+            (
+                g.name,
+                g.members.iter().copied().filter(|r| keep(r)).collect(),
+            )
         })
-        .filter(|g| !g.members.is_empty())
+        .filter(|(_, members): &(_, Vec<_>)| !members.is_empty())
+        .map(|(name, members)| Group::new(name, members))
         .collect()
 }
 

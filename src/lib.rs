@@ -28,9 +28,12 @@ pub mod topology;
 // Views: read-only, typed views over the raw JobSet, Job, pod and pod spec.
 pub mod views;
 
-// Plans: pure functions of the views: the groups and the facts (`facts::of_jobset`,
-// `facts::of_job`), placement and narrowing, the rules and their violations, each pod's plan.
+// Plans: pure functions of the views: the groups and the facts of a JobSet and a Job, placement
+// and narrowing, the rules and their violations, the judging half's warnings about the
+// templates, each pod's plan.
 pub mod groups;
+pub mod job_facts;
+pub mod jobset_facts;
 pub mod multikueue;
 pub mod narrowing;
 pub mod placement;
@@ -39,6 +42,7 @@ pub mod queue_fit;
 pub mod rules;
 pub mod tas;
 pub mod violation;
+pub mod warnings;
 
 // Patches: the plans written into the object, only where something differs.
 pub mod mutate;

@@ -43,23 +43,22 @@ pub fn copy_warning(violation: &Violation) -> String {
 pub fn keep_stamped_facts(
     view: &JobSetView,
     facts: Vec<(usize, String)>,
-    warnings: &mut Vec<String>,
-) -> Vec<(usize, String)> {
+) -> (Vec<(usize, String)>, Vec<String>) {
     let (unstamped, kept): (Vec<_>, Vec<_>) = facts.into_iter().partition(|(i, _)| {
         view.replicated_jobs[*i]
             .template
             .annotations
             .is_none_or(|a| !a.contains_key(keys::FACTS))
     });
-    warnings.extend(kept.into_iter().map(|(i, _)| {
+    let warning = |(i, _): (usize, String)| {
         let template = view.replicated_jobs[i].at.pod_template();
         format!(
             "{}: MultiKueue copy: kept the facts the manager stamped, which this policy would \
              stamp differently; its pods get the manager's",
             template.annotation(keys::FACTS)
         )
-    }));
-    unstamped
+    };
+    (unstamped, kept.into_iter().map(warning).collect())
 }
 
 /// On a copy, a narrowing the manager stamped stays: the worker's Workload was admitted on it.

@@ -7,10 +7,10 @@ use crate::accelerators;
 use crate::affinity_mark::Pairs;
 use crate::groups::JobSetPlan;
 use crate::narrowing::{self, Shapes};
-use crate::tas::{self, Request};
+use crate::tas::Request;
 use crate::views::jobset_view::ReplicatedJob;
 use crate::views::kueue_queue::Flavour;
-use crate::violation::{Rule, Violation};
+use crate::violation::{Findings, Rule, Violation};
 
 /// The queue as the lookup found it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,13 +22,6 @@ pub struct Queue {
     pub flavours: Option<Vec<Flavour>>,
     /// The MultiKueue AdmissionCheck of the ClusterQueue, when it dispatches to other clusters.
     pub multikueue_check: Option<String>,
-}
-
-/// What the check found: a refusal (under `warn`, the same text as a warning), and warnings.
-#[derive(Debug, Default, PartialEq)]
-pub struct QueueFindings {
-    pub violations: Vec<Violation>,
-    pub warnings: Vec<String>,
 }
 
 /// Where the JobSet names its queue, for messages.
@@ -67,9 +60,9 @@ fn fits(f: &Flavour, pairs: &Pairs, acc_key: &str, topo_key: &str, acc_carried: 
 }
 
 /// The findings for a queued TPU JobSet and its queue.
-pub fn judge_flavours(plan: &JobSetPlan, queue: &Queue) -> QueueFindings {
+pub fn judge_flavours(plan: &JobSetPlan, queue: &Queue) -> Findings {
     let settings = plan.settings;
-    let mut out = QueueFindings::default();
+    let mut out = Findings::default();
     let local_queue = format!("{}/{}", queue.namespace, queue.local_queue);
     let cluster_queue = &queue.cluster_queue;
     let named = format!("queue {local_queue:?} (ClusterQueue {cluster_queue:?})");
@@ -108,64 +101,89 @@ pub fn judge_flavours(plan: &JobSetPlan, queue: &Queue) -> QueueFindings {
             settings.tpu_resource
         ));
     }
-    let acc_carried = carried(acc_key);
+    let labels = Labels {
+        accelerator: acc_key,
+        topology: topo_key,
+        accelerator_carried: carried(acc_key),
+        topology_carried: shapes_judged,
+    };
+    for rjob in plan.view.replicated_jobs.iter().filter(|r| r.is_tpu()) {
+        let found = judge_rjob(plan, rjob, flavours, &named, &labels);
+        out.violations.extend(found.violations);
+        out.warnings.extend(found.warnings);
+    }
+    out
+}
+
+/// The flavours' node label keys Kueue compares, and whether any flavour carries each.
+struct Labels<'s> {
+    accelerator: &'s str,
+    topology: &'s str,
+    accelerator_carried: bool,
+    topology_carried: bool,
+}
+
+/// The findings for one TPU replicated job: a refusal where no flavour fits its slices, or none
+/// places it by topology; else a warning naming the flavours Kueue will skip for it.
+fn judge_rjob(
+    plan: &JobSetPlan,
+    rjob: &ReplicatedJob,
+    flavours: &[Flavour],
+    named: &str,
+    labels: &Labels,
+) -> Findings {
+    let request = &plan.tas[rjob.index];
+    let by_topology = |fit| match request.is_any() {
+        true => judge_topologies(plan, rjob, request, named, fit),
+        false => Ok(None),
+    };
+    let pairs = match &plan.shapes().own[rjob.index] {
+        Some(Shapes::Fixed(p) | Shapes::Open(p)) if labels.topology_carried => p,
+        _ => return findings(None, by_topology(flavours.iter().collect())),
+    };
+    let (acc_key, topo_key) = (labels.accelerator, labels.topology);
+    // A flavour of an accelerator the table lacks is left open (SPEC §4.7).
+    let unknown = |f: &Flavour| {
+        plan.shapes().unknown_open[rjob.index]
+            && f.labels
+                .get(acc_key)
+                .is_some_and(|a| accelerators::lookup(&plan.settings.accelerators, a).is_none())
+    };
+    let (fit, misfit): (Vec<&Flavour>, Vec<&Flavour>) = flavours
+        .iter()
+        .partition(|f| fits(f, pairs, acc_key, topo_key, labels.accelerator_carried) || unknown(f));
     let shown = |fs: &[&Flavour]| {
         fs.iter()
             .map(|f| describe_flavour(f, acc_key, topo_key))
             .collect::<Vec<_>>()
             .join(", ")
     };
-    for rjob in plan.view.replicated_jobs.iter().filter(|r| r.is_tpu()) {
-        let request = tas::request(rjob);
-        let pairs = match &plan.shapes().own[rjob.index] {
-            Some(Shapes::Fixed(p) | Shapes::Open(p)) if shapes_judged => p,
-            _ if request.is_any() => {
-                out.extend(judge_topologies(
-                    plan,
-                    rjob,
-                    &request,
-                    &named,
-                    flavours.iter().collect(),
-                ));
-                continue;
-            }
-            _ => continue,
-        };
-        // A flavour of an accelerator the table lacks is left open (SPEC §4.7).
-        let unknown = |f: &Flavour| {
-            plan.shapes().unknown_open[rjob.index]
-                && f.labels
-                    .get(acc_key)
-                    .is_some_and(|a| accelerators::lookup(&settings.accelerators, a).is_none())
-        };
-        let (fit, misfit): (Vec<&Flavour>, Vec<&Flavour>) = flavours
-            .iter()
-            .partition(|f| fits(f, pairs, acc_key, topo_key, acc_carried) || unknown(f));
-        if fit.is_empty() {
-            out.violations
-                .push(no_flavour_fits(plan, rjob, pairs, &named, &shown(&misfit)));
-            continue;
-        }
-        if !misfit.is_empty() {
-            out.warnings.push(format!(
-                "{}: {named}: replicated job {:?} fits only {}; Kueue will skip {} for it",
-                queue_path(plan),
-                rjob.name,
-                shown(&fit),
-                shown(&misfit)
-            ));
-        }
-        if request.is_any() {
-            out.extend(judge_topologies(plan, rjob, &request, &named, fit));
-        }
+    if fit.is_empty() {
+        let violation = no_flavour_fits(plan, rjob, pairs, named, &shown(&misfit));
+        return findings(None, Err(violation));
     }
-    out
+    let skipped = (!misfit.is_empty()).then(|| {
+        format!(
+            "{}: {named}: replicated job {:?} fits only {}; Kueue will skip {} for it",
+            queue_path(plan),
+            rjob.name,
+            shown(&fit),
+            shown(&misfit)
+        )
+    });
+    findings(skipped, by_topology(fit))
 }
 
-impl QueueFindings {
-    fn extend(&mut self, other: QueueFindings) {
-        self.violations.extend(other.violations);
-        self.warnings.extend(other.warnings);
+/// A replicated job's findings: the shapes' warning, then the Topologies' verdict.
+fn findings(shapes: Option<String>, topologies: Result<Option<String>, Violation>) -> Findings {
+    let (violations, topologies) = match topologies {
+        Ok(warning) => (Vec::new(), warning),
+        Err(violation) => (vec![violation], None),
+    };
+    let warnings = shapes.into_iter().chain(topologies).collect();
+    Findings {
+        violations,
+        warnings,
     }
 }
 
@@ -176,13 +194,22 @@ fn topology_misfit(f: &Flavour, request: &Request) -> Option<String> {
         return f.topology_name.is_none().then(|| "no Topology".to_string());
     };
     let index = |key: &str| levels.iter().position(|l| l == key);
-    if let Some(missing) = request.levels().find(|key| index(key).is_none()) {
+    let top = request.required.or(request.preferred);
+    let layers = request.layers.iter().map(|l| l.key.as_ref());
+    if let Some(missing) = top
+        .into_iter()
+        .chain(layers)
+        .find(|key| index(key).is_none())
+    {
         return Some(format!("Topology {name:?} has no level {missing}"));
     }
-    let top = request.required.or(request.preferred)?;
     let slice = request.layers.first()?.key.as_ref();
-    (index(slice) < index(top))
-        .then(|| format!("Topology {name:?} has the slice level {slice} above {top}"))
+    (index(slice) < index(top?)).then(|| {
+        format!(
+            "Topology {name:?} has the slice level {slice} above {}",
+            top?
+        )
+    })
 }
 
 /// The flavours that fit `rjob`'s slices, judged again by their Topologies: a refusal where none
@@ -193,8 +220,7 @@ fn judge_topologies(
     request: &Request,
     named: &str,
     fit: Vec<&Flavour>,
-) -> QueueFindings {
-    let mut out = QueueFindings::default();
+) -> Result<Option<String>, Violation> {
     let (placed, unplaced): (Vec<&Flavour>, Vec<&Flavour>) = fit
         .into_iter()
         .partition(|f| topology_misfit(f, request).is_none());
@@ -205,7 +231,7 @@ fn judge_topologies(
             .join(", ")
     };
     if placed.is_empty() {
-        out.violations.push(Violation::new(
+        return Err(Violation::new(
             Rule::Q1,
             queue_path(plan),
             format!(
@@ -215,19 +241,17 @@ fn judge_topologies(
             ),
             "use levels of the flavour's Topology in the kueue.x-k8s.io/podset-* annotations, the slice level at or below the required one, or add the levels to the Topology",
         ));
-        return out;
     }
-    if !unplaced.is_empty() {
-        let placed: Vec<String> = placed.iter().map(|f| format!("{:?}", f.name)).collect();
-        out.warnings.push(format!(
+    let placed: Vec<String> = placed.iter().map(|f| format!("{:?}", f.name)).collect();
+    Ok((!unplaced.is_empty()).then(|| {
+        format!(
             "{}: {named}: replicated job {:?} can be placed by topology only in {}; Kueue will skip {} for it",
             queue_path(plan),
             rjob.name,
             placed.join(", "),
             why(&unplaced),
-        ));
-    }
-    out
+        )
+    }))
 }
 
 fn no_flavour_fits(
@@ -305,7 +329,7 @@ mod tests {
             flavours,
             multikueue_check: None,
         };
-        let got = judge_flavours(&JobSetPlan::new(&view, &settings), &queue);
+        let got = judge_flavours(&JobSetPlan::new(&view, &settings).unwrap(), &queue);
         let got_violations: Vec<String> = got.violations.iter().map(ToString::to_string).collect();
         assert_eq!(got_violations, violations);
         assert_eq!(got.warnings, warnings);

@@ -96,6 +96,36 @@ impl fmt::Display for Violation {
     }
 }
 
+/// What validation found: the violations, which refuse, and the warnings (suspicious but valid),
+/// each in the order a response lists them.
+#[derive(Debug, Default, PartialEq)]
+pub struct Findings {
+    pub violations: Vec<Violation>,
+    pub warnings: Vec<String>,
+}
+
+impl Findings {
+    pub fn warnings(warnings: Vec<String>) -> Self {
+        Findings {
+            violations: Vec::new(),
+            warnings,
+        }
+    }
+
+    /// These findings, then `more`'s.
+    pub fn extend(&mut self, more: Findings) {
+        self.violations.extend(more.violations);
+        self.warnings.extend(more.warnings);
+    }
+
+    /// The violations said as warnings, after the warnings, in `say`'s words: nothing refuses.
+    pub fn as_warnings(self, say: impl Fn(&Violation) -> String) -> Findings {
+        let mut warnings = self.warnings;
+        warnings.extend(self.violations.iter().map(say));
+        Findings::warnings(warnings)
+    }
+}
+
 /// One rejection message: every violation on its own line, in a stable order.
 pub fn message(violations: &[Violation]) -> String {
     violations

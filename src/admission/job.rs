@@ -1,15 +1,14 @@
 //! Plain `batch/v1` Jobs (SPEC §4.6): the cheap opt-in check, Job CREATE and Job UPDATE.
-use super::contradictions;
 use super::heads::ObjectHead;
-use super::references;
 use super::verdict::{rejection, Verdict};
 use crate::error::InputError;
-use crate::facts::of_job;
+use crate::job_facts;
 use crate::mutate;
 use crate::rules;
 use crate::settings::{JaxEnv, Settings};
 use crate::views::job_view::JobView;
-use crate::violation::Violation;
+use crate::violation::Findings;
+use crate::warnings::{dead_references, template_env};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -34,49 +33,57 @@ pub(super) fn is_opted_in(raw: &RawValue) -> bool {
     })
 }
 
-/// Job CREATE of an opted-in plain Job (SPEC §4.6): J1–J4 and N2, then the facts its pods need.
-/// Under `jaxEnv: never`, N2 and the references still hold: they are about the pods, whoever sets
-/// their env.
+/// Job CREATE of an opted-in plain Job (SPEC §4.6), in the steps of SPEC §5: validate (J1–J4 and
+/// N2) and refuse on a violation; then the facts its pods need, and what the judging half says of
+/// them; then mutate: the facts stamped. Under `jaxEnv: never`, N2 and the references still hold:
+/// they are about the pods, whoever sets their env.
 pub(super) fn admit_create(object: Value, settings: &Settings) -> Result<Verdict, InputError> {
     let view = JobView::parse(&object, &settings.tpu_resource)?;
-    let (violations, references) = judge(&view, settings);
-    if !violations.is_empty() {
-        return Ok(rejection(&violations, references));
-    }
-    if settings.jax_env == JaxEnv::Never {
-        return Ok(Verdict::with(None, references));
-    }
-    let job = of_job::job_facts(&view);
-    let mut warnings = if settings.role.validates() {
-        contradictions::job_warnings(&view, &job, settings)?
-    } else {
-        Vec::new()
+    // The references, which a response lists after what is said of the facts.
+    let references = match settings.role.validates().then(|| validate(&view, settings)) {
+        Some(j) if !j.violations.is_empty() => return Ok(rejection(&j.violations, j.warnings)),
+        judged => judged.map(|j| j.warnings),
     };
-    warnings.extend(references);
-    let stamp = settings.role.mutates().then(|| of_job::facts(&view, job));
+    if settings.jax_env == JaxEnv::Never {
+        return Ok(Verdict::with(None, references.unwrap_or_default()));
+    }
+    let job = job_facts::job_facts(&view);
+    let warnings = match references {
+        Some(references) => [
+            template_env::job_warnings(&view, &job, settings)?,
+            references,
+        ]
+        .concat(),
+        None => Vec::new(),
+    };
+    let stamp = settings
+        .role
+        .mutates()
+        .then(|| job_facts::facts(&view, job));
     let annotation = stamp.and_then(|facts| mutate::stamp_job::change(&view, &facts));
     let patched = annotation.map(|a| mutate::stamp_job::applied_to(object, a));
     Ok(Verdict::with(patched, warnings))
 }
 
-/// The verdict half of Job CREATE: the violations, and the references that can never resolve.
-fn judge(view: &JobView, settings: &Settings) -> (Vec<Violation>, Vec<String>) {
-    if !settings.role.validates() {
-        return (Vec::new(), Vec::new());
-    }
+/// The validate half of Job CREATE: the violations, and the references that can never resolve.
+fn validate(view: &JobView, settings: &Settings) -> Findings {
     let violations = if settings.jax_env == JaxEnv::Never {
         Vec::from_iter(rules::indexed_job::n2_pods_resolve_cluster_dns(view))
     } else {
         rules::indexed_job::check(view)
     };
-    (violations, references::job_warnings(view))
+    Findings {
+        violations,
+        warnings: dead_references::job_warnings(view),
+    }
 }
 
 /// Job UPDATE of a plain Job never mutates, and rejects a resize of a Job whose stamped pods' JAX
 /// env counts the old size (E2). A Job never stamped (without the annotation, under `jaxEnv:
 /// never`, or before the policy served Jobs) has no env to go stale.
 pub(super) fn admit_update(object: &Value, old: Option<&Value>, settings: &Settings) -> Verdict {
-    if settings.jax_env == JaxEnv::Never || !settings.role.validates() {
+    // The route serves a Job UPDATE only to the roles that validate.
+    if settings.jax_env == JaxEnv::Never {
         return Verdict::accept();
     }
     // An old object that cannot be read has nothing to compare.

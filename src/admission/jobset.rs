@@ -1,70 +1,90 @@
 //! JobSets (SPEC §5, §6): JobSet CREATE is judged and stamped; JobSet UPDATE is judged on what it
 //! changed.
-use super::contradictions;
 use super::queue_lookup::{self, Cluster};
-use super::references;
 use super::verdict::{rejection, Verdict};
 use crate::error::InputError;
-use crate::facts::of_jobset;
 use crate::groups::JobSetPlan;
+use crate::jobset_facts;
 use crate::multikueue;
 use crate::mutate::jobset_patch::JobSetPatch;
-use crate::rules::{self, Findings, Moment};
+use crate::rules::{self, Moment};
 use crate::settings::Settings;
 use crate::views::jobset_view::JobSetView;
+use crate::violation::Findings;
+use crate::warnings::{dead_references, template_env};
 use serde_json::Value;
 use std::collections::HashSet;
 use std::hash::Hash;
 
-/// JobSet CREATE, in the steps of SPEC §5: validate (roles `validate` and `both`): the rules, the
-/// queue of a JobSet that waits in one for a flavour, and the references; then mutate (`mutate`
-/// and `both`). The facts each replicated job's pods need are computed in every role, warned
-/// about where the templates contradict them, and stamped on the pod templates, with a TPU
-/// replicated job that leaves its slice shape to Kueue narrowed to the shapes that fit (§4.7).
+/// JobSet CREATE, in the steps of SPEC §5: validate (roles `validate` and `both`), and refuse on a
+/// violation; then the facts each replicated job's pods need, computed in every role, and what the
+/// judging half says of them; then mutate (`mutate` and `both`): the facts stamped on the pod
+/// templates, and a TPU replicated job that leaves its slice shape to Kueue narrowed to the shapes
+/// that fit (§4.7).
 pub(super) fn admit_create(
     object: Value,
     settings: &Settings,
     cluster: &Cluster,
 ) -> Result<Verdict, InputError> {
     let view = JobSetView::parse(&object, &settings.tpu_resource)?;
-    let plan = JobSetPlan::new(&view, settings);
+    let plan = JobSetPlan::new(&view, settings)?;
     let copy = multikueue::is_copy_created(&view, cluster.requester, settings);
-    let mut findings = rules::judge_create(&plan)?;
-    if findings.waits_for_a_flavour {
-        let queue = queue_lookup::check_queue(&plan, cluster);
-        findings.violations.extend(queue.violations);
-        findings.warnings.extend(queue.warnings);
+    let judged = settings
+        .role
+        .validates()
+        .then(|| validate(&plan, cluster, copy));
+    if let Some(Judged {
+        findings,
+        references,
+    }) = judged.as_ref()
+    {
+        if !findings.violations.is_empty() {
+            let warnings = [findings.warnings.as_slice(), references].concat();
+            return Ok(rejection(&findings.violations, warnings));
+        }
     }
-    if copy {
-        let violations = std::mem::take(&mut findings.violations);
-        findings
-            .warnings
-            .extend(violations.iter().map(multikueue::copy_warning));
-    }
-    // Every parsed JobSet, judged or not: an empty value is as empty on a CPU pod.
-    let references = if settings.role.validates() {
-        references::jobset_warnings(&view)
-    } else {
-        Vec::new()
+    let (facts, about_facts) = jobset_facts::facts(&plan)?;
+    // The judging half speaks, so that the pair gives each warning once; the references last.
+    let mut warnings = match judged {
+        Some(Judged {
+            findings,
+            references,
+        }) => {
+            let template_env = template_env::warnings(&plan, &facts)?;
+            [findings.warnings, about_facts, template_env, references].concat()
+        }
+        None => Vec::new(),
     };
-    let mut warnings = findings.warnings;
-    if !findings.violations.is_empty() {
-        warnings.extend(references);
-        return Ok(rejection(&findings.violations, warnings));
-    }
-    let mut about_facts = Vec::new();
-    let facts = of_jobset::facts(&plan, &mut about_facts)?;
-    // The judging half speaks, so that the pair gives each warning once.
-    if settings.role.validates() {
-        warnings.extend(about_facts);
-        warnings.extend(contradictions::warnings(&plan, &facts)?);
-    }
-    warnings.extend(references);
     if !settings.role.mutates() {
         return Ok(Verdict::with(None, warnings));
     }
-    let patch = JobSetPatch::new(&plan, &facts, copy, &mut warnings);
+    let (patch, about_patch) = JobSetPatch::new(&plan, &facts, copy);
+    warnings.extend(about_patch);
     Ok(Verdict::with(patch.applied_to(object), warnings))
+}
+
+/// What the validate half finds at CREATE: the rules, the queue of a JobSet that waits in one for
+/// a flavour, a MultiKueue copy's violations said as warnings, and the references that can never
+/// resolve, which a response lists last.
+struct Judged {
+    findings: Findings,
+    references: Vec<String>,
+}
+
+fn validate(plan: &JobSetPlan, cluster: &Cluster, copy: bool) -> Judged {
+    let mut findings = rules::judge(plan, Moment::Create);
+    if rules::waits_in_its_queue(plan) {
+        findings.extend(queue_lookup::check_queue(plan, cluster));
+    }
+    if copy {
+        findings = findings.as_warnings(multikueue::copy_warning);
+    }
+    // Every parsed JobSet, in scope or not: an empty value is as empty on a CPU pod.
+    let references = dead_references::jobset_warnings(plan.view);
+    Judged {
+        findings,
+        references,
+    }
 }
 
 /// JobSet UPDATE (SPEC §5) judges only what the update changed: a violation the old object
@@ -73,7 +93,10 @@ pub(super) fn admit_update(object: &Value, old: Option<&Value>, settings: &Setti
     let parse = |o| JobSetView::parse(o, &settings.tpu_resource);
     let findings_of = |view: &Result<JobSetView, InputError>| -> Result<Findings, InputError> {
         let view = view.as_ref().map_err(Clone::clone)?;
-        rules::judge(&JobSetPlan::new(view, settings), Moment::Update)
+        Ok(rules::judge(
+            &JobSetPlan::new(view, settings)?,
+            Moment::Update,
+        ))
     };
     let (old_view, new_view) = (old.map(parse), parse(object));
     let before = old_view.as_ref().map(findings_of);
@@ -87,8 +110,9 @@ pub(super) fn admit_update(object: &Value, old: Option<&Value>, settings: &Setti
     let mut new_warnings = not_in(after.warnings, &old_findings.warnings);
     // Objects that cannot be read have no sizes to compare; the findings report their problem.
     if let (Some(Ok(old)), Ok(new)) = (&old_view, &new_view) {
-        let old = JobSetPlan::new(old, settings);
-        new_violations.extend(rules::elastic::stale_resizes(&old, new));
+        if let Ok(old) = JobSetPlan::new(old, settings) {
+            new_violations.extend(rules::elastic::stale_resizes(&old, new));
+        }
     }
     if matches!(&old_view, Some(Ok(old)) if multikueue::is_copy_updated(old)) {
         new_warnings.extend(new_violations.iter().map(multikueue::copy_warning));

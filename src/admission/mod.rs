@@ -1,13 +1,11 @@
 //! The edge: kwctl's payload in, a verdict out. Dispatch on kind and operation (SPEC §5), with the
 //! cheap path that lets a pod outside any JobSet, or a Job that did not opt in, pass without being
 //! parsed. One file per kind: [`jobset`], [`job`] and [`pod`].
-mod contradictions;
 mod heads;
 mod job;
 mod jobset;
 mod pod;
 pub mod queue_lookup;
-mod references;
 mod verdict;
 
 pub use verdict::Verdict;

@@ -6,10 +6,10 @@
 //! first line: with `RUST_BACKTRACE=1` in the host's environment, policy-evaluator's error (an
 //! `anyhow` error printed with `{:?}`) carries a stack backtrace after it.
 use crate::groups::JobSetPlan;
-use crate::queue_fit::{self, Queue, QueueFindings};
+use crate::queue_fit::{self, Queue};
 use crate::settings::QueueCheck;
-use crate::tas;
-use crate::views::kueue_queue::{self, API_VERSION, FALLBACK_API_VERSION};
+use crate::views::kueue_queue::{self, Flavour, API_VERSION, FALLBACK_API_VERSION};
+use crate::violation::Findings;
 /// The SDK's request for one object, re-exported for the hosts that answer the module natively.
 pub use kubewarden_policy_sdk::host_capabilities::kubernetes::GetResourceRequest;
 use serde_json::Value;
@@ -23,35 +23,29 @@ pub struct Cluster<'a> {
 
 /// The queue check of a TPU JobSet judged at CREATE that waits in its queue for a flavour (a
 /// running one is never looked up). Under `warn`, what `refuse` refuses is a warning.
-pub(super) fn check_queue(plan: &JobSetPlan, cluster: &Cluster) -> QueueFindings {
+pub(super) fn check_queue(plan: &JobSetPlan, cluster: &Cluster) -> Findings {
     let settings = plan.settings;
     let (Some(queue), false) = (plan.view.queue, settings.queue_check == QueueCheck::Off) else {
-        return QueueFindings::default();
+        return Findings::default();
     };
     let Cluster {
         reader, namespace, ..
     } = *cluster;
     // A Topology is read only for a JobSet that asks for topology-aware placement.
-    let tas = plan.view.tpu_jobs().any(|(_, r)| tas::request(r).is_any());
+    let tas = plan.view.tpu_jobs().any(|(i, _)| plan.tas[i].is_any());
     let found = look_up(reader, namespace, queue.name, &settings.tpu_resource, tas);
-    let mut judged = match found {
+    let judged = match found {
         Ok(q) => queue_fit::judge_flavours(plan, &q),
         Err(why) => {
             let name = format!("{namespace}/{}", queue.name);
             let warning = format!("{}: queue {name:?} was not checked: {why}", queue.path());
-            return QueueFindings {
-                warnings: vec![warning],
-                ..QueueFindings::default()
-            };
+            return Findings::warnings(vec![warning]);
         }
     };
-    if settings.queue_check != QueueCheck::Refuse {
-        let refusals = std::mem::take(&mut judged.violations);
-        judged
-            .warnings
-            .extend(refusals.iter().map(ToString::to_string));
+    match settings.queue_check {
+        QueueCheck::Refuse => judged,
+        _ => judged.as_warnings(ToString::to_string),
     }
-    judged
 }
 
 /// Where cluster objects are read from: the host's capability in the module, a fake in tests.
@@ -138,31 +132,10 @@ fn look_up(
         Some(_) => None,
         None => kueue_queue::flavours_for(&cluster_queue, resource),
     };
-    let mut flavours = match covering {
-        Some(names) => Some(
-            names
-                .into_iter()
-                .map(|name| Ok(kueue_queue::flavour(name, &read("ResourceFlavor", name)?)))
-                .collect::<Result<Vec<_>, String>>()?,
-        ),
+    let flavours = match covering {
+        Some(names) => Some(read_flavours(&read, names, topologies)?),
         None => None,
     };
-    // Each Topology once, however many flavours name it.
-    let mut read_levels: Vec<(String, Vec<String>)> = Vec::new();
-    for f in flavours.iter_mut().flatten().filter(|_| topologies) {
-        let Some(name) = &f.topology_name else {
-            continue;
-        };
-        let levels = match read_levels.iter().find(|(n, _)| n == name) {
-            Some((_, levels)) => levels.clone(),
-            None => {
-                let levels = kueue_queue::levels(&read("Topology", name)?);
-                read_levels.push((name.clone(), levels.clone()));
-                levels
-            }
-        };
-        f.levels = Some(levels);
-    }
     Ok(Queue {
         namespace: namespace.to_string(),
         local_queue: queue.to_string(),
@@ -170,6 +143,30 @@ fn look_up(
         flavours,
         multikueue_check,
     })
+}
+
+/// The flavours named `names`, in order, then each one's Topology's levels where `topologies`;
+/// each Topology read once, however many flavours name it.
+fn read_flavours(
+    read: &dyn Fn(&str, &str) -> Result<Value, String>,
+    names: Vec<&str>,
+    topologies: bool,
+) -> Result<Vec<Flavour>, String> {
+    let flavour = |name| Ok(kueue_queue::flavour(name, &read("ResourceFlavor", name)?));
+    let mut flavours: Vec<Flavour> = names.into_iter().map(flavour).collect::<Result<_, _>>()?;
+    let mut read_levels: Vec<(String, Vec<String>)> = Vec::new();
+    for f in flavours.iter_mut().filter(|_| topologies) {
+        let Some(topology) = &f.topology_name else {
+            continue;
+        };
+        let levels = match read_levels.iter().find(|(n, _)| n == topology) {
+            Some((_, levels)) => levels.clone(),
+            None => kueue_queue::levels(&read("Topology", topology)?),
+        };
+        read_levels.push((topology.clone(), levels.clone()));
+        f.levels = Some(levels);
+    }
+    Ok(flavours)
 }
 
 #[cfg(test)]

@@ -31,37 +31,34 @@ struct Narrowing {
 }
 
 impl JobSetPatch {
-    /// What the JobSet lacks of `facts` and of the narrowing of its plan, with a warning that
-    /// says what each narrowing adds. On a MultiKueue `copy`, what the manager stamped stays:
+    /// What the JobSet lacks of `facts` and of the narrowing of its plan, and the warnings that
+    /// say what each narrowing adds. On a MultiKueue `copy`, what the manager stamped stays:
     /// the worker's Workload was admitted on it.
-    pub fn new(
-        plan: &JobSetPlan,
-        facts: &[Facts],
-        copy: bool,
-        warnings: &mut Vec<String>,
-    ) -> JobSetPatch {
+    pub fn new(plan: &JobSetPlan, facts: &[Facts], copy: bool) -> (JobSetPatch, Vec<String>) {
         let view = plan.view;
         let marks = narrowing::marks(plan.shapes(), plan.settings);
         let mut narrowings = narrowings(view, marks);
         let mut stamps = stamps(view, facts);
+        let mut warnings = Vec::new();
         if copy {
             narrowings.retain(|n| !multikueue::narrowed_in_the_manager(view, n.index));
-            stamps = multikueue::keep_stamped_facts(view, stamps, warnings);
+            (stamps, warnings) = multikueue::keep_stamped_facts(view, stamps);
         }
         let warning = |n: &Narrowing| narrowing::warning(&view.replicated_jobs[n.index], &n.mark);
         warnings.extend(narrowings.iter().map(warning));
         let slice_sizes = view
             .tpu_jobs()
             .filter_map(|(i, r)| {
-                let size = tas::filled_size(r, &tas::request(r), plan.settings)?;
+                let size = tas::filled_size(r, &plan.tas[i], plan.settings)?;
                 Some((i, size.to_string()))
             })
             .collect();
-        JobSetPatch {
+        let patch = JobSetPatch {
             stamps,
             slice_sizes,
             narrowings,
-        }
+        };
+        (patch, warnings)
     }
 
     /// The JobSet, patched in place (no copy of a JobSet that may be megabytes); `None` when it

@@ -12,13 +12,13 @@ use crate::violation::{Rule, Violation};
 /// what the annotations would place).
 fn misplaced<'p, 'a>(
     plan: &'p JobSetPlan<'_, 'a>,
-) -> impl Iterator<Item = (&'p ReplicatedJob<'a>, Request<'a>, Vec<Misplacement>)> + 'p {
+) -> impl Iterator<Item = (&'p ReplicatedJob<'a>, &'p Request<'a>, Vec<Misplacement>)> + 'p {
     plan.view.tpu_jobs().filter_map(|(_, r)| {
         if slice_hosts(r, plan.settings).is_some_and(|h| h != r.parallelism) {
             return None;
         }
-        let request = tas::request(r);
-        let found = tas::misplacements(r, &request, plan.settings);
+        let request = &plan.tas[r.index];
+        let found = tas::misplacements(r, request, plan.settings);
         (!found.is_empty()).then_some((r, request, found))
     })
 }

@@ -9,22 +9,11 @@ pub mod network;
 pub mod replica_groups;
 pub mod tpu;
 
-use crate::error::InputError;
 use crate::groups::JobSetPlan;
 use crate::multikueue;
 use crate::settings::Role;
 use crate::views::jobset_view::JobSetView;
-use crate::violation::Violation;
-
-/// What validation found in a JobSet.
-#[derive(Debug, Default, PartialEq)]
-pub struct Findings {
-    pub violations: Vec<Violation>,
-    pub warnings: Vec<String>,
-    /// Whether the JobSet is the policy's, has TPU replicated jobs, and T3 and T4 waited for
-    /// its flavour: what the queue check asks of a JobSet before it looks its queue up.
-    pub waits_for_a_flavour: bool,
-}
+use crate::violation::{Findings, Violation};
 
 /// A check of the tables: a rule finds violations, a warning finds warnings.
 type Check<T> = fn(&JobSetPlan) -> Vec<T>;
@@ -42,13 +31,13 @@ pub enum Moment {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum When {
     Always,
-    /// T3 and T4 judge node selectors, which Kueue injects when it unsuspends a JobSet, so they
-    /// wait while it is suspended or queued; at the moment given, if one is.
-    Unsuspended(Option<Moment>),
-    /// What no flavour can mend is said at CREATE, while the JobSet waits in the queue
-    /// (§4.7). Only at CREATE: at an UPDATE that unsuspends, the old object's findings must not
-    /// hold T4's violation, or the unsuspend would not count as new.
-    SuspendedAtCreate,
+    /// T3 and T4 judge node selectors, which Kueue's flavour brings when it unsuspends a JobSet,
+    /// so they apply once the JobSet no longer waits for a flavour; at the moment given, if one is.
+    FlavourChosen(Option<Moment>),
+    /// What no flavour can mend is said at CREATE, while the JobSet waits for one (§4.7). Only
+    /// at CREATE: at an UPDATE that unsuspends, the old object's findings must not hold T4's
+    /// violation, or the unsuspend would not count as new.
+    WaitingAtCreate,
 }
 
 const fn rule(check: RuleFn) -> (RuleFn, When) {
@@ -64,20 +53,20 @@ const RULES: [(RuleFn, When); 23] = [
     rule(replica_groups::g4_identical_slices),
     (
         replica_groups::g5_one_shape_per_queued_slice_group,
-        When::SuspendedAtCreate,
+        When::WaitingAtCreate,
     ),
     rule(tpu::t1_indexed_completion),
     rule(tpu::t2_all_hosts_at_once),
     (
         tpu::t3_accelerator_and_topology_selected,
-        When::Unsuspended(Some(Moment::Create)),
+        When::FlavourChosen(Some(Moment::Create)),
     ),
     (
         tpu::t3_selected_once_a_flavour_is_chosen,
-        When::Unsuspended(Some(Moment::Update)),
+        When::FlavourChosen(Some(Moment::Update)),
     ),
-    (tpu::t4_topology_fits_the_slice, When::Unsuspended(None)),
-    (tpu::t4_some_slice_fits, When::SuspendedAtCreate),
+    (tpu::t4_topology_fits_the_slice, When::FlavourChosen(None)),
+    (tpu::t4_some_slice_fits, When::WaitingAtCreate),
     rule(exclusive_placement::x1_exclusive_placement),
     rule(exclusive_placement::x2_one_placement_per_slice_group),
     rule(exclusive_placement::x3_node_selector_flag_takes_effect),
@@ -98,107 +87,61 @@ const WARNINGS: [(WarningFn, When); 4] = [
     (exclusive_placement::single_slice_by_hostname, When::Always),
     (jax_processes::batch_jobs_beside_jax, When::Always),
     (replica_groups::coordinator_without_tpus, When::Always),
-    (tpu::unknown_accelerators, When::Unsuspended(None)),
+    (tpu::unknown_accelerators, When::FlavourChosen(None)),
 ];
 
 /// What the checks of `table` that apply find, in the table's order.
-fn found<T>(
-    table: &[(Check<T>, When)],
-    plan: &JobSetPlan,
-    deferred: bool,
-    moment: Moment,
-) -> Vec<T> {
+fn found<T>(table: &[(Check<T>, When)], plan: &JobSetPlan, waits: bool, moment: Moment) -> Vec<T> {
     table
         .iter()
-        .filter(|(_, when)| when.applies(deferred, moment))
+        .filter(|(_, when)| when.applies(waits, moment))
         .flat_map(|(check, _)| check(plan))
         .collect()
 }
 
 impl When {
-    fn applies(self, deferred: bool, moment: Moment) -> bool {
+    fn applies(self, waits: bool, moment: Moment) -> bool {
         match self {
             When::Always => true,
-            When::Unsuspended(only) => !deferred && only.is_none_or(|m| m == moment),
-            When::SuspendedAtCreate => deferred && moment == Moment::Create,
+            When::FlavourChosen(only) => !waits && only.is_none_or(|m| m == moment),
+            When::WaitingAtCreate => waits && moment == Moment::Create,
         }
     }
 }
 
-/// Whether the policy judges this JobSet at all: it has a TPU replicated job or the JAX env is on.
-/// Other JobSets are JobSet's own webhook's to judge (SPEC §6, last paragraph).
-pub fn in_scope(plan: &JobSetPlan) -> bool {
-    plan.view.tpu_jobs().next().is_some() || plan.jax_enabled
-}
-
-/// Whether T3 and T4 wait: the JobSet is suspended; or a MultiKueue manager dispatches it, and
-/// the flavour of the manager's unsuspend goes nowhere; or, at CREATE in the role `both`, it is
-/// queued in Kueue, whose webhook suspends it after this mutating policy has run (SPEC §5; the
-/// role `validate` sees Kueue's `suspend` in the stored object).
-pub fn deferred(view: &JobSetView, moment: Moment, role: Role) -> bool {
+/// Whether the JobSet waits for a flavour, so that T3 and T4 wait too: it is suspended; or a
+/// MultiKueue manager dispatches it, and the flavour of the manager's unsuspend goes nowhere; or,
+/// at CREATE in the role `both`, it is queued in Kueue, whose webhook suspends it after this
+/// mutating policy has run (SPEC §5; the role `validate` sees Kueue's `suspend` in the stored
+/// object).
+fn waits_for_a_flavour(plan: &JobSetPlan, moment: Moment) -> bool {
+    let view = plan.view;
     view.suspend
         || multikueue::dispatched_elsewhere(view)
-        || (moment == Moment::Create && role == Role::Both && view.queued())
+        || (moment == Moment::Create && plan.settings.role == Role::Both && view.queued())
 }
 
-/// The input errors of a JobSet the policy judges (SPEC §6): a coordinator that names no pod, on
-/// which every process would wait. Every role refuses them, since the plan of the env reads it.
-pub fn check_input(plan: &JobSetPlan) -> Result<(), InputError> {
-    let view = plan.view;
-    let Some(c) = view.coordinator.as_ref().filter(|_| in_scope(plan)) else {
-        return Ok(());
-    };
-    let Some(rjob) = view.replicated_job(c.replicated_job) else {
-        return Err(InputError::invalid(
-            "spec.coordinator.replicatedJob",
-            format!("no replicated job is named {:?}", c.replicated_job),
-        ));
-    };
-    // The one error of an index past the `count` things that `rjob` has.
-    let past = |field: &str, index: u32, count: u32, has: String| {
-        let last = count.saturating_sub(1);
-        let name = rjob.name;
-        let reason = format!("is {index} but replicated job {name:?} {has}; use 0 to {last}");
-        Err(InputError::invalid(field, reason))
-    };
-    if c.job_index >= rjob.replicas {
-        let has = format!("has {} replicas", rjob.replicas);
-        return past("spec.coordinator.jobIndex", c.job_index, rjob.replicas, has);
-    }
-    // The completions the Job controller runs: the field, else parallelism (the API server
-    // refuses an Indexed Job without it, which T2 reports).
-    let pods = rjob.completions.unwrap_or(rjob.parallelism);
-    if c.pod_index >= pods {
-        let has = format!("runs {pods} pods per job");
-        return past("spec.coordinator.podIndex", c.pod_index, pods, has);
-    }
-    Ok(())
-}
-
-/// The findings at JobSet CREATE (SPEC §5): the verdict where the role judges; in the role
-/// `mutate`, which judges nothing, only the input errors.
-pub fn judge_create(plan: &JobSetPlan) -> Result<Findings, InputError> {
-    if !plan.settings.role.validates() {
-        check_input(plan)?;
-        return Ok(Findings::default());
-    }
-    judge(plan, Moment::Create)
+/// Whether a JobSet at CREATE is the policy's, has TPU replicated jobs and waits in its queue for
+/// a flavour: what the queue check asks before it looks the queue up.
+pub fn waits_in_its_queue(plan: &JobSetPlan) -> bool {
+    plan.in_scope
+        && plan.view.tpu_jobs().next().is_some()
+        && waits_for_a_flavour(plan, Moment::Create)
 }
 
 /// The verdict on a JobSet the policy judges; for one it does not, only the warnings about
 /// what its pods will not get.
-pub fn judge(plan: &JobSetPlan, moment: Moment) -> Result<Findings, InputError> {
-    check_input(plan)?;
-    if !in_scope(plan) {
-        return Ok(Findings {
-            warnings: replica_groups::names_without_a_label(plan),
-            ..Findings::default()
-        });
+pub fn judge(plan: &JobSetPlan, moment: Moment) -> Findings {
+    if !plan.in_scope {
+        let warnings = replica_groups::names_without_a_label(plan);
+        return Findings {
+            violations: Vec::new(),
+            warnings,
+        };
     }
-    let deferred = deferred(plan.view, moment, plan.settings.role);
-    Ok(Findings {
-        violations: found(&RULES, plan, deferred, moment),
-        warnings: found(&WARNINGS, plan, deferred, moment),
-        waits_for_a_flavour: deferred && plan.view.tpu_jobs().next().is_some(),
-    })
+    let waits = waits_for_a_flavour(plan, moment);
+    Findings {
+        violations: found(&RULES, plan, waits, moment),
+        warnings: found(&WARNINGS, plan, waits, moment),
+    }
 }

@@ -263,64 +263,88 @@ pub fn misplacements(
                 None
             }
         };
-        let mut problem = |problem| {
-            mended |= want.is_some();
-            out.push(Misplacement::Size {
-                layer: i,
-                problem,
-                want,
-            });
-        };
-        let size = match (layer.size, filled) {
-            (Size::Given(size), _) => size,
-            (Size::Missing, Some(size)) => size,
-            (Size::Missing, None) if want.is_some() => {
-                problem(SizeProblem::Missing);
-                continue;
+        let problem = layer_size(layer.size, filled, want)
+            .and_then(|size| size.map_or(Ok(()), |s| size_problem(i == 0, s, rjob, d, want)));
+        match (problem, kept) {
+            (Err(problem), _) => {
+                mended |= want.is_some();
+                out.push(Misplacement::Size {
+                    layer: i,
+                    problem,
+                    want,
+                });
             }
-            (Size::Missing, None) => continue, // K3's fix names the level and the size
-            (Size::Malformed(raw), _) => {
-                problem(SizeProblem::Malformed(raw.to_string()));
-                continue;
+            (Ok(()), Keeps::Cubes(h)) if !cubes_in_one_block(request, i, p) => {
+                split = Some((i, Split::CubesAcrossBlocks(h)));
             }
-        };
-        let (pods, hosts) = (u64::from(size), d.hosts().filter(|h| size > *h));
-        // Kueue's webhooks and scheduler, in the order a user meets them.
-        let found = match hosts {
-            _ if i == 0 && pods > n => Some(SizeProblem::OverPods(size)),
-            Some(hosts) => Some(SizeProblem::OverDomain { size, hosts }),
-            None if i == 0 && size > p => Some(SizeProblem::OverJob(size)),
-            None if i == 0 && n % pods != 0 => Some(SizeProblem::Gates(size)),
-            None if want.is_some_and(|w| w != size) && p > 1 => Some(SizeProblem::CutsSlices(size)),
-            None => None,
-        };
-        match (found, kept) {
-            (Some(found), _) => problem(found),
-            (None, Keeps::Cubes(h)) => {
-                // A super-slice's cubes in one block: every pod required in one domain, or an
-                // outer layer of whole slices.
-                let outer = request.layers[..i]
-                    .iter()
-                    .any(|l| matches!(l.size, Size::Given(s) if s % p == 0));
-                match request.required.is_some() || outer {
-                    true => whole = true,
-                    false => split = Some((i, Split::CubesAcrossBlocks(h))),
-                }
-            }
-            (None, Keeps::Slice) => whole = true,
-            (None, Keeps::Nothing(_)) => {}
+            (Ok(()), Keeps::Cubes(_) | Keeps::Slice) => whole = true,
+            (Ok(()), Keeps::Nothing(_)) => {}
         }
     }
-    if whole || mended || p <= 1 {
-        return out;
+    if !(whole || mended || p <= 1) {
+        out.push(may_split(request, split, |key| keeps(domain(key), p)));
     }
+    out
+}
+
+/// A layer's size as Kueue reads it (one the role `both` adds counts as given), or what is wrong
+/// with it; `Ok(None)` where it is missing at a level that keeps no slice, which K3 names.
+fn layer_size(
+    size: Size,
+    filled: Option<u32>,
+    want: Option<u32>,
+) -> Result<Option<u32>, SizeProblem> {
+    match (size, filled) {
+        (Size::Given(size), _) | (Size::Missing, Some(size)) => Ok(Some(size)),
+        (Size::Missing, None) if want.is_some() => Err(SizeProblem::Missing),
+        (Size::Missing, None) => Ok(None),
+        (Size::Malformed(raw), _) => Err(SizeProblem::Malformed(raw.to_string())),
+    }
+}
+
+/// What Kueue's webhooks and scheduler make of a layer's size, in the order a user meets them;
+/// `first` for the outermost layer, the one Kueue sizes against the pod set and each Job.
+fn size_problem(
+    first: bool,
+    size: u32,
+    rjob: &ReplicatedJob,
+    domain: Domain,
+    want: Option<u32>,
+) -> Result<(), SizeProblem> {
+    let (p, n, pods) = (rjob.parallelism, rjob.pods(), u64::from(size));
+    let problem = match domain.hosts().filter(|h| size > *h) {
+        _ if first && pods > n => SizeProblem::OverPods(size),
+        Some(hosts) => SizeProblem::OverDomain { size, hosts },
+        None if first && size > p => SizeProblem::OverJob(size),
+        None if first && n % pods != 0 => SizeProblem::Gates(size),
+        None if want.is_some_and(|w| w != size) && p > 1 => SizeProblem::CutsSlices(size),
+        None => return Ok(()),
+    };
+    Err(problem)
+}
+
+/// Whether a super-slice's cubes of layer `i` stay in one block: every pod is required in one
+/// domain, or an outer layer holds whole slices.
+fn cubes_in_one_block(request: &Request, i: usize, parallelism: u32) -> bool {
+    let outer = request.layers[..i]
+        .iter()
+        .any(|l| matches!(l.size, Size::Given(s) if s % parallelism == 0));
+    request.required.is_some() || outer
+}
+
+/// K3: the annotation, and its key, that leaves a slice free to split, and why.
+fn may_split(
+    request: &Request,
+    split: Option<(usize, Split)>,
+    keeps_of: impl Fn(&str) -> Keeps,
+) -> Misplacement {
     let (annotation, key, why) = match (split, request.required, request.preferred) {
         (Some((i, why)), _, _) => {
             let key = request.layers[i].key.to_string();
             (request.level_annotation(), Some(key), why)
         }
         (None, Some(key), _) => {
-            let why = match keeps(domain(key), p) {
+            let why = match keeps_of(key) {
                 Keeps::Nothing(why) => why,
                 _ => Split::ByMany,
             };
@@ -333,10 +357,9 @@ pub fn misplacements(
         ),
         (None, None, None) => (keys::KUEUE_UNCONSTRAINED_TOPOLOGY, None, Split::Unrequired),
     };
-    out.push(Misplacement::MaySplit {
+    Misplacement::MaySplit {
         annotation,
         key,
         why,
-    });
-    out
+    }
 }

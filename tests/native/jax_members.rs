@@ -71,7 +71,9 @@ fn jobset(m: &Member) -> Value {
 /// coordinator past the Job's replicas or completions (parallelism, where unset) names no pod.
 fn expected(m: &Member) -> Class {
     let runs = m.completions.unwrap_or(m.parallelism);
-    if m.coordinator.is_some_and(|pod| m.replicas == 0 || pod >= runs) {
+    if m.coordinator
+        .is_some_and(|pod| m.replicas == 0 || pod >= runs)
+    {
         return Class::InputError;
     }
     if m.replicas == 0 {

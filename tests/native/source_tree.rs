@@ -370,7 +370,7 @@ fn the_host_lists_the_same_env_names_as_the_policy() {
 /// The layers of `src/`, lowest first (CONTRIBUTING.md "Source map", and the comments of `src/lib.rs`):
 /// a module may name modules of its own layer and of the layers below, never above. A module is in
 /// the layer of the longest entry that names it or a module above it (`facts` is a foundation, and
-/// `facts::of_jobset`, which computes them from the groups, a plan).
+/// `jobset_facts`, which computes them from the groups, a plan).
 const LAYERS: [(&str, &[&str]); 6] = [
     (
         "foundations",
@@ -394,9 +394,9 @@ const LAYERS: [(&str, &[&str]); 6] = [
     (
         "plans",
         &[
-            "facts::of_job",
-            "facts::of_jobset",
             "groups",
+            "job_facts",
+            "jobset_facts",
             "multikueue",
             "narrowing",
             "placement",
@@ -405,6 +405,7 @@ const LAYERS: [(&str, &[&str]); 6] = [
             "rules",
             "tas",
             "violation",
+            "warnings",
         ],
     ),
     ("patches", &["mutate"]),

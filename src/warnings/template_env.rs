@@ -71,7 +71,7 @@ pub fn warnings(plan: &JobSetPlan, facts: &[Facts]) -> Result<Vec<String>, Input
                     name_known: !view.name.is_empty(),
                     lookup: &lookup,
                 };
-                compare(&rjob.template, &wanted, &sample, &mut seen, &mut out)?;
+                out.extend(compare(&rjob.template, &wanted, &sample, &mut seen)?);
             }
         }
     }
@@ -108,7 +108,7 @@ pub fn job_warnings(
             name_known: !view.name.is_empty(),
             lookup: &lookup,
         };
-        compare(template, &wanted, &sample, &mut seen, &mut out)?;
+        out.extend(compare(template, &wanted, &sample, &mut seen)?);
     }
     Ok(out)
 }
@@ -138,8 +138,8 @@ fn compare(
     wanted: &[Vec<WantedVar>],
     sample: &Sample,
     seen: &mut BTreeSet<(usize, &'static str)>,
-    out: &mut Vec<String>,
-) -> Result<(), InputError> {
+) -> Result<Vec<String>, InputError> {
+    let mut out = Vec::new();
     for (ci, (container, vars)) in template.containers.iter().zip(wanted).enumerate() {
         if vars.is_empty() {
             continue;
@@ -161,7 +161,7 @@ fn compare(
             ));
         }
     }
-    Ok(())
+    Ok(out)
 }
 
 /// The first two and the last of `0..count`, none twice (the last is taken as at least 2).

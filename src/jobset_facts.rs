@@ -1,7 +1,7 @@
 //! A JobSet's facts for each replicated job (SPEC §3, §4), pure functions of its groups.
-use super::{Facts, JaxFacts, OffsetFacts};
-use crate::error::{add_at, count_at, mul_at, InputError};
-use crate::groups::{offsets, Group, JobSetPlan};
+use crate::error::{add_at, mul_at, InputError};
+use crate::facts::{Facts, JaxFacts, OffsetFacts};
+use crate::groups::{Group, JobSetPlan};
 use crate::keys;
 use crate::names;
 use crate::views::container_env;
@@ -48,40 +48,42 @@ fn jax_coordinator(
 
 /// The `MEGASCALE_PORT` that the first TPU container of the slice group's coordinator sets itself,
 /// for the coordinator address (SPEC §4.2). One that admission cannot read is left to the default,
-/// and a warning says so.
+/// and a warning says so (`Err`).
 fn coordinator_port(
     running: Option<&CoordinatorRef>,
     group: &Group,
-    warnings: &mut Vec<String>,
-) -> Option<u32> {
+) -> Result<Option<u32>, String> {
     let rjob = match running {
         // Outside the group, the coordinator runs no TPU container.
-        Some(c) => group.members.iter().find(|m| m.name == c.replicated_job)?,
-        None => first_with_pods(group),
+        Some(c) => group.members.iter().find(|m| m.name == c.replicated_job),
+        None => Some(first_with_pods(group)),
     };
-    let containers = &rjob.template.containers;
-    let first = &containers[*tpu_order(containers).first()?];
+    let containers = rjob.map(|r| &r.template.containers);
+    let Some(first) = containers.and_then(|c| Some(&c[*tpu_order(c).first()?])) else {
+        return Ok(None);
+    };
     // A malformed env is reported at pod admission.
-    let entries = first.user_entries().ok()?;
-    let value = container_env::own_value(&entries, keys::ENV_MEGASCALE_PORT, &|_| None)?;
+    let entries = first.user_entries().ok();
+    let own = |e| container_env::own_value(e, keys::ENV_MEGASCALE_PORT, &|_| None);
+    let Some(value) = entries.as_ref().and_then(own) else {
+        return Ok(None);
+    };
     match value.as_deref().map(str::parse::<u16>) {
-        Some(Ok(port)) if port > 0 => Some(u32::from(port)),
-        _ => {
-            warnings.push(format!(
-                "container {:?} ({}): its MEGASCALE_PORT is not a port admission can read, so the coordinator address of slice group {:?} names the default port",
-                first.name,
-                first.path(),
-                group.name
-            ));
-            None
-        }
+        Some(Ok(port)) if port > 0 => Ok(Some(u32::from(port))),
+        _ => Err(format!(
+            "container {:?} ({}): its MEGASCALE_PORT is not a port admission can read, so the coordinator address of slice group {:?} names the default port",
+            first.name,
+            first.path(),
+            group.name
+        )),
     }
 }
 
 /// The facts for each replicated job, in spec order, and the warnings found on the way.
-pub fn facts(plan: &JobSetPlan, warnings: &mut Vec<String>) -> Result<Vec<Facts>, InputError> {
+pub fn facts(plan: &JobSetPlan) -> Result<(Vec<Facts>, Vec<String>), InputError> {
     let view = plan.view;
     let mut facts = vec![Facts::default(); view.replicated_jobs.len()];
+    let mut warnings = Vec::new();
 
     if !view.has_native_groups() {
         let group_keys = plan.group_keys.as_deref().map_err(Clone::clone)?;
@@ -91,7 +93,7 @@ pub fn facts(plan: &JobSetPlan, warnings: &mut Vec<String>) -> Result<Vec<Facts>
     }
 
     for group in &plan.slice_groups {
-        let (total, starts) = group.jobs()?;
+        let (total, starts) = group.jobs.clone()?;
         let outside = plan
             .coordinator
             .is_some_and(|c| !group.members.iter().any(|m| m.name == c.replicated_job));
@@ -101,9 +103,14 @@ pub fn facts(plan: &JobSetPlan, warnings: &mut Vec<String>) -> Result<Vec<Facts>
             || names::rjob_pod(first_with_pods(group).name, 0, 0),
             CoordinatorRef::pod,
         );
-        let port = (total > 1)
-            .then(|| coordinator_port(plan.coordinator, group, warnings))
-            .flatten();
+        let port = match (total > 1).then(|| coordinator_port(plan.coordinator, group)) {
+            Some(Ok(port)) => port,
+            Some(Err(warning)) => {
+                warnings.push(warning);
+                None
+            }
+            None => None,
+        };
         for (rjob, offset) in group.members.iter().zip(starts) {
             let f = &mut facts[rjob.index];
             f.slice = Some(OffsetFacts { total, offset });
@@ -114,8 +121,7 @@ pub fn facts(plan: &JobSetPlan, warnings: &mut Vec<String>) -> Result<Vec<Facts>
     }
 
     for group in &plan.jax_groups {
-        let pods_of = |r: &ReplicatedJob| count_at(r.pods(), &r.at.field("replicas"));
-        let (total, starts) = offsets(&group.members, pods_of)?;
+        let (total, starts) = group.pods.clone()?;
         let process_0 = jax_coordinator(plan.coordinator, group, &starts)?;
         for (rjob, offset) in group.members.iter().zip(starts) {
             facts[rjob.index].jax = Some(JaxFacts {
@@ -136,7 +142,7 @@ pub fn facts(plan: &JobSetPlan, warnings: &mut Vec<String>) -> Result<Vec<Facts>
             f.pods_per_job = Some(rjob.parallelism);
         }
     }
-    Ok(facts)
+    Ok((facts, warnings))
 }
 
 #[cfg(test)]
@@ -197,7 +203,7 @@ mod tests {
         };
         let js = json!({"metadata": {"name": "js"}, "spec": {"replicatedJobs": rjobs}});
         let got = JobSetView::parse(&js, "google.com/tpu")
-            .and_then(|view| facts(&JobSetPlan::new(&view, &settings), &mut Vec::new()))
+            .and_then(|view| facts(&JobSetPlan::new(&view, &settings)?).map(|(facts, _)| facts))
             .map(|f| f[at].to_annotation())
             .map_err(|e| e.to_string());
         assert_eq!(got, want.map(str::to_string).map_err(str::to_string));

@@ -1,6 +1,6 @@
-//! The facts an opted-in plain Indexed Job's pods need (SPEC §4.6), as [`super::of_jobset`] computes
-//! a JobSet's: a pure function of the Job view, stamped by `mutate::stamp_job`.
-use super::{Facts, JobFacts};
+//! The facts an opted-in plain Indexed Job's pods need (SPEC §4.6), as `jobset_facts` computes a
+//! JobSet's: a pure function of the Job view, stamped by `mutate::stamp_job`.
+use crate::facts::{Facts, JobFacts};
 use crate::views::job_view::JobView;
 
 /// One JAX process per completion index. Where the rules ran, J3 holds and completions equals

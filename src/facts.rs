@@ -1,15 +1,13 @@
 //! The facts a JobSet admission hands to pod admission, stamped as one JSON annotation on each
 //! replicated job's pod template: a pod cannot see its JobSet, and a JobSet created with
-//! `generateName` has no name yet. [`of_jobset`] computes a JobSet's, [`of_job`] a plain Job's.
+//! `generateName` has no name yet. This is their wire format, a foundation; `jobset_facts` computes
+//! a JobSet's, `job_facts` a plain Job's.
 //!
 //! Facts outlive the release that wrote them (a rollback, two releases side by side during a
 //! rolling update, a JobSet that waits in a queue for days), so they are read tolerantly (SPEC §9):
 //! a field this release does not know is ignored, fields are only ever added (each optional), and
 //! a change that cannot be read so bumps [`VERSION`], written in an annotation of its own, which a
 //! reader of an older version refuses with one message.
-pub mod of_job;
-pub mod of_jobset;
-
 use crate::error::InputError;
 use crate::json::{map_str, Object};
 use crate::keys;
