@@ -209,39 +209,31 @@ fn group_keys(groups: &[Group], rjobs: usize) -> Result<Vec<GroupFacts>, InputEr
 }
 
 /// The members of the JAX groups `candidates` taken for batch jobs beside the JAX run
-/// (docs/rules.md, P1–P3): the non-TPU members that break P1–P3, under `jaxEnv: always`
-/// without the JobSet's own opt-in every one, and with it those alone in their group (no other
-/// member has pods) while another group is a JAX group whose members keep P1–P3. The rest is
-/// refused; TPU members are T1's and T2's.
+/// (docs/rules.md, P1–P3): the non-TPU members that break P1–P3, each one under `jaxEnv: always`
+/// without the JobSet's own opt-in, and with it one `alone` in its group while
+/// `another_group_keeps` them. The rest is refused; TPU members are T1's and T2's.
 fn batch_beside_jax<'v, 'a>(
     candidates: &[Group<'v, 'a>],
     coordinator: Option<&CoordinatorRef>,
     opted_in: bool,
 ) -> Vec<&'v ReplicatedJob<'a>> {
-    // Whether a member numbers its processes 0..N-1 with the rest: it is Indexed, runs every pod
-    // at once, and `spec.coordinator`, where it names one of its pods, is below its parallelism.
-    // A member without pods numbers none.
-    let keeps = |r: &ReplicatedJob| {
-        r.replicas == 0
-            || (r.is_indexed()
-                && r.runs_all_at_once()
-                && coordinator
-                    .is_none_or(|c| c.replicated_job != r.name || c.pod_index < r.parallelism))
-    };
-    // The group of a member that breaks them has that member with pods, so it is not one of
-    // these: any of them is another group.
-    let a_group_keeps = candidates
+    // A member without pods numbers no process, so it keeps them.
+    let keeps = |r: &ReplicatedJob| r.replicas == 0 || r.launch(coordinator).all_at_once();
+    let with_pods = |g: &Group| g.members.iter().filter(|r| r.replicas > 0).count();
+    // A group that keeps them holds no member that breaks them: it is another group.
+    let another_group_keeps = candidates
         .iter()
-        .any(|g| g.members.iter().any(|r| r.replicas > 0) && g.members.iter().all(|r| keeps(r)));
+        .any(|g| with_pods(g) > 0 && g.members.iter().all(|r| keeps(r)));
     let mut out = Vec::new();
     for g in candidates {
-        let alone = g.members.iter().filter(|r| r.replicas > 0).count() == 1;
-        out.extend(
-            g.members
-                .iter()
-                .copied()
-                .filter(|r| !r.is_tpu() && !keeps(r) && (!opted_in || (alone && a_group_keeps))),
-        );
+        let alone = with_pods(g) == 1;
+        out.extend(g.members.iter().copied().filter(|r| {
+            match (r.is_tpu() || keeps(r), opted_in) {
+                (true, _) => false,
+                (false, false) => true,
+                (false, true) => alone && another_group_keeps,
+            }
+        }));
     }
     out
 }

@@ -5,6 +5,7 @@ use crate::json::{self, join, map_str, Object};
 use crate::keys;
 use crate::names;
 use crate::paths::ReplicatedJobAt;
+use crate::views::job_view::Launch;
 use crate::views::node_pins::{self, OwnTerm, Pin};
 use crate::views::pod_spec;
 use crate::views::pod_template::{required, PodTemplateView};
@@ -105,6 +106,14 @@ impl<'a> ReplicatedJob<'a> {
     /// Every pod of a Job at once: `completions` is set and equals `parallelism` (T2, P2).
     pub fn runs_all_at_once(&self) -> bool {
         self.completions == Some(self.parallelism)
+    }
+
+    /// How its Jobs run their pods, with `coordinator` where it names one of them; JobSet defaults
+    /// the mode to Indexed.
+    pub fn launch(&self, coordinator: Option<&CoordinatorRef>) -> Launch {
+        let indexed = self.completion_mode.is_none_or(|m| m == "Indexed");
+        let pod = coordinator.and_then(|c| (c.replicated_job == self.name).then_some(c.pod_index));
+        Launch::new(indexed, self.completions, self.parallelism, pod)
     }
 
     /// TPU containers per pod, containers and init containers alike (SPEC §3).
