@@ -1,5 +1,5 @@
 //! The TPU accelerator table (SPEC §7) as data.
-pub use crate::topology::{Topology, TopologyError};
+use crate::topology::Topology;
 use serde::Deserialize;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -142,7 +142,7 @@ pub fn known_names(overrides: &Overrides) -> Vec<&str> {
 }
 
 /// Largest dimension the cube rule allows (SPEC §7: multiples of 4 in 4..256).
-const CUBE_MAX_DIM: u32 = 256;
+pub const CUBE_MAX_DIM: u32 = 256;
 
 impl Accelerator {
     /// Chips per host of the multi-host slices; `None` where every slice is one host.
@@ -227,25 +227,6 @@ mod tests {
     use crate::settings::Settings;
     use rstest::rstest;
     use serde_json::json;
-
-    #[rstest]
-    #[case::two_d("4x4", 2, Ok([4, 4, 1]))]
-    #[case::three_d("2x2x4", 3, Ok([2, 2, 4]))]
-    #[case::trailing_x("4x", 2, Err(TopologyError::Malformed))]
-    #[case::zero("0x4", 2, Err(TopologyError::Zero))]
-    #[case::four_dims("4x4x4x4", 3, Err(TopologyError::WrongRank { expected: 3, found: 4 }))]
-    #[case::huge("99999999999x2", 2, Err(TopologyError::TooLarge))]
-    #[case::ten_digits_of_zero("0000000000x2", 2, Err(TopologyError::TooLarge))]
-    #[case::over_max_dim("2048x2", 2, Err(TopologyError::TooLarge))]
-    #[case::letters("axb", 2, Err(TopologyError::Malformed))]
-    #[case::empty("", 2, Err(TopologyError::Malformed))]
-    fn parses_topologies(
-        #[case] s: &str,
-        #[case] rank: u8,
-        #[case] expected: Result<[u32; 3], TopologyError>,
-    ) {
-        assert_eq!(Topology::parse(s, rank).map(|t| t.dims), expected);
-    }
 
     #[rstest]
     #[case::v4_listed("tpu-v4-podslice", "2x2x1", true)]

@@ -29,17 +29,29 @@ pub struct Facts {
     /// Only when the JAX env is on for the JobSet and the replicated job is in the JAX group.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub jax: Option<JaxFacts>,
-    /// Coordinator pod of the slice group, `<rjob>-<jobIndex>-<podIndex>`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub coordinator: Option<String>,
+    /// The MEGASCALE coordinator pod of the slice group, `<rjob>-<jobIndex>-<podIndex>`.
+    #[serde(
+        rename = "coordinator",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub slice_coordinator: Option<String>,
     /// The slice coordinator is a pod outside the slice group (a Pathways head named by
     /// `spec.coordinator`): it runs no TPU container, so its address carries no DCN port.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub coordinator_outside: bool,
+    #[serde(
+        rename = "coordinatorOutside",
+        default,
+        skip_serializing_if = "std::ops::Not::not"
+    )]
+    pub slice_coordinator_outside: bool,
     /// The `MEGASCALE_PORT` the slice coordinator's first TPU container sets itself: the
     /// coordinator address names it (SPEC §4.2).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub coordinator_port: Option<u32>,
+    #[serde(
+        rename = "coordinatorPort",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub slice_coordinator_port: Option<u32>,
     /// Other replicated jobs wait for this one to complete (JobSet `dependsOn`): its pods
     /// are no slice or JAX process of theirs, and get no multislice or JAX env.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -158,7 +170,7 @@ mod tests {
                 total: 4,
                 offset: 2,
             }),
-            coordinator: Some("workers-0-0".into()),
+            slice_coordinator: Some("workers-0-0".into()),
             pods_per_job: Some(4),
             ..Facts::default()
         };
@@ -185,11 +197,14 @@ mod tests {
         );
     }
 
+    const NEWER: &str = "a[\"multislice.kubewarden.io/facts-version\"]: facts version 2, written by a newer release of this policy; this release reads version 1: upgrade the policy (or roll forward) to the release that stamped these facts";
+    const NOT_A_VERSION: &str = "a[\"multislice.kubewarden.io/facts-version\"]: is \"v1\", not a facts version; this release reads version 1: remove it and let the policy stamp the JobSet";
+
     #[rstest]
     #[case::absent_is_version_1(None, Ok(Some(Facts::default())))]
     #[case::version_1(Some("1"), Ok(Some(Facts::default())))]
-    #[case::a_newer_one_is_named(Some("2"), Err("a[\"multislice.kubewarden.io/facts-version\"]: facts version 2, written by a newer release of this policy; this release reads version 1: upgrade the policy (or roll forward) to the release that stamped these facts"))]
-    #[case::not_a_version(Some("v1"), Err("a[\"multislice.kubewarden.io/facts-version\"]: is \"v1\", not a facts version; this release reads version 1: remove it and let the policy stamp the JobSet"))]
+    #[case::a_newer_one_is_named(Some("2"), Err(NEWER))]
+    #[case::not_a_version(Some("v1"), Err(NOT_A_VERSION))]
     fn reads_the_versions_it_knows_and_names_the_one_it_needs(
         #[case] version: Option<&str>,
         #[case] want: Result<Option<Facts>, &str>,

@@ -1,5 +1,5 @@
 //! The facts an opted-in plain Indexed Job's pods need (SPEC §4.6), as `jobset_facts` computes a
-//! JobSet's: a pure function of the Job view, stamped by `mutate::stamp_job`.
+//! JobSet's: a pure function of the Job view, stamped by `mutate::job_patch`.
 use crate::facts::{Facts, JobFacts};
 use crate::views::job_view::JobView;
 

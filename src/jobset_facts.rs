@@ -114,9 +114,9 @@ pub fn facts(plan: &JobSetPlan) -> Result<(Vec<Facts>, Vec<String>), InputError>
         for (rjob, offset) in group.members.iter().zip(starts) {
             let f = &mut facts[rjob.index];
             f.slice = Some(OffsetFacts { total, offset });
-            f.coordinator = Some(coordinator.clone());
-            f.coordinator_outside = outside;
-            f.coordinator_port = port;
+            f.slice_coordinator = Some(coordinator.clone());
+            f.slice_coordinator_outside = outside;
+            f.slice_coordinator_port = port;
         }
     }
 
@@ -137,7 +137,7 @@ pub fn facts(plan: &JobSetPlan) -> Result<(Vec<Facts>, Vec<String>), InputError>
         // Its pods take no env of the ones that wait for it, and must not fall back to the
         // guess made for pods without facts.
         f.runs_first = rjob.runs_first && rjob.is_tpu();
-        if f.coordinator.is_some() || f.jax.is_some() || f.runs_first {
+        if f.slice_coordinator.is_some() || f.jax.is_some() || f.runs_first {
             f.subdomain = view.subdomain.map(str::to_string);
             f.pods_per_job = Some(rjob.parallelism);
         }

@@ -68,6 +68,11 @@ pub fn opt_object<'a>(obj: &'a Object, key: &str, path: &str) -> OptField<&'a Ob
     opt_as(obj, key, path, "an object", Value::as_object)
 }
 
+/// `obj[key]`, an object that must be there.
+pub fn required<'a>(obj: &'a Object, key: &str, path: &str) -> Result<&'a Object, InputError> {
+    opt_object(obj, key, path)?.ok_or_else(|| InputError::missing(join(path, key)))
+}
+
 pub fn opt_array<'a>(obj: &'a Object, key: &str, path: &str) -> OptField<&'a Vec<Value>> {
     opt_as(obj, key, path, "a list", Value::as_array)
 }

@@ -8,11 +8,12 @@
 //! module names only modules of its own layer and those above it here
 //! (`tests/native/source_tree.rs` holds the table; CONTRIBUTING.md "Source map" says what's where):
 
-// Foundations: errors, paths, JSON reads, keys and names, and the facts handed to pod admission.
+// Foundations: errors, paths, JSON reads, keys, names and their syntax, and the facts for pods.
 pub mod affinity_mark;
 pub mod error;
 pub mod facts;
 pub mod json;
+pub mod k8s_syntax;
 pub mod keys;
 pub mod names;
 pub mod paths;

@@ -44,41 +44,10 @@ pub fn is_pod_of(address: &str, jobset: &str, rjob: &str) -> bool {
         .is_some_and(|(job, pod)| digits(job) && digits(pod))
 }
 
-/// Whether the API server takes `value` as a label value: at most 63 characters,
-/// `(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?`.
-pub fn is_label_value(value: &str) -> bool {
-    let b = value.as_bytes();
-    let inner = |c: &u8| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.');
-    b.len() <= 63
-        && (b.is_empty()
-            || (b[0].is_ascii_alphanumeric()
-                && b[b.len() - 1].is_ascii_alphanumeric()
-                && b.iter().all(inner)))
-}
-
-/// Why `value` is no label value, for a warning: the value itself when it is short.
-pub fn no_label_value(value: &str) -> String {
-    if value.chars().count() > 63 {
-        "is longer than 63 characters".to_string()
-    } else {
-        format!("{value:?} is not a valid label value")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use rstest::rstest;
-
-    #[test]
-    fn label_values_are_what_the_api_server_takes() {
-        for ok in ["", "a", "Train_A.v2", "0", "a-b", &"x".repeat(63)] {
-            assert!(is_label_value(ok), "{ok}");
-        }
-        for bad in ["train/eval", "-a", "a-", "a b", "é", &"x".repeat(64)] {
-            assert!(!is_label_value(bad), "{bad}");
-        }
-    }
 
     #[rstest]
     #[case::the_first_pod("js-w-0-0.js", true)]

@@ -73,8 +73,12 @@ impl TemplateAt {
         format!("{}.{name}", self.spec())
     }
 
+    pub fn annotations(self) -> String {
+        format!("{}.metadata.annotations", self.path())
+    }
+
     pub fn annotation(self, key: &str) -> String {
-        format!("{}.template.metadata.annotations[{key:?}]", self.job_spec())
+        format!("{}[{key:?}]", self.annotations())
     }
 
     /// The keys from the object down to the template (its path, an index a key of its own), and

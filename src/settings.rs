@@ -1,5 +1,6 @@
 //! Policy settings (SPEC §8): defaults, parsing with messages that name the key, and validation.
 use crate::accelerators::{self, Accelerator};
+use crate::k8s_syntax::check_qualified_name;
 use crate::spelling;
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
@@ -260,45 +261,6 @@ fn unknown_key_message(key: &str) -> String {
     match near.and_then(|near| KEYS.iter().find(|k| k.eq_ignore_ascii_case(near))) {
         Some(meant) => format!("unknown setting {key:?}; did you mean {meant:?}?"),
         None => format!("unknown setting {key:?}"),
-    }
-}
-
-/// Kubernetes qualified name (label keys, resource names): `[prefix/]name`, where the prefix is a
-/// DNS-1123 subdomain of at most 253 characters and the name at most 63 characters of
-/// alphanumerics, `-`, `_` and `.`, starting and ending with an alphanumeric.
-pub fn check_qualified_name(key: &str) -> Result<(), String> {
-    let name = match key.split_once('/') {
-        Some((prefix, name)) => {
-            check_dns_subdomain(prefix)?;
-            name
-        }
-        None => key,
-    };
-    if name.is_empty() || name.len() > 63 {
-        return Err("the name part must have 1 to 63 characters".into());
-    }
-    let alnum = |c: char| c.is_ascii_alphanumeric();
-    if !name.starts_with(alnum) || !name.ends_with(alnum) {
-        return Err("the name part must start and end with a letter or digit".into());
-    }
-    let inner = |c: char| alnum(c) || matches!(c, '-' | '_' | '.');
-    if !name.chars().all(inner) {
-        return Err("the name part may only hold letters, digits, '-', '_' and '.'".into());
-    }
-    Ok(())
-}
-
-fn check_dns_subdomain(s: &str) -> Result<(), String> {
-    if s.is_empty() || s.len() > 253 {
-        return Err("the prefix must have 1 to 253 characters".into());
-    }
-    let inner = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-';
-    let edge = |p: &str| p.starts_with('-') || p.ends_with('-');
-    let label = |p: &str| !p.is_empty() && !edge(p) && p.chars().all(inner);
-    if s.split('.').all(label) {
-        Ok(())
-    } else {
-        Err("the prefix must be a lowercase DNS subdomain".into())
     }
 }
 

@@ -1,7 +1,8 @@
 //! Whether a slice shape of the accelerator table fits a replicated job's pods (rule T4), and which
 //! shapes do (SPEC §4.7). One reading of the table for both: what T4 accepts is exactly what a
 //! queued JobSet is narrowed to.
-use crate::accelerators::{self, Accelerator, Overrides, Topology, TopologyError};
+use crate::accelerators::{self, Accelerator, Overrides, CUBE_MAX_DIM};
+use crate::topology::{Topology, TopologyError};
 
 /// Why a topology does not fit pods of `per_pod` chips run `parallelism` at a time.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,18 +63,18 @@ pub fn fitting_topologies(acc: &Accelerator, per_pod: u32, parallelism: u32) -> 
         consider(t.to_string());
     }
     if acc.cube_rule.is_some() {
-        // Cube shapes have dimensions that are multiples of 4 (at most 256); only those whose
-        // chips are the job's can fit.
+        // Cube shapes have dimensions that are multiples of 4 (at most CUBE_MAX_DIM); only those
+        // whose chips are the job's can fit.
         let Some(chips) = per_pod.checked_mul(parallelism) else {
             return out;
         };
-        for a in (4..=256u32).step_by(4) {
-            for b in (4..=256u32).step_by(4) {
+        for a in (4..=CUBE_MAX_DIM).step_by(4) {
+            for b in (4..=CUBE_MAX_DIM).step_by(4) {
                 let Some(ab) = a.checked_mul(b).filter(|ab| chips % ab == 0) else {
                     continue;
                 };
                 let c = chips / ab;
-                if c % 4 == 0 && (4..=256).contains(&c) {
+                if c % 4 == 0 && (4..=CUBE_MAX_DIM).contains(&c) {
                     consider(format!("{a}x{b}x{c}"));
                 }
             }
@@ -236,14 +237,44 @@ mod tests {
         assert_eq!(fits(name, per_pod, parallelism), want);
     }
 
+    const PINNED_FITS: &str =
+        "\"2x4\" (the tpu-v5-lite-podslice topology that fits 2 hosts with 4 chips per pod)";
+    const PINNED_NONE_FITS: &str = "a tpu-v6e-slice topology: none fits 3 hosts with 4 chips per pod, so choose one of 1x1, 2x2, 2x4, 4x4, 4x8, 8x8, 8x16, 16x16 and set parallelism and completions to its chips divided by the chips per pod";
+    const PER_ACCELERATOR: &str = "the topology of your accelerator that fits 1 host with 8 chips per pod: \"2x4\" on tpu-v5-lite-device, \"2x4\" on tpu-v5-lite-podslice, \"2x4\" on tpu-v6e-slice";
+
     #[rstest]
-    #[case::the_pinned_accelerators_topology_that_fits(topology_hint(&Overrides::new(), Some("tpu-v5-lite-podslice"), 4, 2), "\"2x4\" (the tpu-v5-lite-podslice topology that fits 2 hosts with 4 chips per pod)")]
-    #[case::how_to_choose_where_none_fits(topology_hint(&Overrides::new(), Some("tpu-v6e-slice"), 4, 3), "a tpu-v6e-slice topology: none fits 3 hosts with 4 chips per pod, so choose one of 1x1, 2x2, 2x4, 4x4, 4x8, 8x8, 8x16, 16x16 and set parallelism and completions to its chips divided by the chips per pod")]
-    #[case::per_accelerator_when_not_pinned(topology_hint(&Overrides::new(), None, 8, 1), "the topology of your accelerator that fits 1 host with 8 chips per pod: \"2x4\" on tpu-v5-lite-device, \"2x4\" on tpu-v5-lite-podslice, \"2x4\" on tpu-v6e-slice")]
-    #[case::per_accelerator_when_not_in_the_table(topology_hint(&Overrides::new(), Some("tpu-v9"), 8, 1), "the topology of your accelerator that fits 1 host with 8 chips per pod: \"2x4\" on tpu-v5-lite-device, \"2x4\" on tpu-v5-lite-podslice, \"2x4\" on tpu-v6e-slice")]
-    #[case::the_accelerators_that_fit_a_pinned_topology(accelerator_hint(&Overrides::new(), Some("2x4"), 4, 2), "the accelerator of your TPU nodes (\"tpu-v5-lite-podslice\" or \"tpu-v6e-slice\" fit a 2x4 slice of 2 hosts with 4 chips per pod)")]
-    #[case::no_accelerator_fits(accelerator_hint(&Overrides::new(), None, 4, 3), "the accelerator of your TPU nodes (none in the accelerator table fits 3 hosts with 4 chips per pod: add yours to the accelerators setting)")]
-    fn t3s_hints_name_what_fits_or_say_how_to_choose(#[case] hint: String, #[case] want: &str) {
+    #[case::the_pinned_accelerators_topology_that_fits(
+        Some("tpu-v5-lite-podslice"),
+        4,
+        2,
+        PINNED_FITS
+    )]
+    #[case::how_to_choose_where_none_fits(Some("tpu-v6e-slice"), 4, 3, PINNED_NONE_FITS)]
+    #[case::per_accelerator_when_not_pinned(None, 8, 1, PER_ACCELERATOR)]
+    #[case::per_accelerator_when_not_in_the_table(Some("tpu-v9"), 8, 1, PER_ACCELERATOR)]
+    fn t3s_topology_hint_names_what_fits_or_says_how_to_choose(
+        #[case] accelerator: Option<&str>,
+        #[case] per_pod: u32,
+        #[case] parallelism: u32,
+        #[case] want: &str,
+    ) {
+        let hint = topology_hint(&Overrides::new(), accelerator, per_pod, parallelism);
+        assert_eq!(hint, want);
+    }
+
+    const FIT_THE_TOPOLOGY: &str = "the accelerator of your TPU nodes (\"tpu-v5-lite-podslice\" or \"tpu-v6e-slice\" fit a 2x4 slice of 2 hosts with 4 chips per pod)";
+    const NONE_FITS: &str = "the accelerator of your TPU nodes (none in the accelerator table fits 3 hosts with 4 chips per pod: add yours to the accelerators setting)";
+
+    #[rstest]
+    #[case::the_accelerators_that_fit_a_pinned_topology(Some("2x4"), 4, 2, FIT_THE_TOPOLOGY)]
+    #[case::no_accelerator_fits(None, 4, 3, NONE_FITS)]
+    fn t3s_accelerator_hint_names_what_fits_or_says_how_to_choose(
+        #[case] topology: Option<&str>,
+        #[case] per_pod: u32,
+        #[case] parallelism: u32,
+        #[case] want: &str,
+    ) {
+        let hint = accelerator_hint(&Overrides::new(), topology, per_pod, parallelism);
         assert_eq!(hint, want);
     }
 

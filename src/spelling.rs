@@ -123,9 +123,10 @@ mod tests {
 
     #[test]
     fn counts_insertions_deletions_and_substitutions() {
-        assert_eq!(edit_distance("job-globalindex", "job-global-index"), 1);
-        assert_eq!(edit_distance("jaxEnv", "jaxenv"), 1);
-        assert_eq!(edit_distance("", "abc"), 3);
-        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(within("job-globalindex", "job-global-index", 3), Some(1));
+        assert_eq!(within("jaxEnv", "jaxenv", 3), Some(1));
+        assert_eq!(within("", "abc", 3), Some(3));
+        assert_eq!(within("kitten", "sitting", 3), Some(3));
+        assert_eq!(within("kitten", "sitting", 2), None);
     }
 }

@@ -66,3 +66,28 @@ impl Topology {
             .checked_mul(self.dims[2])
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    #[rstest]
+    #[case::two_d("4x4", 2, Ok([4, 4, 1]))]
+    #[case::three_d("2x2x4", 3, Ok([2, 2, 4]))]
+    #[case::trailing_x("4x", 2, Err(TopologyError::Malformed))]
+    #[case::zero("0x4", 2, Err(TopologyError::Zero))]
+    #[case::four_dims("4x4x4x4", 3, Err(TopologyError::WrongRank { expected: 3, found: 4 }))]
+    #[case::huge("99999999999x2", 2, Err(TopologyError::TooLarge))]
+    #[case::ten_digits_of_zero("0000000000x2", 2, Err(TopologyError::TooLarge))]
+    #[case::over_max_dim("2048x2", 2, Err(TopologyError::TooLarge))]
+    #[case::letters("axb", 2, Err(TopologyError::Malformed))]
+    #[case::empty("", 2, Err(TopologyError::Malformed))]
+    fn parses_topologies(
+        #[case] s: &str,
+        #[case] rank: u8,
+        #[case] expected: Result<[u32; 3], TopologyError>,
+    ) {
+        assert_eq!(Topology::parse(s, rank).map(|t| t.dims), expected);
+    }
+}

@@ -3,7 +3,7 @@ use super::heads::ObjectHead;
 use super::verdict::{rejection, Verdict};
 use crate::error::InputError;
 use crate::job_facts;
-use crate::mutate;
+use crate::mutate::job_patch::JobPatch;
 use crate::rules;
 use crate::settings::{JaxEnv, Settings};
 use crate::views::job_view::JobView;
@@ -60,8 +60,8 @@ pub(super) fn admit_create(object: Value, settings: &Settings) -> Result<Verdict
         .role
         .mutates()
         .then(|| job_facts::facts(&view, job));
-    let annotation = stamp.and_then(|facts| mutate::stamp_job::change(&view, &facts));
-    let patched = annotation.map(|a| mutate::stamp_job::applied_to(object, a));
+    let patch = stamp.map(|facts| JobPatch::new(&view, &facts));
+    let patched = patch.and_then(|p| p.applied_to(object));
     Ok(Verdict::with(patched, warnings))
 }
 

@@ -3,7 +3,7 @@ use super::heads::ObjectHead;
 use super::verdict::Verdict;
 use crate::error::InputError;
 use crate::keys;
-use crate::mutate::pod_patch;
+use crate::mutate::pod_patch::PodPatch;
 use crate::pods::pod_plan::PodPlan;
 use crate::pods::{job_pod, jobset_pod};
 use crate::settings::Settings;
@@ -33,18 +33,15 @@ pub(super) fn is_served(raw: &RawValue) -> bool {
     }
 }
 
-/// Admits a pod the policy serves, editing it in place when something is missing: a JobSet pod,
+/// Admits a pod the policy serves, patched in place when something is missing: a JobSet pod,
 /// or a pod of an opted-in plain Job (the policy's facts on a pod outside any JobSet).
-pub(super) fn admit(mut object: Value, settings: &Settings) -> Result<Verdict, InputError> {
+pub(super) fn admit(object: Value, settings: &Settings) -> Result<Verdict, InputError> {
     let pod = PodView::parse(&object, &settings.tpu_resource)?;
     let plan = match (pod.controller_value(keys::JOBSET_NAME), &pod.facts.job) {
         (Some(jobset), _) => jobset_pod::plan(&pod, jobset, settings)?,
         (None, Some(job)) => job_pod::plan(&pod, job, settings)?,
         (None, None) => PodPlan::default(),
     };
-    if plan.is_empty() {
-        return Ok(Verdict::with(None, plan.warnings));
-    }
-    pod_patch::apply(&mut object, plan.metadata_adds, plan.env_changes);
-    Ok(Verdict::with(Some(object), plan.warnings))
+    let patch = PodPatch::new(plan.metadata_adds, plan.env_changes);
+    Ok(Verdict::with(patch.applied_to(object), plan.warnings))
 }

@@ -1,9 +1,10 @@
-//! Mutation: stamping JobSets, and merging env into containers. Each function computes what
-//! is wanted first and returns `None` when the object already has it, so an object that is
-//! already right gets no patch (idempotence), as kubewarden's pod-ndots policy does.
+//! Mutation: one patch per CREATE ([`jobset_patch`], [`job_patch`], [`pod_patch`]). `X::new`
+//! keeps only what the object lacks of what its plan computed, and `applied_to` writes that in
+//! place, or returns `None` when the object lacks nothing: an object that is already right gets
+//! no patch (idempotence), as kubewarden's pod-ndots policy does.
+pub mod job_patch;
 pub mod jobset_patch;
 pub mod pod_patch;
-pub mod stamp_job;
 
 use crate::json::Object;
 use crate::paths::TemplateAt;

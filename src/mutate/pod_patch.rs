@@ -5,18 +5,32 @@ use crate::json::Object;
 use crate::pods::pod_plan::{EnvChange, MetadataAdd};
 use serde_json::Value;
 
-/// Writes the additions into the pod in place. The view has checked every step of the path.
-pub fn apply(object: &mut Value, metadata_adds: Vec<MetadataAdd>, env_changes: Vec<EnvChange>) {
-    for add in metadata_adds {
-        if let Some(map) = object_at(object, &["metadata", add.map]) {
-            map.insert(add.key.to_string(), Value::String(add.value));
-        }
+/// What the pod lacks: labels and annotations, and env entries per container.
+pub struct PodPatch(Vec<MetadataAdd>, Vec<EnvChange>);
+
+impl PodPatch {
+    pub fn new(metadata_adds: Vec<MetadataAdd>, env_changes: Vec<EnvChange>) -> PodPatch {
+        PodPatch(metadata_adds, env_changes)
     }
-    for change in env_changes {
-        let index = change.index.to_string();
-        if let Some(container) = object_at(object, &["spec", change.list, &index]) {
-            prepend_env(container, change.entries);
+
+    /// The pod, patched in place; `None` when it lacks nothing.
+    pub fn applied_to(self, mut object: Value) -> Option<Value> {
+        let PodPatch(metadata_adds, env_changes) = self;
+        if metadata_adds.is_empty() && env_changes.is_empty() {
+            return None;
         }
+        for add in metadata_adds {
+            if let Some(map) = object_at(&mut object, &["metadata", add.map]) {
+                map.insert(add.key.to_string(), Value::String(add.value));
+            }
+        }
+        for change in env_changes {
+            let index = change.index.to_string();
+            if let Some(container) = object_at(&mut object, &["spec", change.list, &index]) {
+                prepend_env(container, change.entries);
+            }
+        }
+        Some(object)
     }
 }
 

@@ -60,15 +60,10 @@ pub fn wanted_env(
         }
     }
     if settings.jax_env != JaxEnv::Never {
-        if let Some(per_process) = jax_vars(facts, place, settings, n, warnings)? {
-            if facts.slice.is_some() {
-                // A TPU group: each TPU container is a process of its own.
-                give(per_process);
-            } else if let Some(vars) = per_process.into_iter().next() {
-                for wanted in out.iter_mut() {
-                    wanted.extend(vars.iter().cloned());
-                }
-            }
+        if let Some(per_container) = jax_vars(pod, settings, &order, n, warnings)? {
+            out.iter_mut()
+                .zip(per_container)
+                .for_each(|(o, vars)| o.extend(vars));
         }
     }
     Ok(out)
@@ -85,7 +80,7 @@ fn process_ports(
     let mut ports = Vec::with_capacity(order.len());
     for (k, &i) in (0u32..).zip(order) {
         let c = &pod.containers[i];
-        let default = tpu_host::default_port(k)?;
+        let default = add_at(tpu_host::PROCESS_BASE_PORT, k, "spec.containers")?.to_string();
         match container_env::own_value(&c.user_entries()?, keys::ENV_TPU_PROCESS_PORT, lookup) {
             None => ports.push(default),
             Some(Some(port)) => ports.push(port),
@@ -117,15 +112,16 @@ fn own_megascale_ports(
         .collect()
 }
 
-/// JAX distributed env (SPEC §4.4) for a pod of the JAX group: one list per TPU container in a TPU
-/// group, else one list for the whole pod.
+/// JAX distributed env (SPEC §4.4) for a pod of the JAX group, per container: in a TPU group each
+/// TPU container is a process of its own, else the pod is one and every container gets its env.
 fn jax_vars(
-    facts: &Facts,
-    place: &PodPlace,
+    pod: &PodEnv,
     settings: &Settings,
+    order: &[usize],
     n: u32,
     warnings: &mut Vec<String>,
 ) -> Result<Option<Vec<Vec<WantedVar>>>, InputError> {
+    let (facts, place) = (pod.facts, pod.place);
     let Some(group) = &facts.jax else {
         return Ok(None);
     };
@@ -135,7 +131,7 @@ fn jax_vars(
     let coordinator = group
         .coordinator
         .as_deref()
-        .or(facts.coordinator.as_deref());
+        .or(facts.slice_coordinator.as_deref());
     let (Some(coordinator), Some(per_job)) = (coordinator, facts.pods_per_job) else {
         return Ok(None);
     };
@@ -162,5 +158,6 @@ fn jax_vars(
     } else {
         jax::Processes::PerPod
     };
-    jax::vars(&jax_group, pod_number, processes).map(Some)
+    let containers = pod.containers.len();
+    jax::vars(&jax_group, pod_number, processes, order, containers).map(Some)
 }

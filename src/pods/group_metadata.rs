@@ -5,8 +5,8 @@ use super::place::PodPlace;
 use super::pod_plan::MetadataAdd;
 use crate::error::{add_at, InputError};
 use crate::json::{map_str, Object};
+use crate::k8s_syntax;
 use crate::keys;
-use crate::names;
 use crate::views::pod_view::PodView;
 
 /// The group keys the pod lacks. Values the controller set (JobSet v0.9+) are never touched.
@@ -51,10 +51,10 @@ pub fn missing(
             // The API server refuses a pod with a label value it does not take; the policy judges
             // no such JobSet (G1 refuses its name where it does), so the pod keeps the annotation,
             // and runs (SPEC §4.1).
-            if map_name == "labels" && !names::is_label_value(value) {
+            let problem = k8s_syntax::label_value_problem(value).filter(|_| map_name == "labels");
+            if let Some(problem) = problem {
                 warnings.push(format!(
-                    "metadata.labels[{key:?}]: {}, so the pod gets the group-name annotation only",
-                    names::no_label_value(value)
+                    "metadata.labels[{key:?}]: {problem}, so the pod gets the group-name annotation only"
                 ));
                 continue;
             }

@@ -27,12 +27,15 @@ pub enum Processes {
     PerTpuContainer(u32),
 }
 
-/// The JAX variables of the pod numbered `pod`: one list for [`Processes::PerPod`], else one
-/// per TPU container k, with process id = (pod id)·n + k among pods·n processes.
+/// Each container's JAX variables, in container order, for the pod numbered `pod`: under
+/// [`Processes::PerPod`] every container gets the pod's; under [`Processes::PerTpuContainer`],
+/// TPU container k (`order[k]`) is process (pod id)·n + k of pods·n, and the others get none.
 pub fn vars(
     group: &JaxGroup,
     pod: u32,
     processes: Processes,
+    order: &[usize],
+    containers: usize,
 ) -> Result<Vec<Vec<WantedVar>>, InputError> {
     let path = "metadata.annotations";
     let coordinator = format!("{}:{}", group.coordinator, group.port);
@@ -48,16 +51,18 @@ pub fn vars(
             WantedVar::new(keys::ENV_JAX_PROCESS_ID, id),
         ]
     };
+    let mut out = vec![Vec::new(); containers];
     match processes {
-        Processes::PerPod => Ok(vec![one(group.pods, id)]),
+        Processes::PerPod => out.fill(one(group.pods, id)),
         Processes::PerTpuContainer(n) => {
             let count = mul_at(group.pods, n, path)?;
             let base = mul_at(id, n, path)?;
-            (0..n)
-                .map(|k| Ok(one(count, add_at(base, k, path)?)))
-                .collect()
+            for (k, &i) in (0..n).zip(order) {
+                out[i] = one(count, add_at(base, k, path)?);
+            }
         }
     }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -73,9 +78,23 @@ mod tests {
         }
     }
 
+    /// The variables of each process of the pod numbered `pod`, one container each.
+    fn per_process(
+        group: &JaxGroup,
+        pod: u32,
+        processes: Processes,
+    ) -> Result<Vec<Vec<WantedVar>>, InputError> {
+        let n = match processes {
+            Processes::PerPod => 1,
+            Processes::PerTpuContainer(n) => n as usize,
+        };
+        let order: Vec<usize> = (0..n).collect();
+        vars(group, pod, processes, &order, n)
+    }
+
     fn ids(group: &JaxGroup, processes: Processes) -> Vec<String> {
         (0..group.pods)
-            .flat_map(|p| vars(group, p, processes).unwrap())
+            .flat_map(|p| per_process(group, p, processes).unwrap())
             .map(|v| v[2].value.clone())
             .collect()
     }
@@ -84,7 +103,7 @@ mod tests {
     fn the_coordinator_pod_is_process_0_and_ids_stay_0_to_n() {
         let group = group(5, "js-head-0-0.js", 4, 6666);
         assert_eq!(ids(&group, Processes::PerPod), ["4", "1", "2", "3", "0"]);
-        let first = &vars(&group, 4, Processes::PerPod).unwrap()[0];
+        let first = &per_process(&group, 4, Processes::PerPod).unwrap()[0];
         assert_eq!(first[0].value, "js-head-0-0.js:6666");
         assert_eq!(first[1].value, "5");
     }
@@ -94,12 +113,12 @@ mod tests {
         let group = group(2, "c", 0, 1);
         let two = Processes::PerTpuContainer(2);
         assert_eq!(ids(&group, two), ["0", "1", "2", "3"]);
-        assert_eq!(vars(&group, 1, two).unwrap()[1][1].value, "4");
+        assert_eq!(per_process(&group, 1, two).unwrap()[1][1].value, "4");
     }
 
     #[test]
     fn counts_beyond_u32_are_errors() {
         let group = group(u32::MAX, "c", 0, 1);
-        assert!(vars(&group, 1, Processes::PerTpuContainer(2)).is_err());
+        assert!(per_process(&group, 1, Processes::PerTpuContainer(2)).is_err());
     }
 }

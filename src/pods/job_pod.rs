@@ -24,7 +24,7 @@ pub struct JobPlace<'a> {
 /// The JAX variables of each container, in container order. With two or more TPU containers,
 /// each is a JAX process of its own (k, as in §4.4) and the other containers get none;
 /// otherwise the pod is one process and every container gets its env.
-pub fn wanted_env(
+pub fn jax_env(
     containers: &[ContainerView],
     job: &JobFacts,
     place: &JobPlace,
@@ -40,17 +40,13 @@ pub fn wanted_env(
         coordinator_pod: 0,
         port,
     };
+    let processes = if n >= 2 {
+        Processes::PerTpuContainer(n)
+    } else {
+        Processes::PerPod
+    };
     let index = place.completion_index;
-    let mut out = vec![Vec::new(); containers.len()];
-    if n >= 2 {
-        let per_k = jax::vars(&group, index, Processes::PerTpuContainer(n))?;
-        for (&i, vars) in order.iter().zip(per_k) {
-            out[i] = vars;
-        }
-    } else if let Some(vars) = jax::vars(&group, index, Processes::PerPod)?.pop() {
-        out.fill(vars);
-    }
-    Ok(out)
+    jax::vars(&group, index, processes, &order, containers.len())
 }
 
 /// A pod of an opted-in plain Indexed Job (SPEC §4.6): the JAX env from the Job's `name` and the
@@ -77,7 +73,7 @@ pub fn plan(pod: &PodView, job: &JobFacts, settings: &Settings) -> Result<PodPla
         completion_index,
     };
     let port = settings.jax_coordinator_port;
-    let wanted = wanted_env(containers, job, &place, port, SpecAt::Pod)?;
+    let wanted = jax_env(containers, job, &place, port, SpecAt::Pod)?;
     let lookup = |path: &str| field_ref(pod, &[], path);
     let mut warnings = Vec::new();
     let env_changes = env_changes(containers, wanted, &lookup, &mut warnings)?;
@@ -105,7 +101,7 @@ mod tests {
             completion_index: 3,
         };
         let job = JobFacts { completions };
-        let wanted = wanted_env(&containers, &job, &place, port, SpecAt::Pod)?;
+        let wanted = jax_env(&containers, &job, &place, port, SpecAt::Pod)?;
         let line = |v: &WantedVar| format!("{}={}", v.name, v.value);
         Ok(wanted
             .iter()

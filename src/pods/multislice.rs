@@ -8,8 +8,8 @@ use crate::keys;
 use crate::names;
 use crate::views::container_env::WantedVar;
 
-/// TPU container k's megascale port when a pod runs several: KubeRay's TPU webhook numbering.
-pub const BASE_PORT: u32 = 8081;
+/// TPU container k's default `MEGASCALE_PORT` in a pod of several: KubeRay's TPU webhook numbering.
+const MEGASCALE_BASE_PORT: u32 = 8081;
 
 /// The variables of each of the pod's TPU containers, k = 0..n-1; `own_ports[k]` is the
 /// `MEGASCALE_PORT` container k sets itself, if any. None for a pod that runs before the others
@@ -25,12 +25,12 @@ pub fn vars(
     if facts.runs_first {
         return Ok(Vec::new());
     }
-    let slice = match (&facts.slice, &facts.coordinator) {
+    let slice = match (&facts.slice, &facts.slice_coordinator) {
         (Some(slice), Some(coordinator)) => Slice {
             count: slice.total,
             id: add_at(slice.offset, place.job_index, "metadata.labels")?,
             coordinator: place.address(coordinator),
-            coordinator_outside: facts.coordinator_outside,
+            coordinator_outside: facts.slice_coordinator_outside,
         },
         _ => guessed(place, annotations, warnings),
     };
@@ -43,8 +43,8 @@ pub fn vars(
     // address.
     let several = own_ports.len() >= 2;
     let port = facts
-        .coordinator_port
-        .or((several && !slice.coordinator_outside).then_some(BASE_PORT));
+        .slice_coordinator_port
+        .or((several && !slice.coordinator_outside).then_some(MEGASCALE_BASE_PORT));
     let coordinator = match port {
         Some(port) => format!("{}:{port}", slice.coordinator),
         None => slice.coordinator,
@@ -61,7 +61,7 @@ pub fn vars(
             if several {
                 let port = match own {
                     Some(port) => port.clone(),
-                    None => add_at(BASE_PORT, k, "spec.containers")?.to_string(),
+                    None => add_at(MEGASCALE_BASE_PORT, k, "spec.containers")?.to_string(),
                 };
                 out.push(WantedVar::new(keys::ENV_MEGASCALE_PORT, port));
             }

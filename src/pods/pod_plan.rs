@@ -33,11 +33,6 @@ pub struct PodPlan {
 }
 
 impl PodPlan {
-    /// Nothing to add: the pod gets no patch.
-    pub fn is_empty(&self) -> bool {
-        self.metadata_adds.is_empty() && self.env_changes.is_empty()
-    }
-
     pub fn unchanged(warning: String) -> Self {
         PodPlan {
             warnings: vec![warning],

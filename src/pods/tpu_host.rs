@@ -7,12 +7,8 @@ use crate::keys;
 use crate::names;
 use crate::views::container_env::WantedVar;
 
-/// TPU container k's process port is `BASE_PORT + k`, unless it sets `TPU_PROCESS_PORT` itself.
-pub const BASE_PORT: u32 = 8476;
-
-pub fn default_port(k: u32) -> Result<String, InputError> {
-    Ok(add_at(BASE_PORT, k, "spec.containers")?.to_string())
-}
+/// TPU container k's process port is `PROCESS_BASE_PORT + k`, unless it sets `TPU_PROCESS_PORT`.
+pub const PROCESS_BASE_PORT: u32 = 8476;
 
 /// The variables of each TPU container k, given every container's process port (`ports[k]`,
 /// its own `TPU_PROCESS_PORT` or the default) and the pods per Job.

@@ -4,8 +4,6 @@ use crate::keys;
 use crate::placement::{exclusive_placement, has, pinned, placed_as_slice, Exclusive};
 use crate::violation::{Rule, Violation};
 
-const HOSTNAME: &str = "kubernetes.io/hostname";
-
 /// X1: a TPU replicated job with more than one pod has exclusive placement by an allowed key,
 /// or is placed as a slice by GKE's slice controller or Kueue TAS.
 pub fn x1_exclusive_placement(plan: &JobSetPlan) -> Vec<Violation> {
@@ -187,10 +185,10 @@ pub fn single_slice_by_hostname(plan: &JobSetPlan) -> Vec<String> {
         if r.replicas != 1 || r.parallelism < 2 {
             continue;
         }
-        if let Some(e) = exclusive_placement(plan.view, r).filter(|e| e.key == HOSTNAME) {
+        if let Some(e) = exclusive_placement(plan.view, r).filter(|e| e.key == keys::HOSTNAME) {
             out.push(format!(
-                "{}: by {HOSTNAME} each of the slice's {} pods gets a node of its own, but not one node pool; cloud.google.com/gke-nodepool keeps them in one",
-                e.path(), r.parallelism
+                "{}: by {} each of the slice's {} pods gets a node of its own, but not one node pool; cloud.google.com/gke-nodepool keeps them in one",
+                e.path(), keys::HOSTNAME, r.parallelism
             ));
         }
     }

@@ -3,6 +3,7 @@
 use super::network;
 use crate::json::map_str;
 use crate::keys;
+use crate::paths::TemplateAt;
 use crate::views::job_view::JobView;
 use crate::violation::{Rule, Violation};
 
@@ -39,7 +40,7 @@ pub fn j1_pods_have_dns_names(job: &JobView) -> Option<Violation> {
     job.subdomain.is_none().then(|| {
         Violation::new(
             Rule::J1,
-            "spec.template.spec.subdomain",
+            TemplateAt::Job.spec_field("subdomain"),
             "is not set, so the Job's pods get no DNS names and no JAX process can reach the coordinator, the pod with completion index 0",
             "set it to the name of a headless Service (clusterIP: None) that selects the Job's pods, and create that Service",
         )

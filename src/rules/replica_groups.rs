@@ -1,38 +1,13 @@
 //! G1–G5: replica groups and slice groups.
 use crate::groups::JobSetPlan;
+use crate::k8s_syntax;
 use crate::keys;
-use crate::names;
 use crate::narrowing;
 use crate::placement::{pinned, slice_topology};
 use crate::settings::Settings;
 use crate::views::jobset_view::ReplicatedJob;
 use crate::views::node_pins::Pin;
 use crate::violation::{Rule, Violation};
-
-/// RFC 1035 label: what JobSet requires of `groupName`, and what fits in a label value.
-pub fn is_dns1035_label(s: &str) -> bool {
-    let b = s.as_bytes();
-    !b.is_empty()
-        && b.len() <= 63
-        && b[0].is_ascii_lowercase()
-        && b.iter()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
-        && b[b.len() - 1] != b'-'
-}
-
-/// A DNS-1035 label close to `s`, to suggest in a fix.
-fn suggest_label(s: &str) -> String {
-    let dashed: String = s
-        .to_ascii_lowercase()
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-        .collect();
-    let mut out = dashed.trim_start_matches(|c: char| !c.is_ascii_lowercase());
-    // Only ASCII is left, so every byte is a character.
-    out = out.get(..63).unwrap_or(out).trim_end_matches('-');
-    let label = if out.is_empty() { "group-a" } else { out };
-    label.to_string()
-}
 
 /// G1: a group name is a DNS-1035 label of at most 63 characters.
 pub fn g1_group_name_is_a_label(plan: &JobSetPlan) -> Vec<Violation> {
@@ -44,14 +19,14 @@ pub fn g1_group_name_is_a_label(plan: &JobSetPlan) -> Vec<Violation> {
                 .map(|n| (n, rjob.at.job_annotation(keys::GROUP_NAME))),
         ];
         for (name, path) in named.into_iter().flatten() {
-            if !is_dns1035_label(name) {
+            if !k8s_syntax::is_dns1035_label(name) {
                 out.push(Violation::new(
                     Rule::G1,
                     path,
                     format!("{name:?} is not a DNS-1035 label"),
                     format!(
                         "use lowercase letters, digits and '-', starting with a letter, at most 63 characters, for example {:?}",
-                        suggest_label(name)
+                        k8s_syntax::dns1035_label_near(name)
                     ),
                 ).in_job(rjob.name));
             }
@@ -74,12 +49,11 @@ pub fn names_without_a_label(plan: &JobSetPlan) -> Vec<String> {
             (None, Some(name)) => Some((name, r.at.job_annotation(keys::GROUP_NAME))),
             (None, None) => None,
         })
-        .filter(|(name, _)| !names::is_label_value(name))
-        .map(|(name, path)| {
-            format!(
-                "{path}: {}, so its pods get the group-name annotation only",
-                names::no_label_value(name)
-            )
+        .filter_map(|(name, path)| {
+            let problem = k8s_syntax::label_value_problem(name)?;
+            Some(format!(
+                "{path}: {problem}, so its pods get the group-name annotation only"
+            ))
         })
         .collect()
 }
@@ -278,31 +252,4 @@ pub fn coordinator_without_tpus(plan: &JobSetPlan) -> Vec<String> {
             )
         })
         .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use rstest::rstest;
-
-    #[rstest]
-    #[case("train", true)]
-    #[case("a-1", true)]
-    #[case("Train", false)]
-    #[case("1st", false)]
-    #[case("a_b", false)]
-    #[case("end-", false)]
-    #[case("", false)]
-    #[case::longest("a".repeat(63), true)]
-    #[case::too_long("a".repeat(64), false)]
-    fn dns1035(#[case] s: String, #[case] ok: bool) {
-        assert_eq!(is_dns1035_label(&s), ok);
-        if !ok {
-            assert!(
-                is_dns1035_label(&suggest_label(&s)),
-                "{s} -> {}",
-                suggest_label(&s)
-            );
-        }
-    }
 }

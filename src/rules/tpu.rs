@@ -1,10 +1,11 @@
 //! T1–T4: what a TPU replicated job needs to be scheduled as a slice.
-use crate::accelerators::{self, Accelerator, Topology};
+use crate::accelerators::{self, Accelerator};
 use crate::groups::JobSetPlan;
 use crate::narrowing::Shapes;
 use crate::placement::{pinned, slice_topology};
 use crate::settings::Settings;
 use crate::slice_fit::{self, Misfit};
+use crate::topology::Topology;
 use crate::views::jobset_view::ReplicatedJob;
 use crate::views::node_pins::Pin;
 use crate::violation::{Rule, Violation};

@@ -2,9 +2,9 @@
 //! Job runs its pods (`Launch`), which a JobSet's replicated jobs are asked too.
 use crate::error::InputError;
 use crate::facts::{Facts, JobFacts};
-use crate::json::{self, Object};
+use crate::json::{self, required, Object};
 use crate::paths::TemplateAt;
-use crate::views::pod_template::{required, PodTemplateView};
+use crate::views::pod_template::PodTemplateView;
 use serde_json::Value;
 
 #[derive(Debug)]
@@ -98,12 +98,9 @@ impl<'a> JobView<'a> {
     /// What Job CREATE stamped on the pod template (SPEC §4.6), if it did: only such a Job's pods
     /// got a JAX env that a resize could make stale. Facts the policy cannot read count as none.
     pub fn stamped(&self) -> Option<JobFacts> {
-        Facts::read(
-            self.template.annotations,
-            "spec.template.metadata.annotations",
-        )
-        .ok()??
-        .job
+        Facts::read(self.template.annotations, &TemplateAt::Job.annotations())
+            .ok()??
+            .job
     }
 
     pub fn parse(object: &'a Value, tpu_resource: &str) -> Result<Self, InputError> {
@@ -123,7 +120,7 @@ impl<'a> JobView<'a> {
             parallelism: json::opt_count(spec, "parallelism", "spec")?.unwrap_or(1),
             completions: json::opt_count(spec, "completions", "spec")?,
             completion_mode: json::opt_str(spec, "completionMode", "spec")?,
-            subdomain: json::opt_str(pod_spec, "subdomain", "spec.template.spec")?
+            subdomain: json::opt_str(pod_spec, "subdomain", &TemplateAt::Job.spec())?
                 .filter(|s| !s.is_empty()),
             template,
         })

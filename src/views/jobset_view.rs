@@ -1,14 +1,14 @@
 //! A read-only view over the raw JobSet JSON: what the policy needs, typed and checked.
 use crate::affinity_mark::AffinityMark;
 use crate::error::InputError;
-use crate::json::{self, join, map_str, Object};
+use crate::json::{self, join, map_str, required, Object};
 use crate::keys;
 use crate::names;
 use crate::paths::ReplicatedJobAt;
 use crate::views::job_view::Launch;
 use crate::views::node_pins::{self, OwnTerm, Pin};
 use crate::views::pod_spec;
-use crate::views::pod_template::{required, PodTemplateView};
+use crate::views::pod_template::PodTemplateView;
 use serde_json::Value;
 use std::collections::BTreeSet;
 

@@ -8,10 +8,6 @@ use crate::views::container_env::{self, EnvEntry, UserEntry};
 use serde_json::Value;
 use std::borrow::Cow;
 
-/// Init containers first: that is the order the kubelet starts them in, and the order the
-/// policy lists them in warnings.
-pub const CONTAINER_LISTS: [&str; 2] = ["initContainers", "containers"];
-
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ContainerView<'a> {
     /// `initContainers` or `containers`.
@@ -69,7 +65,8 @@ pub fn containers<'a>(
     tpu_resource: &str,
 ) -> Result<Vec<ContainerView<'a>>, InputError> {
     let mut out = Vec::new();
-    for list in CONTAINER_LISTS {
+    // Init containers first: the kubelet starts them first, and the warnings list them first.
+    for list in ["initContainers", "containers"] {
         let items = json::opt_array(spec, list, &at.path())?.map_or(&[][..], Vec::as_slice);
         for (index, item) in items.iter().enumerate() {
             let c_path = at.container(list, index);
@@ -154,7 +151,7 @@ mod tests {
 
     #[test]
     fn regular_containers_come_before_init_containers() {
-        // CONTAINER_LISTS puts init containers first; TPU numbering puts them last.
+        // The view lists init containers first; TPU numbering puts them last.
         let c = ContainerView::for_test;
         let cs = [
             c("initContainers", 0, 4),

@@ -28,13 +28,13 @@ impl<'a> PodTemplateView<'a> {
         tpu_resource: &str,
     ) -> Result<(Self, &'a Object), InputError> {
         let path = at.path();
-        let template = required(job_spec, "template", &at.job_spec())?;
+        let template = json::required(job_spec, "template", &at.job_spec())?;
         let metadata = json::opt_object(template, "metadata", &path)?;
         let annotations = match metadata {
             Some(m) => json::opt_string_map(m, "annotations", &join(&path, "metadata"))?,
             None => None,
         };
-        let spec = required(template, "spec", &path)?;
+        let spec = json::required(template, "spec", &path)?;
         let spec_at = SpecAt::Template(at);
         let spec_path = spec_at.path();
         let view = PodTemplateView {
@@ -59,9 +59,4 @@ impl<'a> PodTemplateView<'a> {
     pub fn is_tpu(&self) -> bool {
         self.containers.iter().any(ContainerView::is_tpu)
     }
-}
-
-/// `obj[key]`, an object that must be there.
-pub fn required<'a>(obj: &'a Object, key: &str, path: &str) -> Result<&'a Object, InputError> {
-    json::opt_object(obj, key, path)?.ok_or_else(|| InputError::missing(join(path, key)))
 }

@@ -3,11 +3,10 @@
 //! outside any JobSet never pays for it.
 use crate::error::InputError;
 use crate::facts::Facts;
-use crate::json::{self, map_str, Object};
+use crate::json::{self, map_str, required, Object};
 use crate::keys;
 use crate::paths::SpecAt;
 use crate::views::pod_spec::{self, ContainerView};
-use crate::views::pod_template::required;
 use serde_json::Value;
 
 #[derive(Debug)]

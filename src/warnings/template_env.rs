@@ -95,7 +95,7 @@ pub fn job_warnings(
             subdomain,
             completion_index: c,
         };
-        let wanted = job_pod::wanted_env(
+        let wanted = job_pod::jax_env(
             &view.template.containers,
             job,
             &place,

@@ -383,6 +383,7 @@ const LAYERS: [(&str, &[&str]); 6] = [
             "affinity_mark",
             "spelling",
             "names",
+            "k8s_syntax",
             "paths",
         ],
     ),
