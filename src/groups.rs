@@ -158,9 +158,8 @@ impl<'v, 'a> JobSetPlan<'v, 'a> {
 
 /// The input errors of a JobSet the policy judges (SPEC §6): a coordinator that names no pod, on
 /// which every process would wait. Every role refuses them, since the plan of the env reads it.
-pub fn check_input(plan: &JobSetPlan) -> Result<(), InputError> {
-    let view = plan.view;
-    let Some(c) = view.coordinator.as_ref().filter(|_| in_scope(plan)) else {
+fn check_coordinator(view: &JobSetView, in_scope: bool) -> Result<(), InputError> {
+    let Some(c) = view.coordinator.as_ref().filter(|_| in_scope) else {
         return Ok(());
     };
     let Some(rjob) = view.replicated_job(c.replicated_job) else {
@@ -180,9 +179,8 @@ pub fn check_input(plan: &JobSetPlan) -> Result<(), InputError> {
         let has = format!("has {} replicas", rjob.replicas);
         return past("spec.coordinator.jobIndex", c.job_index, rjob.replicas, has);
     }
-    // The completions the Job controller runs: the field, else parallelism (the API server
-    // refuses an Indexed Job without it, which T2 reports).
-    let pods = rjob.completions.unwrap_or(rjob.parallelism);
+    // The completion indexes the Job controller runs (T2 reports an Indexed Job without them).
+    let pods = rjob.launch(None).pods;
     if c.pod_index >= pods {
         let has = format!("runs {pods} pods per job");
         return past("spec.coordinator.podIndex", c.pod_index, pods, has);

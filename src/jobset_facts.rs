@@ -55,17 +55,22 @@ fn coordinator_port(
 ) -> Result<Option<u32>, String> {
     let rjob = match running {
         // Outside the group, the coordinator runs no TPU container.
-        Some(c) => group.members.iter().find(|m| m.name == c.replicated_job),
+        Some(c) => group
+            .members
+            .iter()
+            .copied()
+            .find(|m| m.name == c.replicated_job),
         None => Some(first_with_pods(group)),
     };
-    let containers = rjob.map(|r| &r.template.containers);
-    let Some(first) = containers.and_then(|c| Some(&c[*tpu_order(c).first()?])) else {
-        return Ok(None);
-    };
+    let first = rjob.and_then(|r| {
+        let containers = &r.template.containers;
+        Some(&containers[*tpu_order(containers).first()?])
+    });
     // A malformed env is reported at pod admission.
-    let entries = first.user_entries().ok();
-    let own = |e| container_env::own_value(e, keys::ENV_MEGASCALE_PORT, &|_| None);
-    let Some(value) = entries.as_ref().and_then(own) else {
+    let entries = first.and_then(|c| c.user_entries().ok());
+    let own =
+        entries.and_then(|e| container_env::own_value(&e, keys::ENV_MEGASCALE_PORT, &|_| None));
+    let (Some(first), Some(value)) = (first, own) else {
         return Ok(None);
     };
     match value.as_deref().map(str::parse::<u16>) {

@@ -194,22 +194,13 @@ fn topology_misfit(f: &Flavour, request: &Request) -> Option<String> {
         return f.topology_name.is_none().then(|| "no Topology".to_string());
     };
     let index = |key: &str| levels.iter().position(|l| l == key);
-    let top = request.required.or(request.preferred);
-    let layers = request.layers.iter().map(|l| l.key.as_ref());
-    if let Some(missing) = top
-        .into_iter()
-        .chain(layers)
-        .find(|key| index(key).is_none())
-    {
+    if let Some(missing) = request.levels().find(|key| index(key).is_none()) {
         return Some(format!("Topology {name:?} has no level {missing}"));
     }
+    let top = request.required.or(request.preferred)?;
     let slice = request.layers.first()?.key.as_ref();
-    (index(slice) < index(top?)).then(|| {
-        format!(
-            "Topology {name:?} has the slice level {slice} above {}",
-            top?
-        )
-    })
+    (index(slice) < index(top))
+        .then(|| format!("Topology {name:?} has the slice level {slice} above {top}"))
 }
 
 /// The flavours that fit `rjob`'s slices, judged again by their Topologies: a refusal where none

@@ -20,7 +20,7 @@ pub enum JaxEnv {
 /// pair mutates in one policy and judges the stored object in the other.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
-    /// One mutating policy that also judges, as before roles existed.
+    /// One mutating policy that also judges: the default.
     Both,
     /// Only the mutations; refuses only malformed requests.
     Mutate,

@@ -1,4 +1,5 @@
 //! A violation is a value: rules return them, and only the edge turns them into a message.
+use crate::views::jobset_view::ReplicatedJob;
 use std::fmt;
 
 /// Rule ids of SPEC §6, in the order a rejection lists them.
@@ -57,7 +58,30 @@ pub struct Violation {
 }
 
 impl Violation {
+    /// A violation of a field outside any replicated job (the JobSet's own, or a Job's).
     pub fn new(
+        rule: Rule,
+        path: impl Into<String>,
+        problem: impl Into<String>,
+        fix: impl Into<String>,
+    ) -> Self {
+        Violation::within(None, rule, path, problem, fix)
+    }
+
+    /// A violation of a field of the replicated job `r`, which it names.
+    pub fn in_rjob(
+        r: &ReplicatedJob,
+        rule: Rule,
+        path: impl Into<String>,
+        problem: impl Into<String>,
+        fix: impl Into<String>,
+    ) -> Self {
+        Violation::within(Some(r), rule, path, problem, fix)
+    }
+
+    /// A violation of a field of `rjob`, where it is one of its fields.
+    pub fn within(
+        rjob: Option<&ReplicatedJob>,
         rule: Rule,
         path: impl Into<String>,
         problem: impl Into<String>,
@@ -66,16 +90,10 @@ impl Violation {
         Violation {
             rule,
             path: path.into(),
-            job: None,
+            job: rjob.map(|r| r.name.to_string()),
             problem: problem.into(),
             fix: fix.into(),
         }
-    }
-
-    /// The violation's field is in the replicated job `name`.
-    pub fn in_job(mut self, name: &str) -> Self {
-        self.job = Some(name.to_string());
-        self
     }
 }
 

@@ -152,7 +152,8 @@ fn read_flavours(
     names: Vec<&str>,
     topologies: bool,
 ) -> Result<Vec<Flavour>, String> {
-    let flavour = |name| Ok(kueue_queue::flavour(name, &read("ResourceFlavor", name)?));
+    let flavour =
+        |name| Ok::<_, String>(kueue_queue::flavour(name, &read("ResourceFlavor", name)?));
     let mut flavours: Vec<Flavour> = names.into_iter().map(flavour).collect::<Result<_, _>>()?;
     let mut read_levels: Vec<(String, Vec<String>)> = Vec::new();
     for f in flavours.iter_mut().filter(|_| topologies) {
@@ -161,9 +162,12 @@ fn read_flavours(
         };
         let levels = match read_levels.iter().find(|(n, _)| n == topology) {
             Some((_, levels)) => levels.clone(),
-            None => kueue_queue::levels(&read("Topology", topology)?),
+            None => {
+                let levels = kueue_queue::levels(&read("Topology", topology)?);
+                read_levels.push((topology.clone(), levels.clone()));
+                levels
+            }
         };
-        read_levels.push((topology.clone(), levels.clone()));
         f.levels = Some(levels);
     }
     Ok(flavours)

@@ -25,15 +25,16 @@ pub struct PodEnv<'a> {
 }
 
 /// The variables each container should have, in container order: the multislice env, the TPU
-/// host env, then the JAX env. `lookup` answers the pod's `fieldRef` paths.
+/// host env, then the JAX env, and the warnings about what could not be computed. `lookup`
+/// answers the pod's `fieldRef` paths.
 pub fn wanted_env(
     pod: &PodEnv,
     settings: &Settings,
     lookup: &dyn Fn(&str) -> Option<String>,
-    warnings: &mut Vec<String>,
-) -> Result<Vec<Vec<WantedVar>>, InputError> {
+) -> Result<(Vec<Vec<WantedVar>>, Vec<String>), InputError> {
     let (facts, place) = (pod.facts, pod.place);
     let mut out: Vec<Vec<WantedVar>> = vec![Vec::new(); pod.containers.len()];
+    let mut warnings = Vec::new();
     let order = tpu_order(pod.containers);
     let n = count_at(order.len(), &pod.spec.field("containers"))?;
     let mut give = |per_k: Vec<Vec<WantedVar>>| {
@@ -44,13 +45,15 @@ pub fn wanted_env(
 
     if n > 0 && settings.multislice_env {
         let own_ports = own_megascale_ports(pod, &order, lookup)?;
-        let per_k = multislice::vars(facts, place, pod.annotations, &own_ports, warnings)?;
+        let (per_k, guess) = multislice::vars(facts, place, pod.annotations, &own_ports)?;
+        warnings.extend(guess);
         give(per_k);
     }
     if n > 0 && settings.tpu_worker_env {
         match (place.completion_index, facts.pods_per_job) {
             (Some(c), Some(hosts)) => {
-                let ports = process_ports(pod, &order, lookup, warnings)?;
+                let (ports, unresolved) = process_ports(pod, &order, lookup)?;
+                warnings.extend(unresolved);
                 give(tpu_host::vars(place, c, hosts, &ports)?);
             }
             _ => warnings.push(format!(
@@ -60,13 +63,13 @@ pub fn wanted_env(
         }
     }
     if settings.jax_env != JaxEnv::Never {
-        if let Some(per_container) = jax_vars(pod, settings, &order, n, warnings)? {
-            out.iter_mut()
-                .zip(per_container)
-                .for_each(|(o, vars)| o.extend(vars));
+        let (per_container, why_not) = jax_vars(pod, settings, &order, n)?;
+        warnings.extend(why_not);
+        for (o, vars) in out.iter_mut().zip(per_container) {
+            o.extend(vars);
         }
     }
-    Ok(out)
+    Ok((out, warnings))
 }
 
 /// Each TPU container's `TPU_PROCESS_PORT`: its own, where it sets one, else the default. A
@@ -75,9 +78,8 @@ fn process_ports(
     pod: &PodEnv,
     order: &[usize],
     lookup: &dyn Fn(&str) -> Option<String>,
-    warnings: &mut Vec<String>,
-) -> Result<Vec<String>, InputError> {
-    let mut ports = Vec::with_capacity(order.len());
+) -> Result<(Vec<String>, Vec<String>), InputError> {
+    let (mut ports, mut warnings) = (Vec::with_capacity(order.len()), Vec::new());
     for (k, &i) in (0u32..).zip(order) {
         let c = &pod.containers[i];
         let default = add_at(tpu_host::PROCESS_BASE_PORT, k, "spec.containers")?.to_string();
@@ -94,7 +96,7 @@ fn process_ports(
             }
         }
     }
-    Ok(ports)
+    Ok((ports, warnings))
 }
 
 /// Each TPU container's own `MEGASCALE_PORT`, where it sets one that admission can read.
@@ -113,17 +115,17 @@ fn own_megascale_ports(
 }
 
 /// JAX distributed env (SPEC §4.4) for a pod of the JAX group, per container: in a TPU group each
-/// TPU container is a process of its own, else the pod is one and every container gets its env.
+/// TPU container is a process of its own, else the pod is one and every container gets its env;
+/// none, and the warning why, for a pod without a completion index.
 fn jax_vars(
     pod: &PodEnv,
     settings: &Settings,
     order: &[usize],
     n: u32,
-    warnings: &mut Vec<String>,
-) -> Result<Option<Vec<Vec<WantedVar>>>, InputError> {
+) -> Result<(Vec<Vec<WantedVar>>, Option<String>), InputError> {
     let (facts, place) = (pod.facts, pod.place);
     let Some(group) = &facts.jax else {
-        return Ok(None);
+        return Ok((Vec::new(), None));
     };
     // Facts written before `jax.coordinator` existed name process 0 in `coordinator`, and number
     // from it (SPEC §9). No coordinator at all: no member of the group has pods, so there is no pod
@@ -133,15 +135,15 @@ fn jax_vars(
         .as_deref()
         .or(facts.slice_coordinator.as_deref());
     let (Some(coordinator), Some(per_job)) = (coordinator, facts.pods_per_job) else {
-        return Ok(None);
+        return Ok((Vec::new(), None));
     };
     let Some(completion_index) = place.completion_index else {
-        warnings.push(format!(
+        let warning = format!(
             "pod of JobSet {:?}: no {} on the pod, so JAX_PROCESS_ID could not be computed and the JAX env was not set",
             place.jobset,
             keys::COMPLETION_INDEX
-        ));
-        return Ok(None);
+        );
+        return Ok((Vec::new(), Some(warning)));
     };
     let path = "metadata.annotations";
     let job_start = add_at(group.offset, mul_at(place.job_index, per_job, path)?, path)?;
@@ -159,5 +161,8 @@ fn jax_vars(
         jax::Processes::PerPod
     };
     let containers = pod.containers.len();
-    jax::vars(&jax_group, pod_number, processes, order, containers).map(Some)
+    Ok((
+        jax::vars(&jax_group, pod_number, processes, order, containers)?,
+        None,
+    ))
 }

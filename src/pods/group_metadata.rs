@@ -9,16 +9,17 @@ use crate::k8s_syntax;
 use crate::keys;
 use crate::views::pod_view::PodView;
 
-/// The group keys the pod lacks. Values the controller set (JobSet v0.9+) are never touched.
+/// The group keys the pod lacks, and the warnings about them. Values the controller set (JobSet
+/// v0.9+) are never touched.
 pub fn missing(
     pod: &PodView,
     place: &PodPlace,
-    warnings: &mut Vec<String>,
-) -> Result<Vec<MetadataAdd>, InputError> {
+) -> Result<(Vec<MetadataAdd>, Vec<String>), InputError> {
     let maps = [("labels", pod.labels), ("annotations", pod.annotations)];
     let complete = |m: Option<&Object>| keys::GROUP_KEYS.iter().all(|k| map_str(m, k).is_some());
+    let mut warnings = Vec::new();
     if maps.iter().all(|(_, m)| complete(*m)) {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), warnings));
     }
     let values: [String; 3] = if let Some(g) = &pod.facts.group {
         [
@@ -65,5 +66,5 @@ pub fn missing(
             });
         }
     }
-    Ok(adds)
+    Ok((adds, warnings))
 }

@@ -75,8 +75,7 @@ pub fn plan(pod: &PodView, job: &JobFacts, settings: &Settings) -> Result<PodPla
     let port = settings.jax_coordinator_port;
     let wanted = jax_env(containers, job, &place, port, SpecAt::Pod)?;
     let lookup = |path: &str| field_ref(pod, &[], path);
-    let mut warnings = Vec::new();
-    let env_changes = env_changes(containers, wanted, &lookup, &mut warnings)?;
+    let (env_changes, warnings) = env_changes(containers, wanted, &lookup)?;
     Ok(PodPlan {
         env_changes,
         warnings,

@@ -32,9 +32,7 @@ pub fn plan(pod: &PodView, jobset: &str, settings: &Settings) -> Result<PodPlan,
         subdomain: subdomain.unwrap_or(jobset),
     };
     let containers = &pod.containers;
-    let mut warnings = Vec::new();
-
-    let metadata_adds = group_metadata::missing(pod, &place, &mut warnings)?;
+    let (metadata_adds, mut warnings) = group_metadata::missing(pod, &place)?;
     // A fieldRef reads the pod as the kubelet will see it: with the group keys added here.
     let lookup = |path: &str| field_ref(pod, &metadata_adds, path);
     let env = PodEnv {
@@ -44,8 +42,9 @@ pub fn plan(pod: &PodView, jobset: &str, settings: &Settings) -> Result<PodPlan,
         place: &place,
         annotations: pod.annotations,
     };
-    let wanted = wanted_env(&env, settings, &lookup, &mut warnings)?;
-    let env_changes = env_changes(containers, wanted, &lookup, &mut warnings)?;
+    let (wanted, unset) = wanted_env(&env, settings, &lookup)?;
+    let (env_changes, kept) = env_changes(containers, wanted, &lookup)?;
+    warnings.extend(unset.into_iter().chain(kept));
     Ok(PodPlan {
         metadata_adds,
         env_changes,

@@ -14,28 +14,30 @@ const MEGASCALE_BASE_PORT: u32 = 8081;
 /// The variables of each of the pod's TPU containers, k = 0..n-1; `own_ports[k]` is the
 /// `MEGASCALE_PORT` container k sets itself, if any. None for a pod that runs before the others
 /// (dependsOn) or whose slice group is one slice: one slice has no DCN peers, and xpk and GKE give
-/// it no `MEGASCALE_*` either (SPEC §4.2).
+/// it no `MEGASCALE_*` either (SPEC §4.2). With them, the warning of a slice guessed.
 pub fn vars(
     facts: &Facts,
     place: &PodPlace,
     annotations: Option<&Object>,
     own_ports: &[Option<String>],
-    warnings: &mut Vec<String>,
-) -> Result<Vec<Vec<WantedVar>>, InputError> {
+) -> Result<(Vec<Vec<WantedVar>>, Option<String>), InputError> {
     if facts.runs_first {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), None));
     }
-    let slice = match (&facts.slice, &facts.slice_coordinator) {
-        (Some(slice), Some(coordinator)) => Slice {
-            count: slice.total,
-            id: add_at(slice.offset, place.job_index, "metadata.labels")?,
-            coordinator: place.address(coordinator),
-            coordinator_outside: facts.slice_coordinator_outside,
-        },
-        _ => guessed(place, annotations, warnings),
+    let (slice, guess) = match (&facts.slice, &facts.slice_coordinator) {
+        (Some(slice), Some(coordinator)) => (
+            Slice {
+                count: slice.total,
+                id: add_at(slice.offset, place.job_index, "metadata.labels")?,
+                coordinator: place.address(coordinator),
+                coordinator_outside: facts.slice_coordinator_outside,
+            },
+            None,
+        ),
+        _ => guessed(place, annotations),
     };
     if slice.count <= 1 {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), guess));
     }
     // Several TPU processes on one host each take their own DCN port; the coordinator's
     // address then names container 0's. So does the address of a coordinator that sets its
@@ -54,7 +56,7 @@ pub fn vars(
         WantedVar::new(keys::ENV_SLICE_ID, slice.id),
         WantedVar::new(keys::ENV_COORDINATOR, coordinator),
     ];
-    (0u32..)
+    let per_k = (0u32..)
         .zip(own_ports)
         .map(|(k, own)| {
             let mut out = common.to_vec();
@@ -67,7 +69,8 @@ pub fn vars(
             }
             Ok(out)
         })
-        .collect()
+        .collect::<Result<_, InputError>>()?;
+    Ok((per_k, guess))
 }
 
 /// A pod's slice: how many slices its group has, its own slice id, and the group's
@@ -80,8 +83,9 @@ struct Slice {
 }
 
 /// The slice of a pod whose JobSet was admitted before the policy, so has no facts. The pod's
-/// own labels only tell about its replicated job, so that is taken as the whole slice group.
-fn guessed(place: &PodPlace, annotations: Option<&Object>, warnings: &mut Vec<String>) -> Slice {
+/// own labels only tell about its replicated job, so that is taken as the whole slice group, and a
+/// warning says so.
+fn guessed(place: &PodPlace, annotations: Option<&Object>) -> (Slice, Option<String>) {
     let own = place.address(&names::rjob_pod(place.replicated_job, 0, 0));
     let (coordinator, outside) = match map_str(annotations, keys::JOBSET_COORDINATOR) {
         Some(c) => (
@@ -90,14 +94,15 @@ fn guessed(place: &PodPlace, annotations: Option<&Object>, warnings: &mut Vec<St
         ),
         None => (own, false),
     };
-    warnings.push(format!(
+    let warning = format!(
         "pod of JobSet {:?}: its JobSet was admitted before this policy, so replicated job {:?} was taken as its whole slice group ({} slices, coordinator {coordinator})",
         place.jobset, place.replicated_job, place.replicated_job_replicas
-    ));
-    Slice {
+    );
+    let slice = Slice {
         count: place.replicated_job_replicas,
         id: place.job_index,
         coordinator,
         coordinator_outside: outside,
-    }
+    };
+    (slice, Some(warning))
 }

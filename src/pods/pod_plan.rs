@@ -47,15 +47,15 @@ pub fn env_changes(
     containers: &[ContainerView],
     wanted: Vec<Vec<WantedVar>>,
     lookup: &dyn Fn(&str) -> Option<String>,
-    warnings: &mut Vec<String>,
-) -> Result<Vec<EnvChange>, InputError> {
-    let mut changes = Vec::new();
+) -> Result<(Vec<EnvChange>, Vec<String>), InputError> {
+    let (mut changes, mut warnings) = (Vec::new(), Vec::new());
     for (c, wanted) in containers.iter().zip(wanted) {
         if wanted.is_empty() {
             continue;
         }
         let label = format!("container {:?} ({})", c.name, c.path());
-        let entries = merge_env(&c.user_entries()?, &label, &wanted, lookup, warnings);
+        let (entries, said) = merge_env(&c.user_entries()?, &label, &wanted, lookup);
+        warnings.extend(said);
         if !entries.is_empty() {
             changes.push(EnvChange {
                 list: c.list,
@@ -64,7 +64,7 @@ pub fn env_changes(
             });
         }
     }
-    Ok(changes)
+    Ok((changes, warnings))
 }
 
 /// The env merge (SPEC §4.2): the entries to put before the user's own, so that the user's
@@ -76,19 +76,22 @@ fn merge_env(
     label: &str,
     wanted: &[WantedVar],
     lookup: &dyn Fn(&str) -> Option<String>,
-    warnings: &mut Vec<String>,
-) -> Vec<Value> {
-    for d in container_env::disagreements(user, wanted, lookup) {
-        warnings.push(format!(
-            "{label}: {} keeps {:?}, not the {:?} the policy computed",
-            d.var.name, d.value, d.var.value
-        ));
-    }
-    wanted
+) -> (Vec<Value>, Vec<String>) {
+    let warnings = container_env::disagreements(user, wanted, lookup)
+        .into_iter()
+        .map(|d| {
+            format!(
+                "{label}: {} keeps {:?}, not the {:?} the policy computed",
+                d.var.name, d.value, d.var.value
+            )
+        })
+        .collect();
+    let entries = wanted
         .iter()
         .filter(|var| !user.iter().any(|e| e.name == var.name))
         .map(|var| json!({"name": var.name, "value": var.value}))
-        .collect()
+        .collect();
+    (entries, warnings)
 }
 
 /// What a `fieldRef` to the pod's `path` reads: the pod's own label or annotation, else one
@@ -115,13 +118,11 @@ mod tests {
             {"name": "C", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}
         ]});
         let entries = env_entries(c.as_object().unwrap(), "spec.containers[0]");
-        let mut warnings = Vec::new();
-        let prepend = merge_env(
+        let (prepend, warnings) = merge_env(
             &user_entries(&entries).unwrap(),
             "container \"w\"",
             &[("A", "1"), ("B", "2"), ("C", "3"), ("D", "4")].map(|(n, v)| WantedVar::new(n, v)),
             &|_| None,
-            &mut warnings,
         );
         assert_eq!(prepend, vec![json!({"name": "D", "value": "4"})]);
         assert_eq!(

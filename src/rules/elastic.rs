@@ -37,7 +37,8 @@ pub fn stale_resizes(old: &JobSetPlan, new: &JobSetView) -> Vec<Violation> {
         };
         for ((field, was), (_, is)) in counts(before).into_iter().zip(counts(after)) {
             if was != is {
-                out.push(Violation::new(
+                out.push(Violation::in_rjob(
+                    after,
                     Rule::E1,
                     after.at.pod_template().job_spec_field(field),
                     format!(
@@ -46,7 +47,7 @@ pub fn stale_resizes(old: &JobSetPlan, new: &JobSetView) -> Vec<Violation> {
                         show(is),
                     ),
                     "delete and recreate the JobSet with the new size",
-                ).in_job(after.name));
+                ));
             }
         }
     }

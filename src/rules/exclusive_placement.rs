@@ -14,7 +14,8 @@ pub fn x1_exclusive_placement(plan: &JobSetPlan) -> Vec<Violation> {
     view.tpu_jobs()
         .filter(|(_, r)| r.pods() > 1 && !placed_as_slice(r))
         .filter_map(|(_, r)| match exclusive_placement(view, r) {
-            None => Some(Violation::new(
+            None => Some(Violation::in_rjob(
+                r,
                 Rule::X1,
                 r.at.job_annotations(),
                 format!(
@@ -27,15 +28,15 @@ pub fn x1_exclusive_placement(plan: &JobSetPlan) -> Vec<Violation> {
                     keys::EXCLUSIVE_TOPOLOGY,
                     settings.exclusive_topology_keys[0]
                 ),
-            ).in_job(r.name)),
+            )),
             Some(e) if !settings.exclusive_topology_keys.iter().any(|k| k == e.key) => {
-                let v = Violation::new(
+                Some(Violation::within(
+                    e.is_own().then_some(r),
                     Rule::X1,
                     e.path(),
                     format!("is {:?}, which does not keep a slice's hosts together", e.key),
                     format!("set it to {}", settings.exclusive_topology_keys.join(" or ")),
-                );
-                Some(if e.is_own() { v.in_job(r.name) } else { v })
+                ))
             }
             Some(_) => None,
         })
@@ -97,7 +98,9 @@ pub fn x2_one_placement_per_slice_group(plan: &JobSetPlan) -> Vec<Violation> {
             let mine = exclusive_placement(view, rjob);
             if !same(&mine) {
                 let (difference, fix) = x2_difference(&mine, &theirs);
-                let v = Violation::new(
+                let own = mine.as_ref().is_none_or(Exclusive::is_own);
+                out.push(Violation::within(
+                    own.then_some(*rjob),
                     Rule::X2,
                     mine.as_ref().map_or_else(|| rjob.at.job_annotations(), Exclusive::path),
                     format!(
@@ -108,9 +111,7 @@ pub fn x2_one_placement_per_slice_group(plan: &JobSetPlan) -> Vec<Violation> {
                         describe(&theirs)
                     ),
                     fix,
-                );
-                let own = mine.as_ref().is_none_or(Exclusive::is_own);
-                out.push(if own { v.in_job(rjob.name) } else { v });
+                ));
             }
         }
     }
@@ -136,14 +137,15 @@ pub fn x3_node_selector_flag_takes_effect(plan: &JobSetPlan) -> Vec<Violation> {
     }
     for r in &view.replicated_jobs {
         if has(r.job_annotations, flag) && exclusive_placement(view, r).is_none() {
-            out.push(Violation::new(
+            out.push(Violation::in_rjob(
+                r,
                 Rule::X3,
                 format!("{}[{flag:?}]", r.at.job_annotations()),
                 format!(
                     "is set but neither this replicated job nor the JobSet has {exclusive}, and JobSet ignores it silently"
                 ),
                 format!("add {exclusive} here or on the JobSet, or remove the flag"),
-            ).in_job(r.name));
+            ));
         }
     }
     out
@@ -157,21 +159,19 @@ pub fn x4_exclusive_key_not_pinned(plan: &JobSetPlan) -> Vec<Violation> {
         .filter_map(|(_, r)| {
             let e = exclusive_placement(view, r)?;
             let pin = pinned(r, e.key)?;
-            Some(
-                Violation::new(
-                    Rule::X4,
-                    pin.path(r.template.at),
-                    format!(
-                        "pins {} to {:?}, so only one of the {} slices can ever be scheduled",
-                        e.key, pin.value, r.replicas
-                    ),
-                    format!(
-                        "remove it: exclusive placement gives each slice its own {}",
-                        e.key
-                    ),
-                )
-                .in_job(r.name),
-            )
+            Some(Violation::in_rjob(
+                r,
+                Rule::X4,
+                pin.path(r.template.at),
+                format!(
+                    "pins {} to {:?}, so only one of the {} slices can ever be scheduled",
+                    e.key, pin.value, r.replicas
+                ),
+                format!(
+                    "remove it: exclusive placement gives each slice its own {}",
+                    e.key
+                ),
+            ))
         })
         .collect()
 }

@@ -4,7 +4,7 @@ use super::network;
 use crate::json::map_str;
 use crate::keys;
 use crate::paths::TemplateAt;
-use crate::views::job_view::JobView;
+use crate::views::job_view::{Counts, JobView};
 use crate::violation::{Rule, Violation};
 
 /// Every rule of an opted-in Job, in the order a rejection lists them.
@@ -28,6 +28,7 @@ pub fn n2_pods_resolve_cluster_dns(job: &JobView) -> Option<Violation> {
         return None;
     }
     network::cluster_dns(
+        None,
         job.template.host_network,
         job.template.dns_policy,
         job.template.spec_at(),
@@ -49,8 +50,10 @@ pub fn j1_pods_have_dns_names(job: &JobView) -> Option<Violation> {
 
 /// J2: the JAX process id is the completion index, which only Indexed Jobs have.
 pub fn j2_indexed_completion(job: &JobView) -> Option<Violation> {
+    if job.launch().indexed {
+        return None;
+    }
     let problem = match job.completion_mode {
-        Some("Indexed") => return None,
         Some(mode) => format!("is {mode:?}"),
         None => "is not set, and a Job defaults to NonIndexed".to_string(),
     };
@@ -64,24 +67,23 @@ pub fn j2_indexed_completion(job: &JobView) -> Option<Violation> {
 
 /// J3: `jax.distributed.initialize` waits for every process, so all must run at once.
 pub fn j3_all_processes_at_once(job: &JobView) -> Option<Violation> {
-    match job.completions {
-        None => Some(Violation::new(
-            Rule::J3,
+    let (path, problem, fix) = match job.launch().counts {
+        Counts::AtOnce => return None,
+        Counts::Unset | Counts::WorkQueue => (
             "spec.completions",
-            "is not set",
+            "is not set".to_string(),
             format!(
                 "set completions and parallelism both to the number of JAX processes (parallelism is {})",
                 job.parallelism
             ),
-        )),
-        Some(c) if c != job.parallelism => Some(Violation::new(
-            Rule::J3,
+        ),
+        Counts::Differ(c) => (
             "spec.parallelism",
             format!("is {} but completions is {c}", job.parallelism),
             format!("every JAX process must run at once, set both to {c}"),
-        )),
-        Some(_) => None,
-    }
+        ),
+    };
+    Some(Violation::new(Rule::J3, path, problem, fix))
 }
 
 /// J4: the policy would refuse the unsuspend of Kueue's partial admission, and the Job would hold

@@ -1,8 +1,10 @@
 //! P1–P3: the JAX processes of a JobSet (docs/rules.md): one per pod, all at once, with the
 //! ids exactly 0..N-1. A TPU member's mode and counts are T1's and T2's, so P1 and P2 leave them
-//! alone.
+//! alone. What breaks them is read once, by [`Launch`]; the batch jobs beside the JAX run are the
+//! members it finds breaking them, so what is refused and what is warned about cannot drift.
 use crate::groups::JobSetPlan;
-use crate::views::jobset_view::{CoordinatorRef, ReplicatedJob};
+use crate::views::job_view::{Counts, Launch, NO_CHILD_JOB};
+use crate::views::jobset_view::ReplicatedJob;
 use crate::violation::{Rule, Violation};
 
 /// The alternative each fix offers, true as a conditional: such a job, alone in its group
@@ -10,118 +12,90 @@ use crate::violation::{Rule, Violation};
 const OWN_GROUP: &str =
     "or, if its pods run no JAX while other replicated jobs do, give it a groupName of its own";
 
-/// What a member breaks: the field, the fact, what follows from it, and the fix.
-struct Finding<'a> {
-    rule: Rule,
-    path: String,
-    /// The replicated job the path is in; `None` for the JobSet's own fields.
-    job: Option<&'a str>,
-    fact: String,
-    consequence: String,
-    fix: String,
-}
-
-/// P1: Indexed, or its pods have no completion index, and so no process id.
-fn p1<'a>(r: &ReplicatedJob<'a>) -> Option<Finding<'a>> {
-    (!r.is_indexed()).then(|| Finding {
-        rule: Rule::P1,
-        job: Some(r.name),
-        path: r.at.pod_template().job_spec_field("completionMode"),
-        fact: format!("is {:?}", r.completion_mode.unwrap_or_default()),
-        consequence: "so its pods have no completion index to take a JAX process id from".into(),
-        fix: format!("remove it or set it to Indexed; {OWN_GROUP}"),
-    })
-}
-
-/// P2: every pod at once, or fewer run than JAX_NUM_PROCESSES counts, or they run in waves.
-fn p2<'a>(r: &ReplicatedJob<'a>) -> Option<Finding<'a>> {
-    let p = r.parallelism;
-    let at = r.at.pod_template();
-    let (path, fact, consequence, set) = match r.completions {
-        // A NonIndexed job may leave it out; P1 reports that mode.
-        None if !r.is_indexed() => return None,
-        None => (
-            at.job_spec_field("completions"),
-            "is not set, and the API server refuses an Indexed Job without it".to_string(),
-            "so no child Job would ever be created".to_string(),
-            format!("set completions and parallelism to {p}"),
-        ),
-        Some(c) if c == p => return None,
-        Some(c) => (
-            at.job_spec_field("parallelism"),
-            format!("is {p} but completions is {c}"),
-            if c < p {
-                format!("so each Job runs only {c} pods where JAX_NUM_PROCESSES counts {p}, and jax.distributed.initialize waits for ever")
-            } else {
-                "so its pods run in waves, with process ids that collide or pass JAX_NUM_PROCESSES"
-                    .to_string()
-            },
-            format!("set both to {c}"),
-        ),
-    };
-    Some(Finding {
-        rule: Rule::P2,
-        job: Some(r.name),
+/// P1's field and fact: the mode that gives its pods no completion index.
+fn mode_fact(r: &ReplicatedJob) -> (String, String) {
+    let path = r.at.pod_template().job_spec_field("completionMode");
+    (
         path,
-        fact,
-        consequence,
-        fix: format!("every JAX process must run at once, {set}; {OWN_GROUP}"),
-    })
+        format!("is {:?}", r.completion_mode.unwrap_or_default()),
+    )
 }
 
-/// P3: the coordinator, JAX process 0, is a pod that runs from the start.
-fn p3<'a>(r: &ReplicatedJob<'a>, coordinator: Option<&CoordinatorRef>) -> Option<Finding<'a>> {
-    let c = coordinator.filter(|c| c.replicated_job == r.name && c.pod_index >= r.parallelism)?;
-    Some(Finding {
-        rule: Rule::P3,
-        job: None,
-        path: "spec.coordinator.podIndex".into(),
-        fact: format!(
-            "is {}, but replicated job {:?} runs {} pods at once",
-            c.pod_index, r.name, r.parallelism
-        ),
-        consequence: "so JAX process 0 would be a pod that starts only once others have ended".into(),
-        fix: format!(
-            "name a pod below {}; or, if the pods of {:?} run no JAX while other replicated jobs do, give it a groupName of its own",
-            r.parallelism, r.name
-        ),
-    })
+/// P2's field and fact, where the counts break it, and the counts a fix sets.
+fn counts_fact(r: &ReplicatedJob, l: &Launch) -> Option<(String, String, &'static str)> {
+    let (field, fact, set) = l.counts_fact()?;
+    Some((r.at.pod_template().job_spec_field(field), fact, set))
 }
 
-/// What `check` finds among the members with pods of the JAX groups of a JobSet opted in by its
-/// own annotation (the plan has left out the batch jobs beside the JAX run).
-fn judge_members<'a>(
-    plan: &JobSetPlan<'_, 'a>,
-    check: impl Fn(&ReplicatedJob<'a>) -> Option<Finding<'a>>,
-) -> Vec<Violation> {
+/// P3's field and fact: the coordinator's pod `pod`, past the pods that run at once.
+fn coordinator_fact(r: &ReplicatedJob, pod: u32) -> (String, String) {
+    let fact = format!(
+        "is {pod}, but replicated job {:?} runs {} pods at once",
+        r.name, r.parallelism
+    );
+    ("spec.coordinator.podIndex".to_string(), fact)
+}
+
+/// The members with pods of the JAX groups of a JobSet opted in by its own annotation (the plan
+/// has left out the batch jobs beside the JAX run), each with how its Jobs run their pods.
+fn members<'p, 'a: 'p>(
+    plan: &'p JobSetPlan<'_, 'a>,
+) -> impl Iterator<Item = (&'p ReplicatedJob<'a>, Launch)> + 'p {
     plan.jax_groups
         .iter()
         .filter(|_| plan.jax_opted_in)
         .flat_map(|g| g.members.iter().copied())
         .filter(|r| r.replicas > 0)
-        .filter_map(check)
-        .map(|f| Violation {
-            job: f.job.map(str::to_string),
-            ..Violation::new(
-                f.rule,
-                f.path,
-                format!("{}, {}", f.fact, f.consequence),
-                f.fix,
-            )
+        .map(|r| (r, r.launch(plan.coordinator)))
+}
+
+/// P1: Indexed, or its pods have no completion index, and so no process id.
+pub fn p1_indexed(plan: &JobSetPlan) -> Vec<Violation> {
+    members(plan)
+        .filter(|(r, l)| !r.is_tpu() && !l.indexed)
+        .map(|(r, _)| {
+            let (path, fact) = mode_fact(r);
+            let consequence = "so its pods have no completion index to take a JAX process id from";
+            let fix = format!("remove it or set it to Indexed; {OWN_GROUP}");
+            Violation::in_rjob(r, Rule::P1, path, format!("{fact}, {consequence}"), fix)
         })
         .collect()
 }
 
-pub fn p1_indexed(plan: &JobSetPlan) -> Vec<Violation> {
-    judge_members(plan, |r| p1(r).filter(|_| !r.is_tpu()))
-}
-
+/// P2: every pod at once, or fewer run than JAX_NUM_PROCESSES counts, or they run in waves.
 pub fn p2_all_processes_at_once(plan: &JobSetPlan) -> Vec<Violation> {
-    judge_members(plan, |r| p2(r).filter(|_| !r.is_tpu()))
+    members(plan)
+        .filter(|(r, _)| !r.is_tpu())
+        .filter_map(|(r, l)| {
+            let (path, fact, set) = counts_fact(r, &l)?;
+            let p = l.parallelism;
+            let consequence = match l.counts {
+                Counts::Differ(c) if c < p => format!("so each Job runs only {c} pods where JAX_NUM_PROCESSES counts {p}, and jax.distributed.initialize waits for ever"),
+                Counts::Differ(_) => "so its pods run in waves, with process ids that collide or pass JAX_NUM_PROCESSES".to_string(),
+                _ => NO_CHILD_JOB.to_string(),
+            };
+            let fix = format!(
+                "every JAX process must run at once, set {set} to {}; {OWN_GROUP}",
+                l.pods
+            );
+            Some(Violation::in_rjob(r, Rule::P2, path, format!("{fact}, {consequence}"), fix))
+        })
+        .collect()
 }
 
+/// P3: the coordinator, JAX process 0, is a pod that runs from the start.
 pub fn p3_coordinator_runs_from_the_start(plan: &JobSetPlan) -> Vec<Violation> {
-    judge_members(plan, |r| p3(r, plan.coordinator))
+    members(plan)
+        .filter_map(|(r, l)| {
+            let (path, fact) = coordinator_fact(r, l.late_coordinator?);
+            let consequence = "so JAX process 0 would be a pod that starts only once others have ended";
+            let fix = format!(
+                "name a pod below {}; or, if the pods of {:?} run no JAX while other replicated jobs do, give it a groupName of its own",
+                r.parallelism, r.name
+            );
+            Some(Violation::new(Rule::P3, path, format!("{fact}, {consequence}"), fix))
+        })
+        .collect()
 }
 
 /// A warning for each batch job beside the JAX run, naming what it breaks first: its pods get
@@ -135,14 +109,14 @@ pub fn batch_jobs_beside_jax(plan: &JobSetPlan) -> Vec<String> {
     plan.batch_beside_jax
         .iter()
         .filter_map(|r| {
-            let f = p1(r)
-                .or_else(|| p2(r))
-                .or_else(|| p3(r, plan.coordinator))?;
-            let named = f
-                .job
-                .map(|name| format!(" (replicated job {name:?})"))
-                .unwrap_or_default();
-            Some(format!("{}{named}: {}, {why}", f.path, f.fact))
+            let l = r.launch(plan.coordinator);
+            let named = format!(" (replicated job {:?})", r.name);
+            let ((path, fact), named) = match counts_fact(r, &l) {
+                _ if !l.indexed => (mode_fact(r), named),
+                Some((path, fact, _)) => ((path, fact), named),
+                None => (coordinator_fact(r, l.late_coordinator?), String::new()),
+            };
+            Some(format!("{path}{named}: {fact}, {why}"))
         })
         .collect()
 }

@@ -69,7 +69,8 @@ pub fn k1_required_domain_holds_every_pod(plan: &JobSetPlan) -> Vec<Violation> {
                 _ => slice_whole(plan, r),
             };
             out.push(
-                Violation::new(
+                Violation::in_rjob(
+                    r,
                     Rule::K1,
                     r.at.pod_template().annotation(KUEUE_REQUIRED_TOPOLOGY),
                     format!(
@@ -79,8 +80,7 @@ pub fn k1_required_domain_holds_every_pod(plan: &JobSetPlan) -> Vec<Violation> {
                         if hosts == 1 { "" } else { "s" }
                     ),
                     fix,
-                )
-                .in_job(r.name),
+                ),
             );
         }
     }
@@ -154,7 +154,7 @@ pub fn k2_slice_size_keeps_slices_whole(plan: &JobSetPlan) -> Vec<Violation> {
                 }
                 _ => slice_whole(plan, r),
             };
-            out.push(Violation::new(Rule::K2, path.clone(), problem, fix).in_job(r.name));
+            out.push(Violation::in_rjob(r, Rule::K2, path.clone(), problem, fix));
         }
     }
     out
@@ -213,7 +213,7 @@ pub fn k3_a_slice_stays_in_one_domain(plan: &JobSetPlan) -> Vec<Violation> {
                 ),
             };
             let path = r.at.pod_template().annotation(annotation);
-            out.push(Violation::new(Rule::K3, path, problem, fix).in_job(r.name));
+            out.push(Violation::in_rjob(r, Rule::K3, path, problem, fix));
         }
     }
     out

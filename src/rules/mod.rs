@@ -12,7 +12,6 @@ pub mod tpu;
 use crate::groups::JobSetPlan;
 use crate::multikueue;
 use crate::settings::Role;
-use crate::views::jobset_view::JobSetView;
 use crate::violation::{Findings, Violation};
 
 /// A check of the tables: a rule finds violations, a warning finds warnings.
@@ -133,11 +132,7 @@ pub fn waits_in_its_queue(plan: &JobSetPlan) -> bool {
 /// what its pods will not get.
 pub fn judge(plan: &JobSetPlan, moment: Moment) -> Findings {
     if !plan.in_scope {
-        let warnings = replica_groups::names_without_a_label(plan);
-        return Findings {
-            violations: Vec::new(),
-            warnings,
-        };
+        return Findings::warnings(replica_groups::names_without_a_label(plan));
     }
     let waits = waits_for_a_flavour(plan, moment);
     Findings {

@@ -2,6 +2,7 @@
 //! knows them (N2).
 use crate::groups::{Group, JobSetPlan};
 use crate::paths::SpecAt;
+use crate::views::jobset_view::ReplicatedJob;
 use crate::violation::{Rule, Violation};
 
 /// Why the JobSet's pods dial each other by hostname, in the words of N1's message; `None`
@@ -54,20 +55,22 @@ pub fn n2_pods_resolve_cluster_dns(plan: &JobSetPlan) -> Vec<Violation> {
         .iter()
         .filter_map(|r| {
             cluster_dns(
+                Some(r),
                 r.template.host_network,
                 r.template.dns_policy,
                 r.template.spec_at(),
                 "the coordinator and worker hostnames",
             )
-            .map(|v| v.in_job(r.name))
         })
         .collect()
 }
 
 /// The N2 violation of one pod spec at `at` whose pods must resolve `names`, if its
 /// `hostNetwork` and `dnsPolicy` give them the node's resolver (`ClusterFirst` falls back to it on
-/// the host network). `None` means the user wrote `dnsConfig`, which is theirs.
+/// the host network), in replicated job `rjob` if it is one's. `None` means the user wrote
+/// `dnsConfig`, which is theirs.
 pub fn cluster_dns(
+    rjob: Option<&ReplicatedJob>,
     host_network: bool,
     dns_policy: Option<&str>,
     at: SpecAt,
@@ -84,7 +87,8 @@ pub fn cluster_dns(
     } else {
         "set it to ClusterFirst or remove it"
     };
-    Some(Violation::new(
+    Some(Violation::within(
+        rjob,
         Rule::N2,
         at.field("dnsPolicy"),
         format!("{problem}, so the pods cannot resolve {names}"),
@@ -111,7 +115,7 @@ mod tests {
         #[case] dns_policy: Option<&str>,
         #[case] fix: Option<&str>,
     ) {
-        let v = cluster_dns(host_network, dns_policy, SpecAt::Pod, "names");
+        let v = cluster_dns(None, host_network, dns_policy, SpecAt::Pod, "names");
         assert_eq!(v.is_some(), fix.is_some(), "{v:?}");
         if let (Some(v), Some(fix)) = (v, fix) {
             assert_eq!(v.path, "spec.dnsPolicy");

@@ -20,7 +20,8 @@ pub fn g1_group_name_is_a_label(plan: &JobSetPlan) -> Vec<Violation> {
         ];
         for (name, path) in named.into_iter().flatten() {
             if !k8s_syntax::is_dns1035_label(name) {
-                out.push(Violation::new(
+                out.push(Violation::in_rjob(
+                    rjob,
                     Rule::G1,
                     path,
                     format!("{name:?} is not a DNS-1035 label"),
@@ -28,7 +29,7 @@ pub fn g1_group_name_is_a_label(plan: &JobSetPlan) -> Vec<Violation> {
                         "use lowercase letters, digits and '-', starting with a letter, at most 63 characters, for example {:?}",
                         k8s_syntax::dns1035_label_near(name)
                     ),
-                ).in_job(rjob.name));
+                ));
             }
         }
     }
@@ -64,14 +65,15 @@ pub fn g2_field_and_annotation_agree(plan: &JobSetPlan) -> Vec<Violation> {
     view.replicated_jobs
         .iter()
         .filter_map(|rjob| match (rjob.group_field, rjob.group_annotation) {
-            (Some(field), Some(annotation)) if field != annotation => Some(Violation::new(
+            (Some(field), Some(annotation)) if field != annotation => Some(Violation::in_rjob(
+                rjob,
                 Rule::G2,
                 rjob.at.field("groupName"),
                 format!("is {field:?} but the annotation {} says {annotation:?}", keys::GROUP_NAME),
                 format!(
                     "set groupName to {annotation:?} (on JobSet v0.9+ it defaults to \"default\") or make the annotation match"
                 ),
-            ).in_job(rjob.name)),
+            )),
             _ => None,
         })
         .collect()
@@ -103,14 +105,15 @@ pub fn g3_no_cpu_job_among_slices(plan: &JobSetPlan) -> Vec<Violation> {
                 Some(_) => rjob.at.field("groupName"),
                 None => rjob.at.job_annotation(keys::GROUP_NAME),
             };
-            out.push(Violation::new(
+            out.push(Violation::in_rjob(
+                rjob,
                 Rule::G3,
                 named_at,
                 format!(
                     "puts this non-TPU replicated job in group {name:?} with TPU replicated jobs {tpu}"
                 ),
                 "give it a group of its own, or leave it in \"default\", where non-TPU jobs are not counted as slices",
-            ).in_job(rjob.name));
+            ));
         }
     }
     out
@@ -137,7 +140,7 @@ pub fn g4_identical_slices(plan: &JobSetPlan) -> Vec<Violation> {
                     "a multislice is made of identical slices: make it match {:?}, the first replicated job of slice group {group:?}",
                     first.name
                 );
-                out.push(Violation::new(Rule::G4, path, problem, fix).in_job(rjob.name));
+                out.push(Violation::in_rjob(rjob, Rule::G4, path, problem, fix));
             };
             let pairs = selection(rjob, settings)
                 .into_iter()
@@ -201,7 +204,8 @@ pub fn g5_one_shape_per_queued_slice_group(plan: &JobSetPlan) -> Vec<Violation> 
             narrowing::count(pairs),
             narrowing::describe(pairs)
         );
-        out.push(Violation::new(
+        out.push(Violation::in_rjob(
+            first,
             Rule::G5,
             first.template.at.spec_field("nodeSelector"),
             problem,
@@ -209,7 +213,7 @@ pub fn g5_one_shape_per_queued_slice_group(plan: &JobSetPlan) -> Vec<Violation> 
                 "pin one shape in every replicated job of the group: {} and {} in each nodeSelector",
                 settings.accelerator_label, settings.topology_label
             ),
-        ).in_job(first.name));
+        ));
     }
     out
 }
@@ -219,8 +223,7 @@ pub fn g5_one_shape_per_queued_slice_group(plan: &JobSetPlan) -> Vec<Violation> 
 /// Pathways works so. Settings (`jaxEnv: always`) say nothing of what a JobSet runs.
 pub fn coordinator_without_tpus(plan: &JobSetPlan) -> Vec<String> {
     let view = plan.view;
-    let opted_in = view.annotation(keys::JAX_OPT_IN) == Some("true");
-    if !plan.settings.multislice_env || !plan.jax_enabled || !opted_in {
+    if !plan.settings.multislice_env || !plan.jax_opted_in {
         return Vec::new();
     }
     let Some(coordinator) = view

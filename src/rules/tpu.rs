@@ -6,6 +6,7 @@ use crate::placement::{pinned, slice_topology};
 use crate::settings::Settings;
 use crate::slice_fit::{self, Misfit};
 use crate::topology::Topology;
+use crate::views::job_view::{Counts, NO_CHILD_JOB};
 use crate::views::jobset_view::ReplicatedJob;
 use crate::views::node_pins::Pin;
 use crate::violation::{Rule, Violation};
@@ -14,15 +15,15 @@ use crate::violation::{Rule, Violation};
 pub fn t1_indexed_completion(plan: &JobSetPlan) -> Vec<Violation> {
     plan.view
         .tpu_jobs()
-        .filter(|(_, r)| !r.is_indexed())
+        .filter(|(_, r)| !r.launch(None).indexed)
         .map(|(_, r)| {
-            Violation::new(
+            Violation::in_rjob(
+                r,
                 Rule::T1,
                 r.at.pod_template().job_spec_field("completionMode"),
                 format!("is {:?}", r.completion_mode.unwrap_or_default()),
                 "TPU hosts find each other by completion index: remove it or set it to Indexed",
             )
-            .in_job(r.name)
         })
         .collect()
 }
@@ -32,33 +33,23 @@ pub fn t1_indexed_completion(plan: &JobSetPlan) -> Vec<Violation> {
 pub fn t2_all_hosts_at_once(plan: &JobSetPlan) -> Vec<Violation> {
     let mut out = Vec::new();
     for (_, r) in plan.view.tpu_jobs() {
-        let (field, problem, set, hosts) = match r.completions {
-            // A NonIndexed job may leave it out; T1 reports that mode.
-            None if !r.is_indexed() => continue,
-            None => (
-                "completions",
-                "is not set, and the API server refuses an Indexed Job without it, so no child Job would ever be created".to_string(),
-                "completions and parallelism",
-                r.parallelism,
-            ),
-            Some(c) if c == r.parallelism => continue,
-            Some(c) => (
-                "parallelism",
-                format!("is {} but completions is {c}", r.parallelism),
-                "both",
-                c,
-            ),
+        let launch = r.launch(None);
+        // A NonIndexed job may leave completions out; T1 reports that mode.
+        let Some((field, fact, set)) = launch.counts_fact() else {
+            continue;
         };
-        let target = slice_hosts(r, plan.settings).unwrap_or(hosts);
-        out.push(
-            Violation::new(
-                Rule::T2,
-                r.at.pod_template().job_spec_field(field),
-                problem,
-                format!("a TPU slice needs every host at once, set {set} to {target}"),
-            )
-            .in_job(r.name),
-        );
+        let problem = match launch.counts {
+            Counts::Unset => format!("{fact}, {NO_CHILD_JOB}"),
+            _ => fact,
+        };
+        let target = slice_hosts(r, plan.settings).unwrap_or(launch.pods);
+        out.push(Violation::in_rjob(
+            r,
+            Rule::T2,
+            r.at.pod_template().job_spec_field(field),
+            problem,
+            format!("a TPU slice needs every host at once, set {set} to {target}"),
+        ));
     }
     out
 }
@@ -126,14 +117,15 @@ fn t3(plan: &JobSetPlan, read_mark: bool) -> Vec<Violation> {
 }
 
 fn not_selected(r: &ReplicatedJob, label: &str, hint: &str) -> Violation {
-    Violation::new(
+    Violation::in_rjob(
+        r,
         Rule::T3,
         r.template.at.spec_field("nodeSelector"),
         format!("does not select {label}, so the pods may land on any TPU node"),
         format!(
             "add {label} to the nodeSelector, or a required node affinity with one In value, set to {hint}"
         ),
-    ).in_job(r.name)
+    )
 }
 
 /// The slice an rjob pins, when it pins an accelerator and a slice topology: the accelerator's
@@ -165,7 +157,7 @@ pub fn t4_topology_fits_the_slice(plan: &JobSetPlan) -> Vec<Violation> {
             let e = c.tpu_chips.as_ref().err()?;
             let fix = "ask for a whole number of chips: the chips of one host, for example 4";
             let path = e.path().unwrap_or_default();
-            Some(Violation::new(Rule::T4, path, e.problem(), fix).in_job(r.name))
+            Some(Violation::in_rjob(r, Rule::T4, path, e.problem(), fix))
         }));
         if out.len() > before {
             continue; // the chips per pod are unknown, so nothing more can be judged
@@ -175,18 +167,16 @@ pub fn t4_topology_fits_the_slice(plan: &JobSetPlan) -> Vec<Violation> {
         };
         match row {
             Some(acc) => out.extend(check_slice(r, acc, &topology)),
-            None if settings.reject_unknown_accelerators => out.push(
-                Violation::new(
-                    Rule::T4,
-                    accelerator.path(r.template.at),
-                    format!("{:?} is not in the accelerator table", accelerator.value),
-                    format!(
-                        "use one of {} or add it to the accelerators setting",
-                        accelerators::known_names(&settings.accelerators).join(", ")
-                    ),
-                )
-                .in_job(r.name),
-            ),
+            None if settings.reject_unknown_accelerators => out.push(Violation::in_rjob(
+                r,
+                Rule::T4,
+                accelerator.path(r.template.at),
+                format!("{:?} is not in the accelerator table", accelerator.value),
+                format!(
+                    "use one of {} or add it to the accelerators setting",
+                    accelerators::known_names(&settings.accelerators).join(", ")
+                ),
+            )),
             None => {}
         }
     }
@@ -273,7 +263,7 @@ fn check_slice(r: &ReplicatedJob, acc: &Accelerator, topology: &Pin) -> Option<V
             },
         ),
     };
-    Some(Violation::new(Rule::T4, path, problem, fix).in_job(r.name))
+    Some(Violation::in_rjob(r, Rule::T4, path, problem, fix))
 }
 
 /// T4 while the JobSet is suspended or queued (SPEC §4.7): some slice of the table fits the
@@ -318,7 +308,8 @@ fn no_slice_fits(r: &ReplicatedJob, settings: &Settings) -> Violation {
             join(&hosts, ", ")
         )
     };
-    Violation::new(
+    Violation::in_rjob(
+        r,
         Rule::T4,
         r.at.pod_template().job_spec_field("parallelism"),
         format!(
@@ -326,7 +317,7 @@ fn no_slice_fits(r: &ReplicatedJob, settings: &Settings) -> Violation {
             r.parallelism, r.parallelism
         ),
         fix,
-    ).in_job(r.name)
+    )
 }
 
 /// Accelerators the table does not know, when they are accepted rather than rejected.

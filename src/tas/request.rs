@@ -60,6 +60,14 @@ impl Request<'_> {
             false => keys::KUEUE_SLICE_REQUIRED_TOPOLOGY,
         }
     }
+
+    /// Every level the request names, for the queue check: the required or preferred level,
+    /// then each layer's.
+    pub fn levels(&self) -> impl Iterator<Item = &str> {
+        let top = self.required.or(self.preferred);
+        top.into_iter()
+            .chain(self.layers.iter().map(|l| l.key.as_ref()))
+    }
 }
 
 #[derive(Deserialize)]

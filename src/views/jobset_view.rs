@@ -98,16 +98,6 @@ impl<'a> ReplicatedJob<'a> {
         self.template.is_tpu()
     }
 
-    /// Indexed, as JobSet defaults it: each pod has a completion index (T1, P1).
-    pub fn is_indexed(&self) -> bool {
-        self.completion_mode.is_none_or(|m| m == "Indexed")
-    }
-
-    /// Every pod of a Job at once: `completions` is set and equals `parallelism` (T2, P2).
-    pub fn runs_all_at_once(&self) -> bool {
-        self.completions == Some(self.parallelism)
-    }
-
     /// How its Jobs run their pods, with `coordinator` where it names one of them; JobSet defaults
     /// the mode to Indexed.
     pub fn launch(&self, coordinator: Option<&CoordinatorRef>) -> Launch {

@@ -61,7 +61,7 @@ pub fn warnings(plan: &JobSetPlan, facts: &[Facts]) -> Result<Vec<String>, Input
                     place: &place,
                     annotations: None,
                 };
-                let wanted = wanted_env(&pod, settings, &lookup, &mut Vec::new())?;
+                let (wanted, _) = wanted_env(&pod, settings, &lookup)?;
                 let host = names::rjob_pod(rjob.name, j, c);
                 let sample = Sample {
                     pod: match view.name {
