@@ -241,15 +241,12 @@ fn subgroups<'v, 'a>(
     groups: &[Group<'v, 'a>],
     keep: impl Fn(&ReplicatedJob) -> bool,
 ) -> Vec<Group<'v, 'a>> {
+    let kept =
+        |g: &Group<'v, 'a>| -> Vec<_> { g.members.iter().copied().filter(|r| keep(r)).collect() };
     groups
         .iter()
-        .map(|g| {
-            (
-                g.name,
-                g.members.iter().copied().filter(|r| keep(r)).collect(),
-            )
-        })
-        .filter(|(_, members): &(_, Vec<_>)| !members.is_empty())
+        .map(|g| (g.name, kept(g)))
+        .filter(|(_, members)| !members.is_empty())
         .map(|(name, members)| Group::new(name, members))
         .collect()
 }

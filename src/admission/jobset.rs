@@ -33,11 +33,7 @@ pub(super) fn admit_create(
         .role
         .validates()
         .then(|| validate(&plan, cluster, copy));
-    if let Some(Judged {
-        findings,
-        references,
-    }) = judged.as_ref()
-    {
+    if let Some((findings, references)) = &judged {
         if !findings.violations.is_empty() {
             let warnings = [findings.warnings.as_slice(), references].concat();
             return Ok(rejection(&findings.violations, warnings));
@@ -46,10 +42,7 @@ pub(super) fn admit_create(
     let (facts, about_facts) = jobset_facts::facts(&plan)?;
     // The judging half speaks, so that the pair gives each warning once; the references last.
     let mut warnings = match judged {
-        Some(Judged {
-            findings,
-            references,
-        }) => {
+        Some((findings, references)) => {
             let template_env = template_env::warnings(&plan, &facts)?;
             [findings.warnings, about_facts, template_env, references].concat()
         }
@@ -64,14 +57,9 @@ pub(super) fn admit_create(
 }
 
 /// What the validate half finds at CREATE: the rules, the queue of a JobSet that waits in one for
-/// a flavour, a MultiKueue copy's violations said as warnings, and the references that can never
-/// resolve, which a response lists last.
-struct Judged {
-    findings: Findings,
-    references: Vec<String>,
-}
-
-fn validate(plan: &JobSetPlan, cluster: &Cluster, copy: bool) -> Judged {
+/// a flavour, a MultiKueue copy's violations said as warnings; and apart, the references that can
+/// never resolve, which a response lists last.
+fn validate(plan: &JobSetPlan, cluster: &Cluster, copy: bool) -> (Findings, Vec<String>) {
     let mut findings = rules::judge(plan, Moment::Create);
     if rules::waits_in_its_queue(plan) {
         findings.extend(queue_lookup::check_queue(plan, cluster));
@@ -80,11 +68,7 @@ fn validate(plan: &JobSetPlan, cluster: &Cluster, copy: bool) -> Judged {
         findings = findings.as_warnings(multikueue::copy_warning);
     }
     // Every parsed JobSet, in scope or not: an empty value is as empty on a CPU pod.
-    let references = dead_references::jobset_warnings(plan.view);
-    Judged {
-        findings,
-        references,
-    }
+    (findings, dead_references::jobset_warnings(plan.view))
 }
 
 /// JobSet UPDATE (SPEC §5) judges only what the update changed: a violation the old object
