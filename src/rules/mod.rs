@@ -132,7 +132,11 @@ pub fn waits_in_its_queue(plan: &JobSetPlan) -> bool {
 /// what its pods will not get.
 pub fn judge(plan: &JobSetPlan, moment: Moment) -> Findings {
     if !plan.in_scope {
-        return Findings::warnings(replica_groups::names_without_a_label(plan));
+        let warnings = replica_groups::names_without_a_label(plan);
+        return Findings {
+            violations: Vec::new(),
+            warnings,
+        };
     }
     let waits = waits_for_a_flavour(plan, moment);
     Findings {
