@@ -163,7 +163,7 @@ pub(crate) async fn cases(plane: &ControlPlane, report: &mut Report) {
         uninstall(plane, &page).await,
     );
     let start = Instant::now();
-    let again = deploy_from_nothing(&page).await;
+    let again = deploy_from_nothing(plane, &page).await;
     report.record(
         &format!(
             "operations.md deploy from nothing, from the page: kubectl wait returns once both policies are active ({:.0} s), and the smoke test passes again",
@@ -473,11 +473,48 @@ async fn uninstall(plane: &ControlPlane, page: &Page) -> Result<Failures> {
     Ok(f)
 }
 
-async fn deploy_from_nothing(page: &Page) -> Result<Failures> {
+async fn deploy_from_nothing(plane: &ControlPlane, page: &Page) -> Result<Failures> {
     let mut f = Failures::default();
     page.expect_ok(&mut f, APPLY_POLICY_SERVER, &[], &page.scratch);
     page.expect_ok(&mut f, APPLY_OVERLAY, &[], &page.scratch);
     let waited = page.expect_ok(&mut f, WAIT_ACTIVE, &[], &page.scratch);
+    if waited != condition_met() {
+        let pods = pods_of_default(plane).await;
+        f.check(false, || {
+            format!("the kubewarden namespace's pods then: {pods}")
+        });
+    }
     f.eq(waited, condition_met(), "what kubectl wait prints");
     Ok(f)
+}
+
+/// Each pod of the kubewarden namespace: what a failed wait is read against.
+async fn pods_of_default(plane: &ControlPlane) -> String {
+    match plane
+        .cluster
+        .list("v1", "Pod", Some("kubewarden"), None)
+        .await
+    {
+        Ok(pods) => pods
+            .iter()
+            .map(|p| {
+                let conditions: Vec<_> = p["status"]["conditions"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|c| json!([c["type"], c["status"], c["message"]]))
+                    .collect();
+                json!({
+                    "name": p["metadata"]["name"],
+                    "deleting": p["metadata"]["deletionTimestamp"],
+                    "node": p["spec"]["nodeName"],
+                    "phase": p["status"]["phase"],
+                    "conditions": conditions,
+                })
+                .to_string()
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+        Err(e) => format!("not listed: {e:#}"),
+    }
 }

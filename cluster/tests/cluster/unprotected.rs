@@ -37,16 +37,42 @@ pub(crate) fn v5e_pool(name: &str, topology: &str, nodes: usize) -> Pool {
 
 /// What each rule saves a user from: the JobSet it rejects, applied where our webhook does not
 /// run (the `kubewarden` namespace, which Kubewarden keeps out of every policy), on a fleet
-/// chosen so that the outcome is certain. Every other node is cordoned first.
+/// chosen so that the outcome is certain. Every other node is cordoned while they run, and
+/// uncordoned after: policy-server's node among them, whose next rollout (a later part's policy
+/// change) would stay unscheduled.
 pub(crate) async fn unprotected_runs(
     plane: &ControlPlane,
 ) -> anyhow::Result<Vec<(String, anyhow::Result<Failures>)>> {
-    for node in plane.cluster.list("v1", "Node", None, None).await? {
+    let schedulable: Vec<_> = plane
+        .cluster
+        .list("v1", "Node", None, None)
+        .await?
+        .into_iter()
+        .filter(|n| n["spec"]["unschedulable"] != json!(true))
+        .collect();
+    set_unschedulable(plane, &schedulable, true).await?;
+    let out = unprotected_cases(plane).await;
+    set_unschedulable(plane, &schedulable, false).await?;
+    out
+}
+
+async fn set_unschedulable(
+    plane: &ControlPlane,
+    nodes: &[Value],
+    cordoned: bool,
+) -> anyhow::Result<()> {
+    for node in nodes {
         plane
             .cluster
-            .patch_merge(&node, &json!({"spec": {"unschedulable": true}}))
+            .patch_merge(node, &json!({"spec": {"unschedulable": cordoned}}))
             .await?;
     }
+    Ok(())
+}
+
+async fn unprotected_cases(
+    plane: &ControlPlane,
+) -> anyhow::Result<Vec<(String, anyhow::Result<Failures>)>> {
     let cases: Vec<(&str, Vec<Pool>)> = vec![
         // No topology selector: one slice of 2 hosts lands on a 4x4 pool of 4.
         (
