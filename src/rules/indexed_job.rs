@@ -50,12 +50,10 @@ pub fn j1_pods_have_dns_names(job: &JobView) -> Option<Violation> {
 
 /// J2: the JAX process id is the completion index, which only Indexed Jobs have.
 pub fn j2_indexed_completion(job: &JobView) -> Option<Violation> {
-    if job.launch().indexed {
-        return None;
-    }
-    let problem = match job.completion_mode {
-        Some(mode) => format!("is {mode:?}"),
-        None => "is not set, and a Job defaults to NonIndexed".to_string(),
+    let problem = match (job.launch().indexed, job.completion_mode) {
+        (true, _) => return None,
+        (false, Some(mode)) => format!("is {mode:?}"),
+        (false, None) => "is not set, and a Job defaults to NonIndexed".to_string(),
     };
     Some(Violation::new(
         Rule::J2,

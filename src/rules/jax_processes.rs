@@ -1,10 +1,10 @@
 //! P1–P3: the JAX processes of a JobSet (docs/rules.md): one per pod, all at once, with the
 //! ids exactly 0..N-1. A TPU member's mode and counts are T1's and T2's, so P1 and P2 leave them
-//! alone. What breaks them is read once, by [`Launch`]; the batch jobs beside the JAX run are the
-//! members it finds breaking them, so what is refused and what is warned about cannot drift.
+//! alone. What breaks them is read once, by `broken`, for the refusals and the warnings about the
+//! batch jobs beside the JAX run alike, so the two cannot drift.
 use crate::groups::JobSetPlan;
-use crate::views::job_view::{Counts, Launch, NO_CHILD_JOB};
-use crate::views::jobset_view::ReplicatedJob;
+use crate::views::job_view::{Counts, NO_CHILD_JOB};
+use crate::views::jobset_view::{CoordinatorRef, ReplicatedJob};
 use crate::violation::{Rule, Violation};
 
 /// The alternative each fix offers, true as a conditional: such a job, alone in its group
@@ -12,90 +12,72 @@ use crate::violation::{Rule, Violation};
 const OWN_GROUP: &str =
     "or, if its pods run no JAX while other replicated jobs do, give it a groupName of its own";
 
-/// P1's field and fact: the mode that gives its pods no completion index.
-fn mode_fact(r: &ReplicatedJob) -> (String, String) {
-    let path = r.at.pod_template().job_spec_field("completionMode");
-    (
-        path,
-        format!("is {:?}", r.completion_mode.unwrap_or_default()),
-    )
+/// What `r` breaks of P1–P3, in the rules' order, each fact followed by what follows from it, or
+/// by `why` instead (the warning about a batch job beside the JAX run). P1: without a completion
+/// index there is no process id; P2: fewer pods run than JAX_NUM_PROCESSES counts, or in waves;
+/// P3: the coordinator, JAX process 0, starts only once others have ended.
+fn broken(
+    r: &ReplicatedJob,
+    coordinator: Option<&CoordinatorRef>,
+    why: Option<&str>,
+) -> Vec<Violation> {
+    let launch = r.launch(coordinator);
+    let (p, at) = (launch.parallelism, r.at.pod_template());
+    let said = |fact: String, so: &str| format!("{fact}, {}", why.unwrap_or(so));
+    let mut out = Vec::new();
+    if !launch.indexed {
+        let fact = format!("is {:?}", r.completion_mode.unwrap_or_default());
+        let so = "so its pods have no completion index to take a JAX process id from";
+        let fix = format!("remove it or set it to Indexed; {OWN_GROUP}");
+        let path = at.job_spec_field("completionMode");
+        out.push(Violation::in_rjob(r, Rule::P1, path, said(fact, so), fix));
+    }
+    if let Some((field, fact, set)) = launch.counts_fact() {
+        let so = match launch.counts {
+            Counts::Differ(c) if c < p => format!("so each Job runs only {c} pods where JAX_NUM_PROCESSES counts {p}, and jax.distributed.initialize waits for ever"),
+            Counts::Differ(_) => "so its pods run in waves, with process ids that collide or pass JAX_NUM_PROCESSES".into(),
+            _ => NO_CHILD_JOB.into(),
+        };
+        let fix = format!(
+            "every JAX process must run at once, set {set} to {}; {OWN_GROUP}",
+            launch.pods
+        );
+        let path = at.job_spec_field(field);
+        out.push(Violation::in_rjob(r, Rule::P2, path, said(fact, &so), fix));
+    }
+    if let Some(pod) = launch.late_coordinator {
+        let (name, path) = (r.name, "spec.coordinator.podIndex");
+        let fact = format!("is {pod}, but replicated job {name:?} runs {p} pods at once");
+        let so = "so JAX process 0 would be a pod that starts only once others have ended";
+        let fix = format!("name a pod below {p}; or, if the pods of {name:?} run no JAX while other replicated jobs do, give it a groupName of its own");
+        out.push(Violation::new(Rule::P3, path, said(fact, so), fix));
+    }
+    out
 }
 
-/// P2's field and fact, where the counts break it, and the counts a fix sets.
-fn counts_fact(r: &ReplicatedJob, l: &Launch) -> Option<(String, String, &'static str)> {
-    let (field, fact, set) = l.counts_fact()?;
-    Some((r.at.pod_template().job_spec_field(field), fact, set))
-}
-
-/// P3's field and fact: the coordinator's pod `pod`, past the pods that run at once.
-fn coordinator_fact(r: &ReplicatedJob, pod: u32) -> (String, String) {
-    let fact = format!(
-        "is {pod}, but replicated job {:?} runs {} pods at once",
-        r.name, r.parallelism
-    );
-    ("spec.coordinator.podIndex".to_string(), fact)
-}
-
-/// The members with pods of the JAX groups of a JobSet opted in by its own annotation (the plan
-/// has left out the batch jobs beside the JAX run), each with how its Jobs run their pods.
-fn members<'p, 'a: 'p>(
-    plan: &'p JobSetPlan<'_, 'a>,
-) -> impl Iterator<Item = (&'p ReplicatedJob<'a>, Launch)> + 'p {
+/// What `rule` finds among the members with pods of the JAX groups of a JobSet opted in by its
+/// own annotation (the plan has left out the batch jobs beside the JAX run).
+fn judge_members(plan: &JobSetPlan, rule: Rule) -> Vec<Violation> {
     plan.jax_groups
         .iter()
         .filter(|_| plan.jax_opted_in)
         .flat_map(|g| g.members.iter().copied())
-        .filter(|r| r.replicas > 0)
-        .map(|r| (r, r.launch(plan.coordinator)))
+        .filter(|r| r.replicas > 0 && (rule == Rule::P3 || !r.is_tpu()))
+        .flat_map(|r| broken(r, plan.coordinator, None))
+        .filter(|v| v.rule == rule)
+        .collect()
 }
 
-/// P1: Indexed, or its pods have no completion index, and so no process id.
 pub fn p1_indexed(plan: &JobSetPlan) -> Vec<Violation> {
-    members(plan)
-        .filter(|(r, l)| !r.is_tpu() && !l.indexed)
-        .map(|(r, _)| {
-            let (path, fact) = mode_fact(r);
-            let consequence = "so its pods have no completion index to take a JAX process id from";
-            let fix = format!("remove it or set it to Indexed; {OWN_GROUP}");
-            Violation::in_rjob(r, Rule::P1, path, format!("{fact}, {consequence}"), fix)
-        })
-        .collect()
+    judge_members(plan, Rule::P1)
 }
 
-/// P2: every pod at once, or fewer run than JAX_NUM_PROCESSES counts, or they run in waves.
 pub fn p2_all_processes_at_once(plan: &JobSetPlan) -> Vec<Violation> {
-    members(plan)
-        .filter(|(r, _)| !r.is_tpu())
-        .filter_map(|(r, l)| {
-            let (path, fact, set) = counts_fact(r, &l)?;
-            let p = l.parallelism;
-            let consequence = match l.counts {
-                Counts::Differ(c) if c < p => format!("so each Job runs only {c} pods where JAX_NUM_PROCESSES counts {p}, and jax.distributed.initialize waits for ever"),
-                Counts::Differ(_) => "so its pods run in waves, with process ids that collide or pass JAX_NUM_PROCESSES".to_string(),
-                _ => NO_CHILD_JOB.to_string(),
-            };
-            let fix = format!(
-                "every JAX process must run at once, set {set} to {}; {OWN_GROUP}",
-                l.pods
-            );
-            Some(Violation::in_rjob(r, Rule::P2, path, format!("{fact}, {consequence}"), fix))
-        })
-        .collect()
+    judge_members(plan, Rule::P2)
 }
 
-/// P3: the coordinator, JAX process 0, is a pod that runs from the start.
 pub fn p3_coordinator_runs_from_the_start(plan: &JobSetPlan) -> Vec<Violation> {
-    members(plan)
-        .filter_map(|(r, l)| {
-            let (path, fact) = coordinator_fact(r, l.late_coordinator?);
-            let consequence = "so JAX process 0 would be a pod that starts only once others have ended";
-            let fix = format!(
-                "name a pod below {}; or, if the pods of {:?} run no JAX while other replicated jobs do, give it a groupName of its own",
-                r.parallelism, r.name
-            );
-            Some(Violation::new(Rule::P3, path, format!("{fact}, {consequence}"), fix))
-        })
-        .collect()
+    judge_members(plan, Rule::P3)
 }
 
 /// A warning for each batch job beside the JAX run, naming what it breaks first: its pods get
@@ -109,14 +91,14 @@ pub fn batch_jobs_beside_jax(plan: &JobSetPlan) -> Vec<String> {
     plan.batch_beside_jax
         .iter()
         .filter_map(|r| {
-            let l = r.launch(plan.coordinator);
-            let named = format!(" (replicated job {:?})", r.name);
-            let ((path, fact), named) = match counts_fact(r, &l) {
-                _ if !l.indexed => (mode_fact(r), named),
-                Some((path, fact, _)) => ((path, fact), named),
-                None => (coordinator_fact(r, l.late_coordinator?), String::new()),
-            };
-            Some(format!("{path}{named}: {fact}, {why}"))
+            let v = broken(r, plan.coordinator, Some(why)).into_iter().next()?;
+            let named = v.job.map(|name| format!(" (replicated job {name:?})"));
+            Some(format!(
+                "{}{}: {}",
+                v.path,
+                named.unwrap_or_default(),
+                v.problem
+            ))
         })
         .collect()
 }
