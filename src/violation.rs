@@ -65,34 +65,26 @@ impl Violation {
         problem: impl Into<String>,
         fix: impl Into<String>,
     ) -> Self {
-        Violation::within(None, rule, path, problem, fix)
+        Violation {
+            rule,
+            path: path.into(),
+            job: None,
+            problem: problem.into(),
+            fix: fix.into(),
+        }
     }
 
-    /// A violation of a field of the replicated job `r`, which it names.
-    pub fn in_rjob(
-        r: &ReplicatedJob,
-        rule: Rule,
-        path: impl Into<String>,
-        problem: impl Into<String>,
-        fix: impl Into<String>,
-    ) -> Self {
-        Violation::within(Some(r), rule, path, problem, fix)
-    }
-
-    /// A violation of a field of `rjob`, where it is one of its fields.
-    pub fn within(
-        rjob: Option<&ReplicatedJob>,
+    /// A violation of a field of the replicated job `rjob`, where it is one of its fields.
+    pub fn in_rjob<'r>(
+        rjob: impl Into<Option<&'r ReplicatedJob<'r>>>,
         rule: Rule,
         path: impl Into<String>,
         problem: impl Into<String>,
         fix: impl Into<String>,
     ) -> Self {
         Violation {
-            rule,
-            path: path.into(),
-            job: rjob.map(|r| r.name.to_string()),
-            problem: problem.into(),
-            fix: fix.into(),
+            job: rjob.into().map(|r| r.name.to_string()),
+            ..Violation::new(rule, path, problem, fix)
         }
     }
 }

@@ -30,7 +30,7 @@ pub fn x1_exclusive_placement(plan: &JobSetPlan) -> Vec<Violation> {
                 ),
             )),
             Some(e) if !settings.exclusive_topology_keys.iter().any(|k| k == e.key) => {
-                Some(Violation::within(
+                Some(Violation::in_rjob(
                     e.is_own().then_some(r),
                     Rule::X1,
                     e.path(),
@@ -99,7 +99,7 @@ pub fn x2_one_placement_per_slice_group(plan: &JobSetPlan) -> Vec<Violation> {
             if !same(&mine) {
                 let (difference, fix) = x2_difference(&mine, &theirs);
                 let own = mine.as_ref().is_none_or(Exclusive::is_own);
-                out.push(Violation::within(
+                out.push(Violation::in_rjob(
                     own.then_some(*rjob),
                     Rule::X2,
                     mine.as_ref().map_or_else(|| rjob.at.job_annotations(), Exclusive::path),

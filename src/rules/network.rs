@@ -87,7 +87,7 @@ pub fn cluster_dns(
     } else {
         "set it to ClusterFirst or remove it"
     };
-    Some(Violation::within(
+    Some(Violation::in_rjob(
         rjob,
         Rule::N2,
         at.field("dnsPolicy"),

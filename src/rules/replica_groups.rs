@@ -106,7 +106,7 @@ pub fn g3_no_cpu_job_among_slices(plan: &JobSetPlan) -> Vec<Violation> {
                 None => rjob.at.job_annotation(keys::GROUP_NAME),
             };
             out.push(Violation::in_rjob(
-                rjob,
+                *rjob,
                 Rule::G3,
                 named_at,
                 format!(
@@ -140,7 +140,7 @@ pub fn g4_identical_slices(plan: &JobSetPlan) -> Vec<Violation> {
                     "a multislice is made of identical slices: make it match {:?}, the first replicated job of slice group {group:?}",
                     first.name
                 );
-                out.push(Violation::in_rjob(rjob, Rule::G4, path, problem, fix));
+                out.push(Violation::in_rjob(*rjob, Rule::G4, path, problem, fix));
             };
             let pairs = selection(rjob, settings)
                 .into_iter()
@@ -184,7 +184,7 @@ pub fn g4_identical_slices(plan: &JobSetPlan) -> Vec<Violation> {
 /// is left with exactly one (accelerator, topology) pair (SPEC §4.7). One left with none is G4's
 /// or T4's to report.
 pub fn g5_one_shape_per_queued_slice_group(plan: &JobSetPlan) -> Vec<Violation> {
-    let (shapes, settings) = (plan.shapes(), plan.settings);
+    let (shapes, settings) = (&plan.shapes, plan.settings);
     let mut out = Vec::new();
     for slice_group in &plan.slice_groups {
         let (group, members) = (slice_group.name, &slice_group.members);
@@ -205,7 +205,7 @@ pub fn g5_one_shape_per_queued_slice_group(plan: &JobSetPlan) -> Vec<Violation> 
             narrowing::describe(pairs)
         );
         out.push(Violation::in_rjob(
-            first,
+            *first,
             Rule::G5,
             first.template.at.spec_field("nodeSelector"),
             problem,
