@@ -30,27 +30,18 @@ pub struct Facts {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub jax: Option<JaxFacts>,
     /// The MEGASCALE coordinator pod of the slice group, `<rjob>-<jobIndex>-<podIndex>`.
-    #[serde(
-        rename = "coordinator",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(rename = "coordinator")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slice_coordinator: Option<String>,
     /// The slice coordinator is a pod outside the slice group (a Pathways head named by
     /// `spec.coordinator`): it runs no TPU container, so its address carries no DCN port.
-    #[serde(
-        rename = "coordinatorOutside",
-        default,
-        skip_serializing_if = "std::ops::Not::not"
-    )]
+    #[serde(rename = "coordinatorOutside")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub slice_coordinator_outside: bool,
     /// The `MEGASCALE_PORT` the slice coordinator's first TPU container sets itself: the
     /// coordinator address names it (SPEC §4.2).
-    #[serde(
-        rename = "coordinatorPort",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(rename = "coordinatorPort")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slice_coordinator_port: Option<u32>,
     /// Other replicated jobs wait for this one to complete (JobSet `dependsOn`): its pods
     /// are no slice or JAX process of theirs, and get no multislice or JAX env.

@@ -75,10 +75,10 @@ pub struct JobSetPlan<'v, 'a> {
     /// What each replicated job's pod template asks of Kueue's topology-aware scheduling, in spec
     /// order: read once for K1–K3, the queue check and the slice size the mutation adds.
     pub tas: Vec<tas::Request<'a>>,
-    /// Computed with the plan: a JobSet's CREATE in the roles that mutate needs them anyway, and
-    /// what a lazy cell saved (an UPDATE, the role `validate`) comes once per JobSet, not by the
-    /// thousand (CONTRIBUTING.md, "Performance code").
-    shapes: ShapePlan,
+    /// The slice shapes of §4.7, computed with the plan: a CREATE in the roles that mutate needs
+    /// them anyway, and what a lazy cell saved (an UPDATE, the role `validate`) comes once per
+    /// JobSet, not by the thousand (CONTRIBUTING.md, "Performance code").
+    pub shapes: ShapePlan,
 }
 
 impl<'v, 'a> JobSetPlan<'v, 'a> {
@@ -148,11 +148,6 @@ impl<'v, 'a> JobSetPlan<'v, 'a> {
 
     pub fn multi_member_slice_groups(&self) -> impl Iterator<Item = &Group<'v, 'a>> {
         self.slice_groups.iter().filter(|g| g.members.len() > 1)
-    }
-
-    /// The slice shapes of §4.7.
-    pub fn shapes(&self) -> &ShapePlan {
-        &self.shapes
     }
 }
 

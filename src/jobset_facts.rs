@@ -108,14 +108,11 @@ pub fn facts(plan: &JobSetPlan) -> Result<(Vec<Facts>, Vec<String>), InputError>
             || names::rjob_pod(first_with_pods(group).name, 0, 0),
             CoordinatorRef::pod,
         );
-        let port = match (total > 1).then(|| coordinator_port(plan.coordinator, group)) {
-            Some(Ok(port)) => port,
-            Some(Err(warning)) => {
-                warnings.push(warning);
-                None
-            }
-            None => None,
-        };
+        let port = (total > 1).then(|| coordinator_port(plan.coordinator, group));
+        let port = port.unwrap_or(Ok(None)).unwrap_or_else(|warning| {
+            warnings.push(warning);
+            None
+        });
         for (rjob, offset) in group.members.iter().zip(starts) {
             let f = &mut facts[rjob.index];
             f.slice = Some(OffsetFacts { total, offset });

@@ -90,7 +90,6 @@ pub fn judge_flavours(plan: &JobSetPlan, queue: &Queue) -> Findings {
         ));
         return out;
     };
-    let acc_key = settings.accelerator_label.as_str();
     let topo_key = settings.topology_label.as_str();
     let carried = |key: &str| flavours.iter().any(|f| f.labels.contains_key(key));
     let shapes_judged = carried(topo_key);
@@ -101,26 +100,12 @@ pub fn judge_flavours(plan: &JobSetPlan, queue: &Queue) -> Findings {
             settings.tpu_resource
         ));
     }
-    let labels = Labels {
-        accelerator: acc_key,
-        topology: topo_key,
-        accelerator_carried: carried(acc_key),
-        topology_carried: shapes_judged,
-    };
     for rjob in plan.view.replicated_jobs.iter().filter(|r| r.is_tpu()) {
-        let found = judge_rjob(plan, rjob, flavours, &named, &labels);
+        let found = judge_rjob(plan, rjob, flavours, &named);
         out.violations.extend(found.violations);
         out.warnings.extend(found.warnings);
     }
     out
-}
-
-/// The flavours' node label keys Kueue compares, and whether any flavour carries each.
-struct Labels<'s> {
-    accelerator: &'s str,
-    topology: &'s str,
-    accelerator_carried: bool,
-    topology_carried: bool,
 }
 
 /// The findings for one TPU replicated job: a refusal where no flavour fits its slices, or none
@@ -130,28 +115,31 @@ fn judge_rjob(
     rjob: &ReplicatedJob,
     flavours: &[Flavour],
     named: &str,
-    labels: &Labels,
 ) -> Findings {
+    // The flavours' node label keys Kueue compares, and whether any flavour carries each.
+    let acc_key = plan.settings.accelerator_label.as_str();
+    let topo_key = plan.settings.topology_label.as_str();
+    let carried = |key: &str| flavours.iter().any(|f| f.labels.contains_key(key));
     let request = &plan.tas[rjob.index];
     let by_topology = |fit| match request.is_any() {
         true => judge_topologies(plan, rjob, request, named, fit),
         false => Ok(None),
     };
-    let pairs = match &plan.shapes().own[rjob.index] {
-        Some(Shapes::Fixed(p) | Shapes::Open(p)) if labels.topology_carried => p,
+    let pairs = match &plan.shapes.own[rjob.index] {
+        Some(Shapes::Fixed(p) | Shapes::Open(p)) if carried(topo_key) => p,
         _ => return findings(None, by_topology(flavours.iter().collect())),
     };
-    let (acc_key, topo_key) = (labels.accelerator, labels.topology);
     // A flavour of an accelerator the table lacks is left open (SPEC §4.7).
     let unknown = |f: &Flavour| {
-        plan.shapes().unknown_open[rjob.index]
+        plan.shapes.unknown_open[rjob.index]
             && f.labels
                 .get(acc_key)
                 .is_some_and(|a| accelerators::lookup(&plan.settings.accelerators, a).is_none())
     };
+    let acc_carried = carried(acc_key);
     let (fit, misfit): (Vec<&Flavour>, Vec<&Flavour>) = flavours
         .iter()
-        .partition(|f| fits(f, pairs, acc_key, topo_key, labels.accelerator_carried) || unknown(f));
+        .partition(|f| fits(f, pairs, acc_key, topo_key, acc_carried) || unknown(f));
     let shown = |fs: &[&Flavour]| {
         fs.iter()
             .map(|f| describe_flavour(f, acc_key, topo_key))

@@ -77,10 +77,8 @@ pub(super) fn admit_update(object: &Value, old: Option<&Value>, settings: &Setti
     let parse = |o| JobSetView::parse(o, &settings.tpu_resource);
     let findings_of = |view: &Result<JobSetView, InputError>| -> Result<Findings, InputError> {
         let view = view.as_ref().map_err(Clone::clone)?;
-        Ok(rules::judge(
-            &JobSetPlan::new(view, settings)?,
-            Moment::Update,
-        ))
+        let plan = JobSetPlan::new(view, settings)?;
+        Ok(rules::judge(&plan, Moment::Update))
     };
     let (old_view, new_view) = (old.map(parse), parse(object));
     let before = old_view.as_ref().map(findings_of);

@@ -42,6 +42,6 @@ pub(super) fn admit(object: Value, settings: &Settings) -> Result<Verdict, Input
         (None, Some(job)) => job_pod::plan(&pod, job, settings)?,
         (None, None) => PodPlan::default(),
     };
-    let patch = PodPatch::new(plan.metadata_adds, plan.env_changes);
+    let patch = PodPatch(plan.metadata_adds, plan.env_changes);
     Ok(Verdict::with(patch.applied_to(object), plan.warnings))
 }

@@ -36,7 +36,7 @@ impl JobSetPatch {
     /// the worker's Workload was admitted on it.
     pub fn new(plan: &JobSetPlan, facts: &[Facts], copy: bool) -> (JobSetPatch, Vec<String>) {
         let view = plan.view;
-        let marks = narrowing::marks(plan.shapes(), plan.settings);
+        let marks = narrowing::marks(&plan.shapes, plan.settings);
         let mut narrowings = narrowings(view, marks);
         let mut stamps = stamps(view, facts);
         let mut warnings = Vec::new();

@@ -6,13 +6,9 @@ use crate::pods::pod_plan::{EnvChange, MetadataAdd};
 use serde_json::Value;
 
 /// What the pod lacks: labels and annotations, and env entries per container.
-pub struct PodPatch(Vec<MetadataAdd>, Vec<EnvChange>);
+pub struct PodPatch(pub Vec<MetadataAdd>, pub Vec<EnvChange>);
 
 impl PodPatch {
-    pub fn new(metadata_adds: Vec<MetadataAdd>, env_changes: Vec<EnvChange>) -> PodPatch {
-        PodPatch(metadata_adds, env_changes)
-    }
-
     /// The pod, patched in place; `None` when it lacks nothing.
     pub fn applied_to(self, mut object: Value) -> Option<Value> {
         let PodPatch(metadata_adds, env_changes) = self;

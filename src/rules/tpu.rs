@@ -269,7 +269,7 @@ fn check_slice(r: &ReplicatedJob, acc: &Accelerator, topology: &Pin) -> Option<V
 /// T4 while the JobSet is suspended or queued (SPEC §4.7): some slice of the table fits the
 /// replicated job, or no flavour can ever run it. A pinned slice gets T4's own message.
 pub fn t4_some_slice_fits(plan: &JobSetPlan) -> Vec<Violation> {
-    let (settings, shapes) = (plan.settings, plan.shapes());
+    let (settings, shapes) = (plan.settings, &plan.shapes);
     let mut out = Vec::new();
     for (i, r) in plan.view.tpu_jobs() {
         match &shapes.own[i] {
