@@ -43,13 +43,9 @@ pub fn t2_all_hosts_at_once(plan: &JobSetPlan) -> Vec<Violation> {
             _ => fact,
         };
         let target = slice_hosts(r, plan.settings).unwrap_or(launch.pods);
-        out.push(Violation::in_rjob(
-            r,
-            Rule::T2,
-            r.at.pod_template().job_spec_field(field),
-            problem,
-            format!("a TPU slice needs every host at once, set {set} to {target}"),
-        ));
+        let fix = format!("a TPU slice needs every host at once, set {set} to {target}");
+        let path = r.at.pod_template().job_spec_field(field);
+        out.push(Violation::in_rjob(r, Rule::T2, path, problem, fix));
     }
     out
 }
