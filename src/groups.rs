@@ -219,14 +219,13 @@ fn batch_beside_jax<'v, 'a>(
         .any(|g| with_pods(g) > 0 && g.members.iter().all(|r| keeps(r)));
     let mut out = Vec::new();
     for g in candidates {
-        let alone = with_pods(g) == 1;
-        out.extend(g.members.iter().copied().filter(|r| {
-            match (r.is_tpu() || keeps(r), opted_in) {
-                (true, _) => false,
-                (false, false) => true,
-                (false, true) => alone && another_group_keeps,
-            }
-        }));
+        let taken = !opted_in || (with_pods(g) == 1 && another_group_keeps);
+        out.extend(
+            g.members
+                .iter()
+                .copied()
+                .filter(|r| taken && !r.is_tpu() && !keeps(r)),
+        );
     }
     out
 }
