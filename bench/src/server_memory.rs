@@ -87,10 +87,10 @@ fn pair(module: &Path) -> Result<Vec<ServedPolicy>> {
 }
 
 /// A wrk script that POSTs the AdmissionReview of `request`, written into `dir`.
-fn script(dir: &Path, name: &str, request: &Value) -> Result<PathBuf> {
-    let body = dir.join(format!("memory-{name}.json"));
+pub fn script(dir: &Path, name: &str, request: &Value) -> Result<PathBuf> {
+    let body = dir.join(format!("{name}.json"));
     std::fs::write(&body, PolicyServer::review_body(request))?;
-    let script = dir.join(format!("memory-{name}.lua"));
+    let script = dir.join(format!("{name}.lua"));
     std::fs::write(
         &script,
         format!(
@@ -183,8 +183,8 @@ pub fn measure(module: &Path, dir: &Path, d: &Durations) -> Result<Vec<Row>> {
     let small = create(&tpu_jobset()?);
     accepted(&server, &[MUTATE], &pod, "a TPU pod")?;
     accepted(&server, &halves, &small, "a JobSet CREATE")?;
-    let pods = script(dir, "pod", &pod)?;
-    let creates = script(dir, "create", &small)?;
+    let pods = script(dir, "memory-pod", &pod)?;
+    let creates = script(dir, "memory-create", &small)?;
     let p99 = finish(vec![
         wrk(&server.url(MUTATE), &pods, d.ordinary, 2)?,
         wrk(&server.url(VALIDATE), &creates, d.ordinary, 1)?,
@@ -216,7 +216,7 @@ fn large(
     let request = create(&jobset_of_size(bytes)?);
     let size = PolicyServer::review_body(&request).len();
     accepted(server, &[MUTATE, VALIDATE], &request, label)?;
-    let script = script(dir, &format!("large-{bytes}"), &request)?;
+    let script = script(dir, &format!("memory-large-{bytes}"), &request)?;
     let p99 = finish(vec![
         wrk(&server.url(MUTATE), &script, seconds, 2)?,
         wrk(&server.url(VALIDATE), &script, seconds, 2)?,

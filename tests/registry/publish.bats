@@ -206,6 +206,17 @@ cosign_sign() {
   "$COSIGN" sign --yes "${offline[@]}" $format "$ref"
 }
 
+# Pushes the module to repository NAME and signs it in each FORMAT given, as release.yml signs
+# once per format; REF is the pushed digest reference, DIGEST its digest.
+push_signed() {
+  local format
+  REF="$(push_to "$1")"
+  DIGEST="${REF#*@}"
+  for format in "${@:2}"; do
+    cosign_sign "$REF" "$format" >"$DIR/sign.log" 2>&1 || { cat "$DIR/sign.log"; return 1; }
+  done
+}
+
 # The tags of a repository of the registry, sorted, on one line.
 tags_of() {
   curl -sf "http://$HOST/v2/$1/tags/list" | jq -r '.tags | sort | join(" ")'
@@ -283,13 +294,8 @@ tags_of() {
 }
 
 @test "signed as release.yml signed at aabe9ba, kwctl verify and policy-server find no signature" {
-  local ref digest format
-  ref="$(push_to signed-aabe9ba)"
-  digest="${ref#*@}"
-  for format in "${AABE9BA_SIGNS[@]}"; do
-    run cosign_sign "$ref" "$format"
-    [ "$status" -eq 0 ] || { echo "$output"; return 1; }
-  done
+  push_signed signed-aabe9ba "${AABE9BA_SIGNS[@]}"
+  local ref="$REF" digest="$DIGEST"
   # A Sigstore bundle under the referrers tag sha256-<hex> (this registry serves no referrers
   # API), and no signature tag sha256-<hex>.sig.
   [ "$(tags_of signed-aabe9ba)" = "${digest/:/-} v$VERSION" ]
@@ -316,13 +322,8 @@ tags_of() {
 }
 
 @test "signed as release.yml signs, kwctl verify and policy-server accept it, and policy-server answers" {
-  local ref digest format
-  ref="$(push_to signed-release)"
-  digest="${ref#*@}"
-  for format in "${RELEASE_SIGNS[@]}"; do
-    run cosign_sign "$ref" "$format"
-    [ "$status" -eq 0 ] || { echo "$output"; return 1; }
-  done
+  push_signed signed-release "${RELEASE_SIGNS[@]}"
+  local ref="$REF" digest="$DIGEST"
   # The signature tag, beside the bundle's referrers tag.
   [ "$(tags_of signed-release)" = "${digest/:/-} ${digest/:/-}.sig v$VERSION" ]
 

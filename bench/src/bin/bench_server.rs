@@ -172,17 +172,7 @@ fn main() -> Result<()> {
     }
     for (i, (name, request)) in named.into_iter().enumerate() {
         let body = PolicyServer::review_body(&request);
-        let body_file = dir.join(format!("review-{i}.json"));
-        std::fs::write(&body_file, &body)?;
-        let script = dir.join(format!("post-{i}.lua"));
-        std::fs::write(
-            &script,
-            format!(
-                "wrk.method = \"POST\"\nwrk.headers[\"Content-Type\"] = \"application/json\"\n\
-                 local f = assert(io.open({:?}, \"rb\"))\nwrk.body = f:read(\"*a\")\nf:close()\n",
-                body_file.display().to_string()
-            ),
-        )?;
+        let script = server_memory::script(&dir, &format!("case-{i}"), &request)?;
         policies.push(served(
             &server_floor::id(i),
             floors.annotated(i, &request)?,
